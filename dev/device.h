@@ -1,0 +1,37 @@
+/* Device model: a device registers a range of ports (or, later, MMIO) with
+ * one callback shape. A callback returns IO_OK to resume the guest, IO_VM_END
+ * when it ended the VM, or a negative error. `light` says the callback may run
+ * on the light exit path (touches no state the heavy path would restore). */
+#ifndef DEV_DEVICE_H
+#define DEV_DEVICE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct vcpu;
+struct vm;
+
+enum io_result { IO_OK = 0, IO_VM_END = 1 };
+
+/* data: for a write, the value written (low `size` bytes); for a read, the
+ * callback stores the value read. size is 1, 2 or 4 for ports. */
+typedef int (*io_handler_fn)(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
+			     unsigned size, bool is_write, void *opaque);
+
+struct io_range {
+	uint64_t base;
+	uint64_t len;
+	io_handler_fn fn;
+	void *opaque;
+	bool light;
+	const char *name;
+};
+
+/* Services a device may call; the hypervisor implements them in vmm/, the host
+ * unit tests provide their own. */
+void vm_console_putc(struct vm *vm, char c);          /* guest serial output */
+void vm_end(struct vm *vm, unsigned status, const char *why); /* stop this VM */
+uint64_t platform_tsc(void);                            /* host TSC now */
+uint64_t platform_tsc_hz(void);                         /* host TSC frequency */
+
+#endif

@@ -1,0 +1,34 @@
+/* lightpath boot options (the multiboot command line). */
+#ifndef CORE_OPTIONS_H
+#define CORE_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct lp_options {
+	bool light;        /* light=on|off         seed 000 */
+	bool vmload_lazy;  /* svm.vmload=lazy|always  seed 003 */
+	bool dr_lazy;      /* dr=lazy|always       seed 001 */
+	bool pmu_lazy;     /* pmu=lazy|always      seed 002 */
+	bool msr_lazy;     /* msr=lazy|always      seed 000 follow-up */
+	bool io_fast;      /* io=fast|emulate      seed 004 */
+	unsigned mem_mb;   /* mem=N: guest RAM per VM in MiB (4..1024), default 64 */
+	bool stats;        /* stats=on|off: print the exit table when a VM ends */
+};
+
+/* Fills *opt with the defaults (everything optimised, mem=64, stats=on). */
+void options_defaults(struct lp_options *opt);
+
+/* Parses a space-separated command line of key=value words into *opt
+ * (which should hold the defaults first). A leading word without '=' is
+ * the image path the boot loader puts first and is skipped. On error returns
+ * a negative value and writes one line (no newline) naming the bad word and
+ * what is accepted into err. */
+int options_parse(struct lp_options *opt, const char *cmdline, char *err,
+		  size_t errlen);
+
+/* The LP_CONFIG_* bits (include/lightpath/abi.h) for these options. */
+uint32_t options_config_bits(const struct lp_options *opt);
+
+#endif

@@ -1,0 +1,18 @@
+/* A decoded port I/O exit, filled by the vendor backend from its exit
+ * information (seed 004) or by the instruction decoder (io=emulate). */
+#ifndef VMM_IO_INTERCEPT_H
+#define VMM_IO_INTERCEPT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct io_intercept {
+	uint16_t port;
+	uint8_t size;      /* 1, 2 or 4 bytes */
+	bool in;           /* true: IN/INS (read from the port) */
+	bool string;       /* INS/OUTS */
+	bool rep;          /* REP prefix present */
+	uint64_t next_rip; /* RIP of the following instruction */
+};
+
+#endif

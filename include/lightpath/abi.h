@@ -24,6 +24,8 @@
 #define LP_HC_RAISE_IRQ        3u  /* RBX = vector 32..255: queue a virtual interrupt
                                     * (a self-IPI), delivered when RFLAGS.IF = 1 */
 #define LP_HC_CONFIG           4u  /* RAX = LP_CONFIG_* bits in force */
+#define LP_HC_NULL_HEAVY       5u  /* returns 0 like LP_HC_NULL but always takes
+                                    * the heavy path (tests and benchmarks) */
 
 #define LP_STATS_ALL           0xffffffffu
 
@@ -67,5 +69,9 @@ enum lp_exit_reason {
 #define LP_PMTIMER_PORT        0x608u
 #define LP_PMTIMER_HZ          3579545u
 #define LP_DEBUG_EXIT_PORT     0xf4u
+
+/* VM end statuses lightpath itself uses (QEMU exit code = (status << 1) | 1). */
+#define LP_STATUS_VM_FAULT     0x70u /* VM stopped for misbehaving (QEMU: 225) */
+#define LP_STATUS_HV_ERROR     0x7fu /* hypervisor could not run (QEMU: 255) */
 
 #endif

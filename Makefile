@@ -7,11 +7,11 @@ OBJCOPY    := objcopy
 
 WARN       := -Wall -Wextra -Werror
 HV_CFLAGS  := -std=gnu11 -O2 $(WARN) -ffreestanding -fno-pic -fno-pie -mno-red-zone \
-              -mgeneral-regs-only -mcmodel=kernel -fno-stack-protector -fno-asynchronous-unwind-tables \
+              -mgeneral-regs-only -mcmodel=small -fno-stack-protector -fno-asynchronous-unwind-tables \
               -fno-builtin -nostdinc -isystem $(shell $(CC) -print-file-name=include) -I. -Iinclude -MMD -MP
 HV_LDFLAGS := -nostdlib -static -no-pie -Wl,--build-id=none -Wl,-z,max-page-size=0x1000 -Wl,-T,boot/linker.ld
 
-HV_SRCS    := $(wildcard boot/*.S boot/*.c lib/*.c core/*.c vmm/*.c vmm/svm/*.c vmm/svm/*.S dev/*.c emul/*.c)
+HV_SRCS    := $(filter-out vmm/svm/asm-offsets.c,$(wildcard boot/*.S boot/*.c lib/*.c core/*.c vmm/*.c vmm/svm/*.c vmm/svm/*.S dev/*.c emul/*.c))
 HV_OBJS    := $(patsubst %,$(BUILD)/hv/%.o,$(HV_SRCS))
 
 .PHONY: all hv guests run test bench iso unit-tests clean deps

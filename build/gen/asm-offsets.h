@@ -1,0 +1,15 @@
+#define VCPU_RBX 4104
+#define VCPU_RCX 4112
+#define VCPU_RDX 4120
+#define VCPU_RSI 4128
+#define VCPU_RDI 4136
+#define VCPU_RBP 4144
+#define VCPU_R8 4152
+#define VCPU_R9 4160
+#define VCPU_R10 4168
+#define VCPU_R11 4176
+#define VCPU_R12 4184
+#define VCPU_R13 4192
+#define VCPU_R14 4200
+#define VCPU_R15 4208
+#define VCPU_LIGHT_HANDLER 4216

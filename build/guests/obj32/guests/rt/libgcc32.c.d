@@ -1,0 +1,1 @@
+build/guests/obj32/guests/rt/libgcc32.c.o: guests/rt/libgcc32.c

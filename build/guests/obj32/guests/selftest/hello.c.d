@@ -1,0 +1,4 @@
+build/guests/obj32/guests/selftest/hello.c.o: guests/selftest/hello.c \
+ guests/rt/rt.h include/lightpath/abi.h
+guests/rt/rt.h:
+include/lightpath/abi.h:

@@ -1,0 +1,2 @@
+build/guests/obj64/lib/printf.c.o: lib/printf.c lib/printf.h
+lib/printf.h:

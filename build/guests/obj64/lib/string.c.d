@@ -1,0 +1,2 @@
+build/guests/obj64/lib/string.c.o: lib/string.c lib/string.h
+lib/string.h:

@@ -1,0 +1,1 @@
+build/hv/boot/entry.S.o: boot/entry.S

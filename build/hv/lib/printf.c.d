@@ -1,0 +1,2 @@
+build/hv/lib/printf.c.o: lib/printf.c lib/printf.h
+lib/printf.h:

@@ -1,0 +1,18 @@
+build/hv/vmm/guest_mem.c.o: vmm/guest_mem.c vmm/guest_mem.h core/cpu.h \
+ lib/string.h vmm/vm.h core/options.h dev/debug_exit.h dev/device.h \
+ dev/pmtimer.h include/lightpath/abi.h dev/postcode.h dev/uart16550.h \
+ include/lightpath/abi.h vmm/svm/svm_vcpu.h vmm/svm/vmcb.h
+vmm/guest_mem.h:
+core/cpu.h:
+lib/string.h:
+vmm/vm.h:
+core/options.h:
+dev/debug_exit.h:
+dev/device.h:
+dev/pmtimer.h:
+include/lightpath/abi.h:
+dev/postcode.h:
+dev/uart16550.h:
+include/lightpath/abi.h:
+vmm/svm/svm_vcpu.h:
+vmm/svm/vmcb.h:

@@ -1,0 +1,18 @@
+build/hv/vmm/loader.c.o: vmm/loader.c vmm/loader.h lib/printf.h \
+ lib/string.h vmm/vm.h core/options.h dev/debug_exit.h dev/device.h \
+ dev/pmtimer.h include/lightpath/abi.h dev/postcode.h dev/uart16550.h \
+ include/lightpath/abi.h vmm/svm/svm_vcpu.h vmm/svm/vmcb.h
+vmm/loader.h:
+lib/printf.h:
+lib/string.h:
+vmm/vm.h:
+core/options.h:
+dev/debug_exit.h:
+dev/device.h:
+dev/pmtimer.h:
+include/lightpath/abi.h:
+dev/postcode.h:
+dev/uart16550.h:
+include/lightpath/abi.h:
+vmm/svm/svm_vcpu.h:
+vmm/svm/vmcb.h:

@@ -1,0 +1,3 @@
+build/hv/vmm/svm/svm_entry.S.o: vmm/svm/svm_entry.S \
+ build/gen/asm-offsets.h
+build/gen/asm-offsets.h:

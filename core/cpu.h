@@ -1,0 +1,86 @@
+/* Thin wrappers around x86 instructions the hypervisor needs. */
+#ifndef CORE_CPU_H
+#define CORE_CPU_H
+
+#include <stdint.h>
+
+#define MSR_EFER            0xC0000080u
+#define MSR_STAR            0xC0000081u
+#define MSR_LSTAR           0xC0000082u
+#define MSR_CSTAR           0xC0000083u
+#define MSR_SFMASK          0xC0000084u
+#define MSR_FS_BASE         0xC0000100u
+#define MSR_GS_BASE         0xC0000101u
+#define MSR_KERNEL_GS_BASE  0xC0000102u
+#define MSR_VM_CR           0xC0010114u
+#define MSR_VM_HSAVE_PA     0xC0010117u
+#define MSR_PERF_CTL0       0xC0010000u  /* legacy PerfEvtSel0..3 */
+#define MSR_PERF_CTR0       0xC0010004u  /* legacy PerfCtr0..3 */
+
+#define EFER_SCE   (1ull << 0)
+#define EFER_LME   (1ull << 8)
+#define EFER_LMA   (1ull << 10)
+#define EFER_NXE   (1ull << 11)
+#define EFER_SVME  (1ull << 12)
+
+#define CR0_PE  (1ull << 0)
+#define CR0_ET  (1ull << 4)
+#define CR0_NE  (1ull << 5)
+#define CR0_PG  (1ull << 31)
+#define CR4_PSE (1ull << 4)
+#define CR4_PAE (1ull << 5)
+
+#define RFLAGS_IF (1ull << 9)
+
+static inline uint64_t rdmsr(uint32_t msr)
+{
+	uint32_t lo, hi;
+	asm volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+static inline void wrmsr(uint32_t msr, uint64_t v)
+{
+	asm volatile("wrmsr" ::"c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)) : "memory");
+}
+
+static inline void cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
+{
+	asm volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(sub));
+}
+
+static inline uint64_t rdtsc(void)
+{
+	uint32_t lo, hi;
+	asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+static inline void outb(uint16_t port, uint8_t v)
+{
+	asm volatile("outb %0, %1" ::"a"(v), "Nd"(port));
+}
+
+static inline void outl(uint16_t port, uint32_t v)
+{
+	asm volatile("outl %0, %1" ::"a"(v), "Nd"(port));
+}
+
+static inline uint8_t inb(uint16_t port)
+{
+	uint8_t v;
+	asm volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
+	return v;
+}
+
+static inline uint64_t read_cr0(void) { uint64_t v; asm volatile("mov %%cr0, %0" : "=r"(v)); return v; }
+static inline uint64_t read_cr3(void) { uint64_t v; asm volatile("mov %%cr3, %0" : "=r"(v)); return v; }
+static inline uint64_t read_cr4(void) { uint64_t v; asm volatile("mov %%cr4, %0" : "=r"(v)); return v; }
+
+static inline __attribute__((noreturn)) void halt_forever(void)
+{
+	for (;;)
+		asm volatile("cli; hlt");
+}
+
+#endif

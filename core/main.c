@@ -1,0 +1,72 @@
+/* kmain: from the boot stub to running every VM given as a boot module. */
+#include <stdint.h>
+
+#include "core/bootinfo.h"
+#include "core/console.h"
+#include "core/cpu.h"
+#include "core/options.h"
+#include "core/pmem.h"
+#include "core/tsc.h"
+#include "include/lightpath/abi.h"
+#include "vmm/vendor.h"
+#include "vmm/vm.h"
+
+extern char __image_end[];
+
+static struct boot_info boot_info;
+static struct lp_options options;
+
+static void mask_legacy_pic(void)
+{
+	outb(0x21, 0xff);
+	outb(0xa1, 0xff);
+}
+
+void kmain(uint32_t magic, uint32_t info);
+
+void kmain(uint32_t magic, uint32_t info)
+{
+	console_init();
+	mask_legacy_pic();
+	kprintf("lightpath: lightweight-exit hypervisor, AMD SVM backend\n");
+	if (bootinfo_parse(&boot_info, magic, info)) {
+		kprintf("lightpath: error: not started by a multiboot loader (magic 0x%x)\n", magic);
+		power_off(LP_STATUS_HV_ERROR);
+	}
+
+	char err[200];
+	options_defaults(&options);
+	if (options_parse(&options, boot_info.cmdline, err, sizeof(err)) < 0) {
+		kprintf("lightpath: error: %s\n", err);
+		power_off(LP_STATUS_HV_ERROR);
+	}
+	kprintf("lightpath: options: light=%s svm.vmload=%s dr=%s pmu=%s msr=%s io=%s mem=%u stats=%s\n",
+		options.light ? "on" : "off", options.vmload_lazy ? "lazy" : "always",
+		options.dr_lazy ? "lazy" : "always", options.pmu_lazy ? "lazy" : "always",
+		options.msr_lazy ? "lazy" : "always", options.io_fast ? "fast" : "emulate",
+		options.mem_mb, options.stats ? "on" : "off");
+
+	uint64_t reserved = (uint64_t)(uintptr_t)__image_end;
+	if (boot_info.highest_used > reserved)
+		reserved = boot_info.highest_used;
+	pmem_init(&boot_info, reserved);
+	tsc_calibrate();
+
+	if (vendor_cpu_init(&options) < 0)
+		power_off(LP_STATUS_HV_ERROR);
+
+	if (boot_info.nr_modules == 0) {
+		kprintf("lightpath: error: no guest given (pass one as a multiboot module, "
+			"e.g. QEMU -initrd \"guest.elf args\")\n");
+		power_off(LP_STATUS_HV_ERROR);
+	}
+
+	unsigned status = 0;
+	for (unsigned i = 0; i < boot_info.nr_modules; i++) {
+		const struct boot_module *m = &boot_info.modules[i];
+		status = vm_run_module(i, (const char *)(uintptr_t)m->start, m->end - m->start,
+				       m->cmdline, &options, boot_info.nr_modules > 1);
+	}
+	kprintf("lightpath: all VMs ended; powering off with status %u\n", status);
+	power_off(status);
+}

@@ -1,0 +1,38 @@
+/* isa-debug-exit: the way QEMU-style test kernels report their result. */
+#include "dev/debug_exit.h"
+
+#include "lightpath/abi.h"
+
+void debug_exit_init(struct debug_exit *dev, struct vm *vm)
+{
+	dev->vm = vm;
+	dev->base = LP_DEBUG_EXIT_PORT;
+}
+
+void debug_exit_range(struct debug_exit *dev, struct io_range *r)
+{
+	r->base = dev->base;
+	r->len = DEBUG_EXIT_PORTS;
+	r->fn = debug_exit_io;
+	r->opaque = dev;
+	r->light = true;
+	r->name = "isa-debug-exit";
+}
+
+int debug_exit_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
+		  unsigned size, bool is_write, void *opaque)
+{
+	struct debug_exit *dev = opaque;
+	(void)vcpu;
+	(void)addr;
+
+	if (!is_write) {
+		*data = 0;
+		return IO_OK;
+	}
+	uint64_t value = *data;
+	if (size < 8)
+		value &= (1ull << (8 * size)) - 1;
+	vm_end(dev->vm, (unsigned)value, "isa-debug-exit");
+	return IO_VM_END;
+}

@@ -1,0 +1,27 @@
+/* isa-debug-exit (QEMU's test device) at port 0xf4: a guest write of value v
+ * ends the VM with status v (QEMU exits with (v << 1) | 1). */
+#ifndef DEV_DEBUG_EXIT_H
+#define DEV_DEBUG_EXIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dev/device.h"
+
+#define DEBUG_EXIT_PORTS 4u /* QEMU's default iosize */
+
+struct debug_exit {
+	struct vm *vm;
+	uint16_t base;
+};
+
+void debug_exit_init(struct debug_exit *dev, struct vm *vm);
+
+/* Write: calls vm_end(vm, value of `size` bytes, "isa-debug-exit") and
+ * returns IO_VM_END. Read: returns 0, as QEMU does. */
+int debug_exit_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
+		  unsigned size, bool is_write, void *opaque);
+
+void debug_exit_range(struct debug_exit *dev, struct io_range *r);
+
+#endif

@@ -1,0 +1,65 @@
+/* ACPI PM timer derived from the TSC. */
+#include "dev/pmtimer.h"
+
+/* floor(num * 2^64 / den) for num < den, by binary long division: no 128-bit
+ * divide (that would need libgcc) and it runs once per VM. */
+static uint64_t frac64(uint64_t num, uint64_t den)
+{
+	uint64_t r = num, q = 0;
+	for (int i = 0; i < 64; i++) {
+		bool carry = r >> 63;
+		r <<= 1;
+		q <<= 1;
+		if (carry || r >= den) {
+			r -= den;
+			q |= 1;
+		}
+	}
+	return q;
+}
+
+void pmtimer_init(struct pmtimer *dev, struct vm *vm)
+{
+	uint64_t hz = platform_tsc_hz();
+
+	dev->vm = vm;
+	dev->base = LP_PMTIMER_PORT;
+	if (hz <= LP_PMTIMER_HZ) {
+		/* Ratio 1: the multiplier is just under 1 and the remainder
+		 * check makes the result exactly the TSC distance. */
+		dev->tsc_hz = LP_PMTIMER_HZ;
+		dev->mult = ~0ull;
+	} else {
+		dev->tsc_hz = hz;
+		dev->mult = frac64(LP_PMTIMER_HZ, hz);
+	}
+	dev->tsc_at_init = platform_tsc();
+}
+
+void pmtimer_range(struct pmtimer *dev, struct io_range *r)
+{
+	r->base = dev->base;
+	r->len = PMTIMER_PORTS;
+	r->fn = pmtimer_io;
+	r->opaque = dev;
+	r->light = true;
+	r->name = "acpi-pm-timer";
+}
+
+int pmtimer_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
+	       unsigned size, bool is_write, void *opaque)
+{
+	struct pmtimer *dev = opaque;
+	(void)vcpu;
+
+	if (is_write)
+		return IO_OK;
+	uint64_t v = pmtimer_ticks(dev, platform_tsc());
+	unsigned off = (unsigned)(addr - dev->base);
+	if (off)
+		v >>= 8 * (off & 3);
+	if (size < 4)
+		v &= (1u << (8 * size)) - 1;
+	*data = v;
+	return IO_OK;
+}

@@ -1,0 +1,48 @@
+/* ACPI PM timer at port 0x608: a free-running 24-bit counter at 3.579545 MHz,
+ * derived from the host TSC. Guests (Linux among them) read it in loops to
+ * calibrate, so a read is kept to a few multiplies and no division. */
+#ifndef DEV_PMTIMER_H
+#define DEV_PMTIMER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dev/device.h"
+#include "lightpath/abi.h"
+
+#define PMTIMER_PORTS 4u
+#define PMTIMER_MASK  0xffffffu /* 24-bit counter (FADT TMR_VAL_EXT = 0) */
+
+struct pmtimer {
+	struct vm *vm;
+	uint16_t base;
+	uint64_t tsc_at_init;
+	uint64_t tsc_hz;  /* TSC frequency used, >= LP_PMTIMER_HZ */
+	uint64_t mult;    /* floor(LP_PMTIMER_HZ * 2^64 / tsc_hz): 0.64 fixed point */
+};
+
+/* Samples platform_tsc() and platform_tsc_hz(). A TSC slower than the PM
+ * timer (or an unknown, zero frequency) makes the timer count at TSC rate. */
+void pmtimer_init(struct pmtimer *dev, struct vm *vm);
+
+/* Read: the 24-bit count (the bytes from addr on, `size` of them). Writes
+ * are ignored. */
+int pmtimer_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
+	       unsigned size, bool is_write, void *opaque);
+
+void pmtimer_range(struct pmtimer *dev, struct io_range *r);
+
+/* Exact floor((tsc - tsc_at_init) * 3579545 / tsc_hz) modulo 2^24, for any
+ * 64-bit TSC distance. The 0.64 multiplier gives the floor or one less
+ * (it is rounded down); one 128-bit remainder check fixes the "one less". */
+static inline uint32_t pmtimer_ticks(const struct pmtimer *dev, uint64_t tsc)
+{
+	uint64_t delta = tsc - dev->tsc_at_init;
+	uint64_t q = (uint64_t)(((unsigned __int128)delta * dev->mult) >> 64);
+	unsigned __int128 rem = (unsigned __int128)delta * LP_PMTIMER_HZ -
+				(unsigned __int128)q * dev->tsc_hz;
+	q += rem >= dev->tsc_hz;
+	return (uint32_t)q & PMTIMER_MASK;
+}
+
+#endif

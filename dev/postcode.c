@@ -1,0 +1,36 @@
+/* POST-code sink at port 0x80. */
+#include "dev/postcode.h"
+
+#include "lightpath/abi.h"
+
+void postcode_init(struct postcode *dev, struct vm *vm)
+{
+	dev->vm = vm;
+	dev->base = LP_BENCH_PORT_OUT;
+	dev->last = 0;
+}
+
+void postcode_range(struct postcode *dev, struct io_range *r)
+{
+	r->base = dev->base;
+	r->len = POSTCODE_PORTS;
+	r->fn = postcode_io;
+	r->opaque = dev;
+	r->light = true;
+	r->name = "postcode";
+}
+
+int postcode_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
+		unsigned size, bool is_write, void *opaque)
+{
+	struct postcode *dev = opaque;
+	(void)vcpu;
+	(void)addr;
+	(void)size;
+
+	if (is_write)
+		dev->last = (uint8_t)*data;
+	else
+		*data = dev->last;
+	return IO_OK;
+}

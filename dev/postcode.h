@@ -1,0 +1,30 @@
+/* POST-code port 0x80: firmware and kernels write progress codes (and use it
+ * as an I/O delay); lightpath only remembers the last one. It is the
+ * light-path sink of the port-write benchmark, so it does as little as a
+ * device can. */
+#ifndef DEV_POSTCODE_H
+#define DEV_POSTCODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dev/device.h"
+
+#define POSTCODE_PORTS 1u
+
+struct postcode {
+	struct vm *vm;
+	uint16_t base;
+	uint8_t last; /* last byte written; reads return it */
+};
+
+void postcode_init(struct postcode *dev, struct vm *vm);
+
+/* Write: stores the low byte. Read: returns the last byte written,
+ * zero-extended, whatever the access size. */
+int postcode_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
+		unsigned size, bool is_write, void *opaque);
+
+void postcode_range(struct postcode *dev, struct io_range *r);
+
+#endif

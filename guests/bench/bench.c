@@ -1,0 +1,229 @@
+/* bench: the exit benchmark (in the spirit of kvm-unit-tests' vmexit test).
+ * For each exit type, n iterations (cmdline n=, default 1000) of
+ *     rdtsc; mov %eax,%reg; [input setup]; <exiting insn>; rdtsc
+ * keeping the raw low-32-bit TSC delta (nothing subtracted). The only
+ * instructions besides the exiting one are the save of the first TSC and,
+ * where the instruction takes EAX/EDX inputs that RDTSC clobbers, the moves
+ * that load them (see guests/README.md). Built as bench32.elf (flat 32-bit,
+ * paging off) and bench64.elf (long mode, paging on) from this one file. */
+#include "guests/rt/rt.h"
+
+#ifdef __x86_64__
+#define MODE "paged64"
+#else
+#define MODE "flat32"
+#endif
+
+#define MTRR_TEST_VALUE 0x806u	/* E=1, default type WB: a valid value */
+
+enum exit_type {
+	EX_NONE,
+	EX_HYPERCALL,
+	EX_HYPERCALL_HEAVY,
+	EX_CPUID,
+	EX_PIO_IN_PMTIMER,
+	EX_PIO_OUT,
+	EX_RDMSR,
+	EX_WRMSR,
+	EX_COUNT
+};
+
+static const char *const names[EX_COUNT] = {
+	[EX_NONE] = "none",
+	[EX_HYPERCALL] = "hypercall",
+	[EX_HYPERCALL_HEAVY] = "hypercall_heavy",
+	[EX_CPUID] = "cpuid",
+	[EX_PIO_IN_PMTIMER] = "pio_in_pmtimer",
+	[EX_PIO_OUT] = "pio_out",
+	[EX_RDMSR] = "rdmsr",
+	[EX_WRMSR] = "wrmsr",
+};
+
+struct result {
+	bool done;
+	uint32_t min;
+	uint64_t sum;
+};
+
+static struct result results[EX_COUNT];
+static bool failed;
+
+static void check(bool ok, const char *what)
+{
+	if (!ok) {
+		rt_printf("bench: check FAILED: %s\n", what);
+		failed = true;
+	}
+}
+
+/* One measured bracket; returns the raw TSC delta. */
+static inline uint32_t measure(enum exit_type t)
+{
+	uint32_t t0, t1, hi;
+	ureg_t b, c;
+
+	switch (t) {
+	case EX_NONE:
+		asm volatile("rdtsc\n\tmov %%eax, %0\n\trdtsc"
+			     : "=&r"(t0), "=a"(t1), "=d"(hi));
+		break;
+	case EX_HYPERCALL:
+		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+			     "mov %5, %%eax\n\tvmmcall\n\trdtsc"
+			     : "=&r"(t0), "=a"(t1), "=d"(hi), "=b"(b), "=c"(c)
+			     : "i"(LP_HC_NULL) : "memory");
+		break;
+	case EX_HYPERCALL_HEAVY:
+		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+			     "mov %5, %%eax\n\tvmmcall\n\trdtsc"
+			     : "=&r"(t0), "=a"(t1), "=d"(hi), "=b"(b), "=c"(c)
+			     : "i"(LP_HC_NULL_HEAVY) : "memory");
+		break;
+	case EX_CPUID:
+		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+			     "xor %%eax, %%eax\n\tcpuid\n\trdtsc"
+			     : "=&r"(t0), "=a"(t1), "=d"(hi), "=b"(b), "=c"(c)
+			     : "4"(0) : "memory");
+		break;
+	case EX_PIO_IN_PMTIMER:
+		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+			     "mov %3, %%edx\n\tinl (%%dx), %%eax\n\trdtsc"
+			     : "=&r"(t0), "=a"(t1), "=d"(hi)
+			     : "i"(LP_PMTIMER_PORT) : "memory");
+		break;
+	case EX_PIO_OUT:
+		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+			     "outb %%al, %3\n\trdtsc"
+			     : "=&r"(t0), "=a"(t1), "=d"(hi)
+			     : "i"(LP_BENCH_PORT_OUT) : "memory");
+		break;
+	case EX_RDMSR:
+		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+			     "rdmsr\n\trdtsc"
+			     : "=&r"(t0), "=a"(t1), "=d"(hi)
+			     : "c"(LP_BENCH_MSR) : "memory");
+		break;
+	case EX_WRMSR:
+		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+			     "mov %4, %%eax\n\txor %%edx, %%edx\n\twrmsr\n\trdtsc"
+			     : "=&r"(t0), "=a"(t1), "=d"(hi)
+			     : "c"(LP_BENCH_MSR), "i"(MTRR_TEST_VALUE) : "memory");
+		break;
+	default:
+		return 0;
+	}
+	(void)hi;
+	(void)b;
+	(void)c;
+	return t1 - t0;
+}
+
+static void run(enum exit_type t, uint32_t n)
+{
+	struct result *r = &results[t];
+	measure(t);	/* warm-up, not counted */
+	r->min = ~0u;
+	r->sum = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t d = measure(t);
+		if (d < r->min)
+			r->min = d;
+		r->sum += d;
+	}
+	r->done = true;
+}
+
+/* mean * 100, rounded, in integers (no FPU in these guests). */
+static uint64_t mean_x100(const struct result *r, uint32_t n)
+{
+	return (r->sum * 100 + n / 2) / n;
+}
+
+static void run_checked_hypercall(ureg_t nr, const char *what)
+{
+	sreg_t ret = lp_hypercall(nr, 0, 0, 0, NULL, NULL);
+	if (ret != 0) {
+		char msg[96];
+		snprintf(msg, sizeof(msg), "%s returned %lld", what, (long long)ret);
+		check(false, msg);
+	}
+}
+
+int guest_main(void)
+{
+	uint32_t n = (uint32_t)rt_arg_u64("n", 1000);
+	if (n == 0)
+		n = 1;
+
+	struct cpuid_regs sig = cpuid(LP_CPUID_BASE, 0);
+	bool lp = sig.ebx == LP_CPUID_SIG_EBX && sig.ecx == LP_CPUID_SIG_ECX &&
+		  sig.edx == LP_CPUID_SIG_EDX;
+	check(lp, "cpuid 0x40000000 signature is not \"lightpath\"");
+
+	/* Without lightpath VMMCALL would #UD: skip those rows then. */
+	ureg_t config = 0;
+	if (lp) {
+		sreg_t c = lp_hypercall(LP_HC_CONFIG, 0, 0, 0, NULL, NULL);
+		check(c >= 0, "LP_HC_CONFIG failed");
+		config = (ureg_t)c;
+	}
+	rt_printf("bench: mode=" MODE " config=0x%llx\n", (unsigned long long)config);
+
+	run(EX_NONE, n);
+
+	if (lp) {
+		run_checked_hypercall(LP_HC_NULL, "LP_HC_NULL");
+		run(EX_HYPERCALL, n);
+		run_checked_hypercall(LP_HC_NULL, "LP_HC_NULL");
+		run_checked_hypercall(LP_HC_NULL_HEAVY, "LP_HC_NULL_HEAVY");
+		run(EX_HYPERCALL_HEAVY, n);
+		run_checked_hypercall(LP_HC_NULL_HEAVY, "LP_HC_NULL_HEAVY");
+	}
+
+	run(EX_CPUID, n);
+	sig = cpuid(LP_CPUID_BASE, 0);
+	if (lp)
+		check(sig.ebx == LP_CPUID_SIG_EBX && sig.ecx == LP_CPUID_SIG_ECX &&
+		      sig.edx == LP_CPUID_SIG_EDX,
+		      "cpuid 0x40000000 signature changed after the cpuid loop");
+
+	uint32_t pm0 = inl(LP_PMTIMER_PORT);
+	run(EX_PIO_IN_PMTIMER, n);
+	uint32_t pm1 = inl(LP_PMTIMER_PORT);
+	check(((pm1 - pm0) & 0xffffff) != 0, "PM timer did not advance across the loop");
+	check((pm0 | pm1) >> 24 == 0, "PM timer upper 8 bits not zero");
+
+	run(EX_PIO_OUT, n);
+
+	wrmsr(LP_BENCH_MSR, MTRR_TEST_VALUE);
+	check(rdmsr(LP_BENCH_MSR) == MTRR_TEST_VALUE, "rdmsr 0x2ff did not return what wrmsr wrote");
+	run(EX_RDMSR, n);
+	run(EX_WRMSR, n);
+	check(rdmsr(LP_BENCH_MSR) == MTRR_TEST_VALUE,
+	      "rdmsr 0x2ff did not return what wrmsr wrote (after the loops)");
+
+	for (int t = 0; t < EX_COUNT; t++) {
+		const struct result *r = &results[t];
+		if (!r->done)
+			continue;
+		uint64_t m = mean_x100(r, n);
+		rt_printf("bench: mode=" MODE " exit=%s n=%u min=%u mean=%llu.%02llu\n",
+			  names[t], n, r->min, (unsigned long long)(m / 100),
+			  (unsigned long long)(m % 100));
+	}
+
+	rt_printf("\n  %-16s %10s %12s   (" MODE ", TSC ticks per round trip, n=%u)\n",
+		  "exit", "min", "mean", n);
+	for (int t = 0; t < EX_COUNT; t++) {
+		const struct result *r = &results[t];
+		if (!r->done)
+			continue;
+		uint64_t m = mean_x100(r, n);
+		rt_printf("  %-16s %10u %9llu.%02llu\n", names[t], r->min,
+			  (unsigned long long)(m / 100), (unsigned long long)(m % 100));
+	}
+	rt_printf("\n");
+
+	rt_printf("bench: mode=" MODE " done\n");
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,202 @@
+/* lightpath guest runtime: what every guest kernel under guests/ links with.
+ * Built both -m32 (flat protected mode, paging off) and -m64 (long mode,
+ * identity-mapped first GiB with 2 MiB pages). The entry code sets up its
+ * own GDT/IDT and stack, copies the command line, then calls guest_main()
+ * and exits the VM with its return value. */
+#ifndef GUESTS_RT_RT_H
+#define GUESTS_RT_RT_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "include/lightpath/abi.h"
+#include "lib/printf.h"
+#include "lib/string.h"
+
+/* Register width: 32 bits in the 32-bit guests, 64 in long mode. */
+typedef unsigned long ureg_t;
+typedef long sreg_t;
+
+/* GDT selectors set up by the entry code. */
+#define RT_SEL_CODE     0x08
+#define RT_SEL_DATA     0x10
+/* 32-bit guests only: a second flat code/data pair for the legacy-mode
+ * SYSCALL test (SYSCALL loads CS = STAR[47:32], SS = that + 8). */
+#define RT_SEL_CODE_ALT 0x18
+#define RT_SEL_DATA_ALT 0x20
+
+/* Saved state of an exception or interrupt, in the stub's push order.
+ * A handler may change ip/flags; the stub returns with IRET. */
+struct rt_frame {
+#ifdef __x86_64__
+	uint64_t r15, r14, r13, r12, r11, r10, r9, r8;
+	uint64_t rbp, rdi, rsi, rdx, rcx, rbx, rax;
+	uint64_t vector, error;
+	uint64_t ip, cs, flags, sp, ss;
+#else
+	uint32_t edi, esi, ebp, esp_unused, ebx, edx, ecx, eax;
+	uint32_t vector, error;
+	uint32_t ip, cs, flags;
+#endif
+};
+
+#define RT_FLAGS_IF (1u << 9)
+#define RT_FLAGS_RF (1u << 16)
+
+/* ---- entry point supplied by each guest ---- */
+int guest_main(void);
+
+/* ---- VM end ---- */
+/* Ends the VM through isa-debug-exit (port 0xf4); never returns. */
+__attribute__((noreturn)) void guest_exit(unsigned status);
+
+/* ---- serial console (16550 at 0x3f8) ---- */
+void rt_putc(char c);
+void rt_puts(const char *s);
+int rt_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int rt_vprintf(const char *fmt, va_list ap);
+
+/* ---- multiboot / command line ---- */
+extern uint32_t rt_mb_magic;        /* EAX at entry (0x2BADB002) */
+extern uint32_t rt_mb_info;         /* EBX at entry: multiboot info address */
+/* The command line without its first word (the image path). */
+const char *rt_args(void);
+/* Copies the value of key=value into buf; returns false if key is absent. */
+bool rt_arg(const char *key, char *buf, size_t len);
+/* Numeric value (decimal or 0x hex) of key=, or def when absent/invalid. */
+uint64_t rt_arg_u64(const char *key, uint64_t def);
+
+/* ---- exceptions and interrupts ---- */
+typedef void (*rt_handler_t)(struct rt_frame *f);
+/* Installs a C handler for one vector (exceptions and interrupts). */
+void rt_set_handler(unsigned vector, rt_handler_t fn);
+
+/* What the last unhandled-but-expected exception was. A test clears it,
+ * runs one instruction with RT_ARM_RESUME in front (so a fault continues at
+ * the label after the instruction) and looks at count/vector. */
+struct rt_trap {
+	volatile unsigned count;
+	volatile unsigned vector;
+	volatile ureg_t error;
+	volatile ureg_t ip;
+};
+extern struct rt_trap rt_trap;
+extern volatile ureg_t rt_resume;    /* 0 = not armed */
+void rt_trap_clear(void);
+
+/* Inline-asm fragment: arm rt_resume with local label 1f (put "1:" right
+ * after the instruction under test). Use in asm with operands (%%). */
+#ifdef __x86_64__
+#define RT_ARM_RESUME "movq $1f, rt_resume(%%rip)\n\t"
+#else
+#define RT_ARM_RESUME "movl $1f, rt_resume\n\t"
+#endif
+
+/* ---- hypercalls ---- */
+/* VMMCALL with RAX=nr, RBX/RCX/RDX = a/b/c; returns RAX, RBX/RCX into
+ * out_rbx and out_rcx when non-NULL. If VMMCALL faults (no hypervisor) the
+ * fault is recorded in rt_trap and LP_HC_FAULTED is returned. */
+#define LP_HC_FAULTED ((sreg_t)-4095)
+sreg_t lp_hypercall(ureg_t nr, ureg_t a, ureg_t b, ureg_t c,
+		    ureg_t *out_rbx, ureg_t *out_rcx);
+/* True when CPUID 0x40000000 carries the lightpath signature. */
+bool rt_on_lightpath(void);
+
+/* ---- TAP-style self-test output ---- */
+void tap_begin(const char *name);
+/* Each prints "ok N - desc" or "not ok N - desc (got X, expected Y)". */
+bool tap_eq(uint64_t got, uint64_t expected, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+bool tap_ge(uint64_t got, uint64_t min, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+bool tap_ok(bool cond, uint64_t got, const char *expected, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Prints "selftest NAME: P passed, F failed"; returns the exit status. */
+int tap_end(void);
+
+/* ---- instructions ---- */
+static inline uint64_t rdtsc(void)
+{
+	uint32_t lo, hi;
+	asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+static inline uint64_t rdmsr(uint32_t msr)
+{
+	uint32_t lo, hi;
+	asm volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+static inline void wrmsr(uint32_t msr, uint64_t v)
+{
+	asm volatile("wrmsr" : : "c"(msr), "a"((uint32_t)v),
+		     "d"((uint32_t)(v >> 32)) : "memory");
+}
+
+/* RDMSR/WRMSR that survive #GP: return the vector taken (0 = none). */
+unsigned rdmsr_safe(uint32_t msr, uint64_t *v);
+unsigned wrmsr_safe(uint32_t msr, uint64_t v);
+
+struct cpuid_regs {
+	uint32_t eax, ebx, ecx, edx;
+};
+
+static inline struct cpuid_regs cpuid(uint32_t leaf, uint32_t sub)
+{
+	struct cpuid_regs r;
+	asm volatile("cpuid" : "=a"(r.eax), "=b"(r.ebx), "=c"(r.ecx), "=d"(r.edx)
+		     : "a"(leaf), "c"(sub));
+	return r;
+}
+
+static inline uint8_t inb(uint16_t port)
+{
+	uint8_t v;
+	asm volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
+	return v;
+}
+
+static inline uint16_t inw(uint16_t port)
+{
+	uint16_t v;
+	asm volatile("inw %1, %0" : "=a"(v) : "Nd"(port));
+	return v;
+}
+
+static inline uint32_t inl(uint16_t port)
+{
+	uint32_t v;
+	asm volatile("inl %1, %0" : "=a"(v) : "Nd"(port));
+	return v;
+}
+
+static inline void outb(uint16_t port, uint8_t v)
+{
+	asm volatile("outb %0, %1" : : "a"(v), "Nd"(port));
+}
+
+static inline void outw(uint16_t port, uint16_t v)
+{
+	asm volatile("outw %0, %1" : : "a"(v), "Nd"(port));
+}
+
+static inline void outl(uint16_t port, uint32_t v)
+{
+	asm volatile("outl %0, %1" : : "a"(v), "Nd"(port));
+}
+
+static inline void cli(void) { asm volatile("cli" ::: "memory"); }
+static inline void sti(void) { asm volatile("sti" ::: "memory"); }
+
+static inline ureg_t read_flags(void)
+{
+	ureg_t f;
+	asm volatile("pushf\n\tpop %0" : "=r"(f));
+	return f;
+}
+
+#endif

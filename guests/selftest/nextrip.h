@@ -1,0 +1,127 @@
+/* Next-RIP checks shared by cpuid.elf (32-bit) and nextrip64.elf.
+ * lightpath computes the next RIP itself (QEMU's SVM has no NRIP save), so
+ * each exiting instruction is emitted byte by byte, prefixes included, and
+ * followed by a marker move: if the hypervisor resumes at the wrong byte,
+ * the marker is skipped or garbage runs instead. A fault on the instruction
+ * itself resumes at the label after the marker (marker stays 0). */
+#ifndef GUESTS_SELFTEST_NEXTRIP_H
+#define GUESTS_SELFTEST_NEXTRIP_H
+
+#include "guests/rt/rt.h"
+
+#define NR_MARK 0x11111111u
+
+struct nr_regs {
+	ureg_t a, b, c, d;
+	uint32_t mark;
+};
+
+/* Runs the instruction given as a string of .byte directives with
+ * EAX..EDX = r->a..d in, results and marker out. */
+#define NR_RUN(r, bytes)                                                  \
+	do {                                                              \
+		uint32_t m_ = 0;                                          \
+		rt_trap_clear();                                          \
+		asm volatile(RT_ARM_RESUME bytes "\n\t"                   \
+			     "mov %[mk], %%esi\n"                         \
+			     "1:"                                         \
+			     : "+a"((r)->a), "+b"((r)->b), "+c"((r)->c),  \
+			       "+d"((r)->d), "+S"(m_)                     \
+			     : [mk] "i"(NR_MARK) : "memory");             \
+		rt_resume = 0;                                            \
+		(r)->mark = m_;                                           \
+	} while (0)
+
+static inline void nr_report(const struct nr_regs *r, const char *what)
+{
+	if (rt_trap.count)
+		tap_ok(false, rt_trap.vector, "no exception",
+		       "%s: runs without exception (vector in got)", what);
+	tap_eq(r->mark, NR_MARK, "%s: continues at the next instruction", what);
+}
+
+static inline bool nr_sig_ok(const struct nr_regs *r)
+{
+	return (uint32_t)r->b == LP_CPUID_SIG_EBX && (uint32_t)r->c == LP_CPUID_SIG_ECX &&
+	       (uint32_t)r->d == LP_CPUID_SIG_EDX;
+}
+
+/* CPUID 0x40000000 with the given encoding. */
+static inline void nr_cpuid(const char *what, int variant)
+{
+	struct nr_regs r = { LP_CPUID_BASE, 0, 0, 0, 0 };
+	switch (variant) {
+	case 0:
+		NR_RUN(&r, ".byte 0x0f, 0xa2");
+		break;
+	case 1:
+		NR_RUN(&r, ".byte 0x66, 0x0f, 0xa2");
+		break;
+#ifdef __x86_64__
+	case 2:
+		NR_RUN(&r, ".byte 0x48, 0x0f, 0xa2");	/* REX.W */
+		break;
+#endif
+	default:
+		NR_RUN(&r, ".byte 0x2e, 0x3e, 0x66, 0x0f, 0xa2"); /* three prefixes */
+		break;
+	}
+	nr_report(&r, what);
+	tap_ok(nr_sig_ok(&r), (uint32_t)r.b, "lightpath signature",
+	       "%s: returns the lightpath signature", what);
+}
+
+/* VMMCALL nr with the given encoding: RAX must come back as expected
+ * (LP_HC_NULL -> 0; an unknown number -> -LP_ENOSYS, which also shows the
+ * call reached the hypervisor rather than doing nothing). */
+static inline void nr_vmmcall(const char *what, int variant, ureg_t nr, ureg_t expect)
+{
+	struct nr_regs r = { nr, 0, 0, 0, 0 };
+	switch (variant) {
+	case 0:
+		NR_RUN(&r, ".byte 0x0f, 0x01, 0xd9");
+		break;
+	case 1:
+		NR_RUN(&r, ".byte 0x2e, 0x0f, 0x01, 0xd9");
+		break;
+#ifdef __x86_64__
+	case 2:
+		NR_RUN(&r, ".byte 0x48, 0x0f, 0x01, 0xd9");	/* REX.W */
+		break;
+#endif
+	default:
+		NR_RUN(&r, ".byte 0x3e, 0x26, 0x0f, 0x01, 0xd9");
+		break;
+	}
+	nr_report(&r, what);
+	bool faulted = rt_trap.count != 0;
+	tap_ok(!faulted && r.a == expect, r.a, faulted ? "no fault" : "the hypercall result",
+	       "%s: RAX = 0x%llx", what, (unsigned long long)expect);
+}
+
+/* RDMSR 0x2ff with the given encoding after writing a known value. */
+static inline void nr_rdmsr(const char *what, int variant, uint32_t value)
+{
+	wrmsr(LP_BENCH_MSR, value);
+	struct nr_regs r = { 0, 0, LP_BENCH_MSR, 0, 0 };
+	switch (variant) {
+	case 0:
+		NR_RUN(&r, ".byte 0x0f, 0x32");
+		break;
+	case 1:
+		NR_RUN(&r, ".byte 0x3e, 0x0f, 0x32");
+		break;
+#ifdef __x86_64__
+	case 2:
+		NR_RUN(&r, ".byte 0x48, 0x0f, 0x32");	/* REX.W */
+		break;
+#endif
+	default:
+		NR_RUN(&r, ".byte 0x26, 0x66, 0x0f, 0x32");
+		break;
+	}
+	nr_report(&r, what);
+	tap_eq((uint32_t)r.a, value, "%s: returns the value written", what);
+}
+
+#endif

@@ -1,0 +1,513 @@
+#!/usr/bin/python3
+"""lightpath integration tests: boot the real hypervisor under QEMU (TCG, AMD
+SVM) with the project's guests and check what it prints and how it exits.
+
+Run by tools/test.sh (`make test`); on its own:
+
+    tests/integration/itest.py [-j JOBS] [-k REGEX] [--list] [--counts FILE]
+
+Prints `PASS name` or `FAIL name: reason` per test (serial logs are kept in
+build/test/<name>.log) and writes "passed failed" to --counts. Every boot runs
+under `timeout` (LP_TEST_TIMEOUT seconds, default 60), so a hang is a failure.
+"""
+
+import argparse
+import concurrent.futures
+import itertools
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import bench  # noqa: E402  (tools/bench.py: the bench-line parser under test)
+
+LP_QEMU = os.path.join(ROOT, "tools", "lp-qemu")
+OUT = os.path.join(ROOT, "build", "test")
+GUESTS = "build/guests"
+TIMEOUT = int(os.environ.get("LP_TEST_TIMEOUT", "60"))
+
+SELFTESTS = ("cpuid", "ports", "msrs", "virtinsn", "stats", "dr", "hlt", "nextrip64")
+# Guests whose results must not depend on the lazy/always code paths.
+SWITCHED_GUESTS = ("msrs", "dr", "hlt", "nextrip64", "ports")
+SWITCHES = bench.SWITCHES  # (name, on value, off value)
+ALL_OFF = " ".join("%s=%s" % (k, off) for k, _, off in SWITCHES)
+SWITCH_CONFIGS = (
+    ("msr-always", "msr=always"),
+    ("vmload-always", "svm.vmload=always"),
+    ("dr-always", "dr=always"),
+    ("io-emulate", "io=emulate"),
+    ("light-off", "light=off"),
+    ("all-off", ALL_OFF),
+)
+
+PREFIX = r"(?:\[vm\d+\] )?"
+NO_SVM_LINE = "lightpath: this CPU has no AMD SVM with nested paging"
+
+
+_current = threading.local()  # .logs: serial logs of the test running on this thread
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, reason):
+    if not cond:
+        raise Fail(reason)
+
+
+class Boot:
+    """One QEMU run of lightpath; .rc, .text, .lines, .log (repo-relative)."""
+
+    def __init__(self, name, modules, append="", cpu=None, timeout=TIMEOUT):
+        safe = re.sub(r"[^A-Za-z0-9._=+-]", "_", name)
+        self.log = os.path.join("build", "test", safe + ".log")
+        cmd = [LP_QEMU, "--timeout", str(timeout), "--log", self.log, "--append", append]
+        if cpu:
+            cmd += ["--cpu", cpu]
+        cmd += list(modules)
+        self.cmd = cmd
+        self.timeout = timeout
+        t0 = time.monotonic()
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL)
+        self.secs = time.monotonic() - t0
+        self.rc = p.returncode
+        self.stderr = p.stderr
+        try:
+            with open(os.path.join(ROOT, self.log), errors="replace") as f:
+                self.text = f.read().replace("\r", "")
+        except OSError:
+            self.text = ""
+        self.lines = self.text.splitlines()
+        getattr(_current, "logs", []).append(self.log)
+        if p.stderr.strip():
+            with open(os.path.join(ROOT, self.log[:-4] + ".stderr"), "w") as f:
+                f.write(p.stderr)
+
+    def why_rc(self):
+        if self.rc == 124 or self.rc == 137:
+            return "timed out after %d s" % self.timeout
+        if self.rc == 2 and self.stderr.startswith("lp-qemu:"):
+            return self.stderr.strip().splitlines()[0]
+        if self.rc == 0:
+            return "QEMU exit 0 (the machine reset or lightpath triple-faulted)"
+        s = "QEMU exit %d" % self.rc
+        if self.rc % 2 == 1:
+            s += " (status %#x)" % (self.rc >> 1)
+        err = [l for l in self.stderr.splitlines()
+               if l.strip() and "TCG doesn't support requested feature" not in l]
+        if err:
+            s += "; stderr: " + err[-1].strip()
+        last = [l for l in self.lines if l.startswith("lightpath:")]
+        if last:
+            s += "; last line: " + last[-1].strip()
+        return s
+
+    def expect_rc(self, rc):
+        check(self.rc == rc, "expected QEMU exit %d, got %s" % (rc, self.why_rc()))
+
+    def find(self, regex):
+        """First match of regex (anchored at line start) or None."""
+        r = re.compile(regex)
+        for line in self.lines:
+            m = r.match(line)
+            if m:
+                return m
+        return None
+
+    def findall(self, regex):
+        r = re.compile(regex)
+        return [m for m in (r.match(l) for l in self.lines) if m]
+
+    def expect(self, regex, what=None):
+        m = self.find(regex)
+        check(m is not None, "no line %s" % (what or "matching /%s/" % regex))
+        return m
+
+    def expect_not(self, regex, what=None):
+        m = self.find(regex)
+        check(m is None, "unexpected line: %s" % (m.group(0).strip() if m else what))
+
+    def expect_options(self, append):
+        """lightpath's echo of its options agrees with what we asked for."""
+        m = self.expect(r"^lightpath: options: (.*)$", "'lightpath: options: ...'")
+        seen = dict(w.split("=", 1) for w in m.group(1).split() if "=" in w)
+        for word in append.split():
+            k, v = word.split("=", 1)
+            check(seen.get(k) == v, "asked for %s, lightpath reports options: %s"
+                  % (word, m.group(1).strip()))
+
+    def expect_powered_off(self, status):
+        self.expect(r"^lightpath: all VMs ended; powering off with status %d\s*$" % status,
+                    "'lightpath: all VMs ended; powering off with status %d'" % status)
+
+
+def guest(name, args=""):
+    return ("%s/%s.elf %s" % (GUESTS, name, args)).strip()
+
+
+def norm(line):
+    """A guest test line with numbers blanked, for comparing runs."""
+    line = re.sub(r"^\[vm\d+\] ", "", line)
+    return re.sub(r"\d+", "#", re.sub(r"0x[0-9a-fA-F]+", "0x#", line)).strip()
+
+
+def selftest_result(b, name):
+    """Checks the self-test verdict; returns the normalised ok/not-ok lines."""
+    oks = [l for l in b.lines if re.match(PREFIX + r"(not )?ok \d+", l)]
+    bad = [re.sub(r"^\[vm\d+\] ", "", l).strip() for l in oks if re.match(PREFIX + "not ok", l)]
+    m = b.find(PREFIX + r"selftest %s: (\d+) passed, (\d+) failed\s*$" % re.escape(name))
+    if m is None:
+        check(b.rc == 1, b.why_rc() + "; no 'selftest %s:' verdict" % name)
+        raise Fail("no 'selftest %s: P passed, F failed' line%s"
+                   % (name, "; failing: " + "; ".join(bad[:3]) if bad else ""))
+    passed, failed = int(m.group(1)), int(m.group(2))
+    check(failed == 0, "selftest %s: %d failed: %s" % (name, failed, "; ".join(bad[:3])))
+    check(not bad, "selftest says 0 failed but printed: " + "; ".join(bad[:3]))
+    check(passed > 0, "selftest %s ran no test (0 passed)" % name)
+    check(len(oks) == passed, "verdict says %d passed but %d 'ok N' lines were printed"
+          % (passed, len(oks)))
+    return [norm(l) for l in oks]
+
+
+# name -> normalised ok lines of the default-options run (phase 1 -> phase 2)
+BASELINE = {}
+BASELINE_LOCK = threading.Lock()
+
+
+def t_selftest(name):
+    def run():
+        b = Boot("selftest-" + name, [guest(name)])
+        oks = selftest_result(b, name)
+        b.expect_rc(1)
+        b.expect(r"^lightpath: vm0: ended with status 0 ", "'lightpath: vm0: ended with status 0 (...)'")
+        b.expect(r"^lightpath: vm0: exit statistics\s*$", "'lightpath: vm0: exit statistics'")
+        b.expect(r"^\s+total\s+\d+\s", "'total' row of the exit statistics table")
+        b.expect_powered_off(0)
+        with BASELINE_LOCK:
+            BASELINE[name] = oks
+        return b
+    return run
+
+
+def t_switched(name, cfg, opts):
+    def run():
+        b = Boot("switch-%s-%s" % (name, cfg), [guest(name)], append=opts)
+        b.expect_options(opts)
+        oks = selftest_result(b, name)
+        b.expect_rc(1)
+        b.expect_powered_off(0)
+        with BASELINE_LOCK:
+            base = BASELINE.get(name)
+        check(base is not None, "no baseline: selftest-%s (default options) failed" % name)
+        if oks != base:
+            diff = [l for l in oks if l not in base] + ["(missing) " + l for l in base if l not in oks]
+            raise Fail("guest-visible results differ from the default options run: %s"
+                       % ("; ".join(diff[:3]) or "order differs"))
+        return b
+    return run
+
+
+def combo_opts(bits):
+    return " ".join("%s=%s" % (k, off if bits & (1 << i) else on)
+                    for i, (k, on, off) in enumerate(SWITCHES))
+
+
+def combo_name(bits):
+    offs = ["%s=%s" % (k, off) for i, (k, _, off) in enumerate(SWITCHES) if bits & (1 << i)]
+    return "combo[%s]" % (",".join(offs) if offs else "all-on")
+
+
+def t_combo(bits):
+    def run():
+        opts = combo_opts(bits)
+        b = Boot(combo_name(bits).replace("[", "-").replace("]", "").replace(",", "+"),
+                 [guest("bench32", "n=20"), guest("bench64", "n=20")], append=opts)
+        b.expect_not(PREFIX + r"bench: check FAILED.*")
+        b.expect_rc(1)
+        b.expect_options(opts)
+        try:
+            bench.parse_bench(b.text, n=20)
+            bench.check_config_bits(b.text, opts)
+        except bench.BenchError as e:
+            raise Fail(str(e))
+        b.expect_powered_off(0)
+        return b
+    return run
+
+
+def t_hello_status():
+    b = Boot("hello-status", [guest("hello", "status=5")])
+    b.expect(PREFIX + r"hello from lightpath guest\s*$", "'hello from lightpath guest'")
+    b.expect_rc((5 << 1) | 1)
+    b.expect(r"^lightpath: vm0: ended with status 5 ", "'lightpath: vm0: ended with status 5 (...)'")
+    b.expect_powered_off(5)
+    return b
+
+
+def t_isolation():
+    b = Boot("isolation", [guest("triple"), guest("hello", "status=3")])
+    b.expect(r"^\[vm0\] triple: about to triple fault\s*$", "'[vm0] triple: about to triple fault'")
+    b.expect(r"^lightpath: vm0: stopped: triple fault \(SHUTDOWN exit\) at rip 0x[0-9a-fA-F]+\s*$",
+             "'lightpath: vm0: stopped: triple fault (SHUTDOWN exit) at rip 0x...'")
+    b.expect(r"^\[vm1\] hello from lightpath guest\s*$", "'[vm1] hello from lightpath guest'")
+    b.expect(r"^lightpath: vm1: ended with status 3 ", "'lightpath: vm1: ended with status 3 (...)'")
+    b.expect_rc(7)
+    b.expect_powered_off(3)
+    return b
+
+
+def t_virtinsn():
+    b = Boot("virtinsn-then-hello", [guest("virtinsn"), guest("hello")])
+    selftest_result(b, "virtinsn")
+    b.expect_not(r"^lightpath: vm\d+: stopped:.*")
+    b.expect(r"^\[vm1\] hello from lightpath guest\s*$",
+             "'[vm1] hello from lightpath guest' (lightpath must stay up after virtinsn)")
+    b.expect_rc(1)
+    b.expect_powered_off(0)
+    return b
+
+
+def expect_error_line(b, *needles):
+    errs = b.findall(r"^lightpath: error: (.*)$")
+    check(len(errs) == 1, "expected exactly one 'lightpath: error:' line, got %d" % len(errs))
+    text = errs[0].group(1)
+    for n in needles:
+        check(n in text, "error line does not name '%s': %s" % (n, errs[0].group(0).strip()))
+    b.expect_rc(255)
+    b.expect_not(r"^lightpath: vm\d+: loaded .*")
+
+
+def t_bad_option():
+    b = Boot("bad-option", [guest("hello")], append="bogus=1")
+    expect_error_line(b, "bogus")
+    return b
+
+
+def t_bad_value():
+    b = Boot("bad-value", [guest("hello")], append="light=maybe")
+    expect_error_line(b, "light", "maybe")
+    return b
+
+
+def t_no_modules():
+    b = Boot("no-modules", [])
+    expect_error_line(b)
+    return b
+
+
+def t_bad_image(label, path_maker):
+    def run():
+        path = path_maker()
+        b = Boot("bad-image-" + label, [path, guest("hello")])
+        b.expect(r"^lightpath: vm0: cannot load guest image '%s': \S.*$" % re.escape(path),
+                 "'lightpath: vm0: cannot load guest image '%s': <reason>'" % path)
+        b.expect_not(r"^lightpath: vm0: loaded .*")
+        b.expect(PREFIX + r"hello from lightpath guest\s*$",
+                 "'hello from lightpath guest' (the next VM must still run)")
+        b.expect_rc(1)
+        b.expect_powered_off(0)
+        return b
+    return run
+
+
+def make_text_file():
+    path = "build/test/not-an-elf.txt"
+    with open(os.path.join(ROOT, path), "w") as f:
+        f.write("this is not a guest image\n" * 8)
+    return path
+
+
+def make_non_multiboot_elf():
+    # An ordinary host ELF: no multiboot header. Copied so the path has no
+    # surprises (and a unit-test binary is not required to exist).
+    path = "build/test/not-multiboot.elf"
+    shutil.copyfile("/bin/true", os.path.join(ROOT, path))
+    return path
+
+
+def t_no_svm():
+    b = Boot("no-svm", [guest("hello")], cpu="EPYC", timeout=min(TIMEOUT, 30))
+    b.expect(r"^%s\s*$" % re.escape(NO_SVM_LINE), "'%s'" % NO_SVM_LINE)
+    b.expect_rc(255)
+    b.expect_not(r"^lightpath: vm\d+: loaded .*")
+    return b
+
+
+STATS_ROW = re.compile(r"^\s+(\S.*?)\s+(\d+)\s+(\d+(?:\.\d+)?)%\s+(\d+)\s+(\d+)(?:\s+light\s+\d+(?:\.\d+)?%)?\s*$")
+
+
+def t_stats():
+    b = Boot("stats-table", [guest("stats")])
+    selftest_result(b, "stats")
+    b.expect_rc(1)
+    head = [i for i, l in enumerate(b.lines) if re.match(r"^lightpath: vm0: exit statistics\s*$", l)]
+    check(len(head) == 1, "expected one 'lightpath: vm0: exit statistics' line, got %d" % len(head))
+    rows = {}
+    for line in b.lines[head[0] + 1:]:
+        if re.match(r"^\s+reason\s+exits\s+share\s+light\s+heavy\s*$", line):
+            continue
+        m = STATS_ROW.match(line)
+        if not m:
+            break
+        reason, exits, light, heavy = m.group(1), int(m.group(2)), int(m.group(4)), int(m.group(5))
+        check(light + heavy == exits, "row '%s': light %d + heavy %d != exits %d"
+              % (reason, light, heavy, exits))
+        rows[reason] = exits
+    check("hypercall" in rows, "no 'hypercall' row in the exit statistics table")
+    check("total" in rows, "no 'total' row in the exit statistics table")
+    check(rows["hypercall"] >= 50, "hypercall row has %d exits, expected >= 50" % rows["hypercall"])
+    others = sum(v for k, v in rows.items() if k != "total")
+    check(others == rows["total"], "rows add up to %d, total row says %d" % (others, rows["total"]))
+    return b
+
+
+def t_iso():
+    log = os.path.join(OUT, "iso.log")
+    with open(log, "w") as f:
+        p = subprocess.run(["make", "--no-print-directory", "iso"], cwd=ROOT, stdout=f,
+                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=300)
+    check(p.returncode == 0, "make iso exited %d (see build/test/iso.log)" % p.returncode)
+    iso = os.path.join(ROOT, "build", "lightpath.iso")
+    check(os.path.isfile(iso), "make iso did not produce build/lightpath.iso")
+    p = subprocess.run(["xorriso", "-indev", iso, "-find", "/boot", "-type", "f"],
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    check(p.returncode == 0, "xorriso could not read the ISO: " + (p.stderr.strip().splitlines() or ["?"])[-1])
+    files = set(l.strip().strip("'") for l in p.stdout.splitlines())
+    for want in ("/boot/lightpath.elf", "/boot/bench32.elf", "/boot/bench64.elf", "/boot/grub/grub.cfg"):
+        check(want in files, "ISO has no %s" % want)
+    return None
+
+
+def t_bench_parser():
+    sample = os.path.join(ROOT, "tests", "integration", "sample-bench.log")
+    with open(sample) as f:
+        text = f.read()
+    res = bench.parse_bench(text, n=1000)
+    check(res["flat32"]["hypercall"] == {"min": 48, "mean": 48.25},
+          "flat32 hypercall parsed as %r" % (res["flat32"].get("hypercall"),))
+    check(res["paged64"]["hypercall_heavy"]["min"] == 219, "paged64 hypercall_heavy min misparsed")
+    check(sorted(res["flat32"]) == sorted(bench.EXITS), "flat32 exits: %s" % sorted(res["flat32"]))
+    check(bench.parse_options(text).get("svm.vmload") == "lazy", "options line misparsed")
+    bench.check_config_bits(text, "")
+    try:
+        bench.check_config_bits(text, "light=off")
+        raise Fail("config bits 0x3f accepted for light=off")
+    except bench.BenchError:
+        pass
+    # It must reject broken logs, or it checks nothing.
+    broken = {
+        "check FAILED": text.replace("[vm1] bench: mode=paged64 done",
+                                     "[vm1] bench: check FAILED: cpuid signature\n[vm1] bench: mode=paged64 done"),
+        "missing exit": "\n".join(l for l in text.splitlines() if "flat32 exit=rdmsr" not in l),
+        "missing done": "\n".join(l for l in text.splitlines() if "paged64 done" not in l),
+        "wrong n": text.replace("exit=cpuid n=1000", "exit=cpuid n=999"),
+    }
+    for what, t in broken.items():
+        try:
+            bench.parse_bench(t, n=1000)
+        except bench.BenchError:
+            continue
+        raise Fail("parser accepted a log with %s" % what)
+    # And the command-line entry point agrees.
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "bench.py"), "--parse", sample,
+                        "--n-expected", "1000"], capture_output=True, text=True)
+    check(p.returncode == 0, "tools/bench.py --parse failed: " + p.stderr.strip())
+    return None
+
+
+def all_tests():
+    """[(phase, name, fn)]: phase 2 tests need phase 1's baselines."""
+    t = []
+    t.append((0, "bench-parser", t_bench_parser))
+    for g in SELFTESTS:
+        t.append((1, "selftest-" + g, t_selftest(g)))
+    t.append((1, "hello-status", t_hello_status))
+    t.append((1, "isolation", t_isolation))
+    t.append((1, "virtinsn-stays-up", t_virtinsn))
+    t.append((1, "stats-table", t_stats))
+    t.append((1, "bad-option", t_bad_option))
+    t.append((1, "bad-value", t_bad_value))
+    t.append((1, "no-modules", t_no_modules))
+    t.append((1, "bad-image-text", t_bad_image("text", make_text_file)))
+    t.append((1, "bad-image-elf", t_bad_image("elf", make_non_multiboot_elf)))
+    t.append((1, "no-svm", t_no_svm))
+    t.append((1, "iso", t_iso))
+    for g in SWITCHED_GUESTS:
+        for cfg, opts in SWITCH_CONFIGS:
+            t.append((2, "switch-%s-%s" % (g, cfg), t_switched(g, cfg, opts)))
+    for bits in range(1 << len(SWITCHES)):
+        t.append((2, combo_name(bits), t_combo(bits)))
+    return t
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-j", "--jobs", type=int, default=int(os.environ.get("LP_JOBS", "2")))
+    ap.add_argument("-k", "--match", help="only tests whose name matches this regex")
+    ap.add_argument("--list", action="store_true", help="list the tests and exit")
+    ap.add_argument("--counts", help="write 'passed failed' to this file")
+    args = ap.parse_args()
+
+    tests = all_tests()
+    if args.match:
+        r = re.compile(args.match)
+        sel = [x for x in tests if r.search(x[1])]
+        # a phase-2 switch test needs its guest's phase-1 baseline
+        needed = set("selftest-" + n.split("-")[1] for _, n, _ in sel if n.startswith("switch-"))
+        tests = [x for x in tests if x in sel or x[1] in needed]
+    if args.list:
+        for phase, name, _ in tests:
+            print(name)
+        return 0
+    os.makedirs(OUT, exist_ok=True)
+
+    lock = threading.Lock()
+    passed = failed = 0
+    total = len(tests)
+    started = [0]
+
+    def run(name, fn):
+        with lock:
+            started[0] += 1
+            print("[%3d/%d] %s ..." % (started[0], total, name), flush=True)
+        t0 = time.monotonic()
+        _current.logs = []
+        try:
+            fn()
+            return name, None, _current.logs, time.monotonic() - t0
+        except Fail as e:
+            return name, str(e), _current.logs, time.monotonic() - t0
+        except Exception as e:  # a harness bug is still a failure, never a pass
+            return name, "%s: %s" % (type(e).__name__, e), _current.logs, time.monotonic() - t0
+
+    t_start = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for phase in sorted(set(p for p, _, _ in tests)):
+            futs = [pool.submit(run, n, fn) for p, n, fn in tests if p == phase]
+            for fut in concurrent.futures.as_completed(futs):
+                name, err, logs, secs = fut.result()
+                with lock:
+                    if err is None:
+                        passed += 1
+                        print("PASS %s (%.1f s)" % (name, secs), flush=True)
+                    else:
+                        failed += 1
+                        log = " [serial log: %s]" % ", ".join(logs) if logs else ""
+                        print("FAIL %s: %s%s" % (name, err, log), flush=True)
+    print("integration: %d tests in %.0f s" % (passed + failed, time.monotonic() - t_start), flush=True)
+    if args.counts:
+        with open(args.counts, "w") as f:
+            f.write("%d %d\n" % (passed, failed))
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

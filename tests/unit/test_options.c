@@ -1,0 +1,293 @@
+/* core/options.c: every option, every value, and every way to get it wrong. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "core/options.h"
+#include "lightpath/abi.h"
+
+#define ALL_BITS (LP_CONFIG_LIGHT | LP_CONFIG_VMLOAD_LAZY | LP_CONFIG_DR_LAZY | \
+		  LP_CONFIG_PMU_LAZY | LP_CONFIG_MSR_LAZY | LP_CONFIG_IO_FAST)
+
+static char err[256];
+
+/* Field by field: the struct has padding that options_defaults leaves alone. */
+static void assert_options_equal(const struct lp_options *a, const struct lp_options *b)
+{
+	assert_int_equal(a->light, b->light);
+	assert_int_equal(a->vmload_lazy, b->vmload_lazy);
+	assert_int_equal(a->dr_lazy, b->dr_lazy);
+	assert_int_equal(a->pmu_lazy, b->pmu_lazy);
+	assert_int_equal(a->msr_lazy, b->msr_lazy);
+	assert_int_equal(a->io_fast, b->io_fast);
+	assert_int_equal(a->mem_mb, b->mem_mb);
+	assert_int_equal(a->stats, b->stats);
+}
+
+static int parse(struct lp_options *o, const char *cmdline)
+{
+	memset(o, 0xa5, sizeof(*o));
+	options_defaults(o);
+	memset(err, 'x', sizeof(err));
+	err[sizeof(err) - 1] = '\0';
+	return options_parse(o, cmdline, err, sizeof(err));
+}
+
+static void test_defaults(void **state)
+{
+	(void)state;
+	struct lp_options o;
+	memset(&o, 0, sizeof(o));
+	options_defaults(&o);
+	assert_true(o.light);
+	assert_true(o.vmload_lazy);
+	assert_true(o.dr_lazy);
+	assert_true(o.pmu_lazy);
+	assert_true(o.msr_lazy);
+	assert_true(o.io_fast);
+	assert_int_equal(o.mem_mb, 64);
+	assert_true(o.stats);
+	assert_int_equal(options_config_bits(&o), ALL_BITS);
+}
+
+static void test_empty_and_blank(void **state)
+{
+	(void)state;
+	struct lp_options o, d;
+	options_defaults(&d);
+	assert_int_equal(parse(&o, ""), 0);
+	assert_options_equal(&o, &d);
+	assert_string_equal(err, "");
+	assert_int_equal(parse(&o, "   \t "), 0);
+	assert_options_equal(&o, &d);
+	assert_int_equal(options_parse(&o, NULL, err, sizeof(err)), 0);
+}
+
+/* Each switch: its off word clears exactly its field and config bit, its on
+ * word sets it again. */
+struct switch_case {
+	const char *off;
+	const char *on;
+	size_t field;
+	uint32_t bit; /* 0: not a config bit (stats) */
+};
+
+static const struct switch_case switches[] = {
+	{ "light=off", "light=on", offsetof(struct lp_options, light), LP_CONFIG_LIGHT },
+	{ "svm.vmload=always", "svm.vmload=lazy", offsetof(struct lp_options, vmload_lazy), LP_CONFIG_VMLOAD_LAZY },
+	{ "dr=always", "dr=lazy", offsetof(struct lp_options, dr_lazy), LP_CONFIG_DR_LAZY },
+	{ "pmu=always", "pmu=lazy", offsetof(struct lp_options, pmu_lazy), LP_CONFIG_PMU_LAZY },
+	{ "msr=always", "msr=lazy", offsetof(struct lp_options, msr_lazy), LP_CONFIG_MSR_LAZY },
+	{ "io=emulate", "io=fast", offsetof(struct lp_options, io_fast), LP_CONFIG_IO_FAST },
+	{ "stats=off", "stats=on", offsetof(struct lp_options, stats), 0 },
+};
+
+static void test_each_switch(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(switches) / sizeof(switches[0]); i++) {
+		const struct switch_case *c = &switches[i];
+		struct lp_options o, want;
+
+		options_defaults(&want);
+		*(bool *)((char *)&want + c->field) = false;
+		assert_int_equal(parse(&o, c->off), 0);
+		assert_options_equal(&o, &want);
+		assert_int_equal(options_config_bits(&o), ALL_BITS & ~c->bit);
+
+		/* Starting from "off", the on word restores the default. */
+		char both[64];
+		snprintf(both, sizeof(both), "%s %s", c->off, c->on);
+		options_defaults(&want);
+		assert_int_equal(parse(&o, both), 0);
+		assert_options_equal(&o, &want);
+		assert_int_equal(options_config_bits(&o), ALL_BITS);
+	}
+}
+
+static void test_all_off(void **state)
+{
+	(void)state;
+	struct lp_options o;
+	assert_int_equal(parse(&o, "light=off svm.vmload=always dr=always pmu=always "
+				    "msr=always io=emulate mem=128 stats=off"), 0);
+	assert_false(o.light);
+	assert_false(o.vmload_lazy);
+	assert_false(o.dr_lazy);
+	assert_false(o.pmu_lazy);
+	assert_false(o.msr_lazy);
+	assert_false(o.io_fast);
+	assert_int_equal(o.mem_mb, 128);
+	assert_false(o.stats);
+	assert_int_equal(options_config_bits(&o), 0);
+}
+
+static void test_config_bits_values(void **state)
+{
+	(void)state;
+	struct lp_options o;
+	assert_int_equal(parse(&o, "dr=always io=emulate"), 0);
+	assert_int_equal(options_config_bits(&o), 0x1bu); /* bits 0,1,3,4 */
+	assert_int_equal(parse(&o, "light=off"), 0);
+	assert_int_equal(options_config_bits(&o), 0x3eu);
+}
+
+static void test_mem(void **state)
+{
+	(void)state;
+	struct lp_options o;
+	assert_int_equal(parse(&o, "mem=4"), 0);
+	assert_int_equal(o.mem_mb, 4);
+	assert_int_equal(parse(&o, "mem=1024"), 0);
+	assert_int_equal(o.mem_mb, 1024);
+	assert_int_equal(parse(&o, "mem=0256"), 0);
+	assert_int_equal(o.mem_mb, 256);
+
+	const char *bad[] = { "mem=3", "mem=1025", "mem=0", "mem=", "mem=-4",
+			      "mem=64M", "mem=x", "mem=99999999999", "mem=4 5" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = parse(&o, bad[i]);
+		if (strcmp(bad[i], "mem=4 5") == 0) {
+			/* "5" is a second word without '=' (not the leading path) */
+			assert_true(rc < 0);
+			continue;
+		}
+		assert_true(rc < 0);
+		assert_int_equal(o.mem_mb, 64);
+		assert_non_null(strstr(err, "bad value '"));
+		assert_non_null(strstr(err, "for mem= (use 4..1024, in MiB)"));
+	}
+	assert_int_equal(parse(&o, "mem=3"), -1);
+	assert_string_equal(err, "bad value '3' for mem= (use 4..1024, in MiB)");
+}
+
+static void test_bad_values(void **state)
+{
+	(void)state;
+	struct lp_options o;
+	assert_true(parse(&o, "light=maybe") < 0);
+	assert_string_equal(err, "bad value 'maybe' for light= (use on or off)");
+	assert_true(parse(&o, "svm.vmload=on") < 0);
+	assert_string_equal(err, "bad value 'on' for svm.vmload= (use lazy or always)");
+	assert_true(parse(&o, "dr=") < 0);
+	assert_string_equal(err, "bad value '' for dr= (use lazy or always)");
+	assert_true(parse(&o, "pmu=LAZY") < 0);
+	assert_string_equal(err, "bad value 'LAZY' for pmu= (use lazy or always)");
+	assert_true(parse(&o, "msr=lazyy") < 0);
+	assert_string_equal(err, "bad value 'lazyy' for msr= (use lazy or always)");
+	assert_true(parse(&o, "io=slow") < 0);
+	assert_string_equal(err, "bad value 'slow' for io= (use fast or emulate)");
+	assert_true(parse(&o, "stats=1") < 0);
+	assert_string_equal(err, "bad value '1' for stats= (use on or off)");
+	assert_true(parse(&o, "light=on=off") < 0);
+	assert_string_equal(err, "bad value 'on=off' for light= (use on or off)");
+}
+
+static void test_unknown_key(void **state)
+{
+	(void)state;
+	struct lp_options o;
+	assert_true(parse(&o, "foo=1") < 0);
+	assert_string_equal(err, "unknown boot option 'foo=1' (accepted: light= "
+			    "svm.vmload= dr= pmu= msr= io= mem= stats=)");
+	/* Prefixes and case variants of real keys are not keys. */
+	assert_true(parse(&o, "lightx=on") < 0);
+	assert_non_null(strstr(err, "unknown boot option 'lightx=on'"));
+	assert_true(parse(&o, "Light=on") < 0);
+	assert_true(parse(&o, "vmload=lazy") < 0);
+	assert_true(parse(&o, "=on") < 0);
+	assert_non_null(strstr(err, "unknown boot option '=on'"));
+}
+
+static void test_missing_equals(void **state)
+{
+	(void)state;
+	struct lp_options o;
+	assert_true(parse(&o, "light=on stats") < 0);
+	assert_string_equal(err, "missing '=value' in boot option 'stats' (accepted: "
+			    "light= svm.vmload= dr= pmu= msr= io= mem= stats=)");
+	/* The leading path is skipped only once. */
+	assert_true(parse(&o, "/boot/lightpath.elf light") < 0);
+	assert_non_null(strstr(err, "'light'"));
+}
+
+static void test_path_skipped(void **state)
+{
+	(void)state;
+	struct lp_options o;
+	assert_int_equal(parse(&o, "/boot/lightpath.elf"), 0);
+	assert_int_equal(options_config_bits(&o), ALL_BITS);
+	assert_int_equal(parse(&o, "build/lightpath.elf light=off mem=32"), 0);
+	assert_false(o.light);
+	assert_int_equal(o.mem_mb, 32);
+	assert_int_equal(parse(&o, "  lightpath   io=emulate\t stats=off  "), 0);
+	assert_false(o.io_fast);
+	assert_false(o.stats);
+	assert_true(o.light);
+}
+
+static void test_last_wins(void **state)
+{
+	(void)state;
+	struct lp_options o;
+	assert_int_equal(parse(&o, "light=off light=on light=off"), 0);
+	assert_false(o.light);
+	assert_int_equal(parse(&o, "mem=8 mem=16"), 0);
+	assert_int_equal(o.mem_mb, 16);
+}
+
+static void test_error_stops_and_keeps_earlier(void **state)
+{
+	(void)state;
+	struct lp_options o;
+	/* Words before the bad one were applied, later ones were not. */
+	assert_true(parse(&o, "dr=always bogus=1 io=emulate") < 0);
+	assert_false(o.dr_lazy);
+	assert_true(o.io_fast);
+	assert_non_null(strstr(err, "'bogus=1'"));
+}
+
+static void test_error_buffer_limits(void **state)
+{
+	(void)state;
+	struct lp_options o;
+	char small[16];
+	options_defaults(&o);
+	assert_true(options_parse(&o, "foo=1", small, sizeof(small)) < 0);
+	assert_int_equal(strlen(small), sizeof(small) - 1);
+	assert_memory_equal(small, "unknown boot op", 15);
+	/* No buffer at all is allowed. */
+	assert_true(options_parse(&o, "foo=1", NULL, 0) < 0);
+	/* A very long word is quoted cut short, never overflowing. */
+	char longword[300];
+	memset(longword, 'a', sizeof(longword));
+	memcpy(longword + 250, "=1", 3);
+	assert_true(parse(&o, longword) < 0);
+	assert_non_null(strstr(err, "unknown boot option 'aaaa"));
+	assert_non_null(strstr(err, "...' (accepted:"));
+	assert_true(strlen(err) < sizeof(err));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_empty_and_blank),
+		cmocka_unit_test(test_each_switch),
+		cmocka_unit_test(test_all_off),
+		cmocka_unit_test(test_config_bits_values),
+		cmocka_unit_test(test_mem),
+		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_unknown_key),
+		cmocka_unit_test(test_missing_equals),
+		cmocka_unit_test(test_path_skipped),
+		cmocka_unit_test(test_last_wins),
+		cmocka_unit_test(test_error_stops_and_keeps_earlier),
+		cmocka_unit_test(test_error_buffer_limits),
+	};
+	return cmocka_run_group_tests_name("options", tests, NULL, NULL);
+}

@@ -1,0 +1,372 @@
+#!/usr/bin/python3
+"""lightpath exit benchmark: `make bench`.
+
+Boots lightpath once per configuration under QEMU TCG with
+`-icount shift=0,align=off,sleep=off`, where the guest's TSC advances by one
+per executed instruction (guest and hypervisor alike). The bench guests
+(build/guests/bench32.elf, bench64.elf) bracket each exiting instruction with
+RDTSC and print lines such as
+
+    bench: mode=flat32 exit=hypercall n=1000 min=48 mean=48.25
+
+This script collects them into build/bench/exits.json, prints a table and
+regenerates docs/BENCHMARKS.md (keeping its hand-written analysis section).
+
+    tools/bench.py [--n N] [--jobs J] [--no-docs]
+    tools/bench.py --parse LOG     parse one serial log, print JSON (self-check)
+"""
+
+import argparse
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LP_QEMU = os.path.join(ROOT, "tools", "lp-qemu")
+
+MODES = ("flat32", "paged64")
+# The exits every bench guest must report, in table order. The first seven
+# are the headline set; hypercall_heavy (LP_HC_NULL_HEAVY) is the extra that
+# shows the cost of the heavy path itself.
+EXITS = ("none", "hypercall", "cpuid", "pio_in_pmtimer", "pio_out", "rdmsr",
+         "wrmsr", "hypercall_heavy")
+
+# (name, boot options). Each "-off" config turns one optimisation off.
+SWITCHES = (
+    ("light", "on", "off"),
+    ("svm.vmload", "lazy", "always"),
+    ("dr", "lazy", "always"),
+    ("pmu", "lazy", "always"),
+    ("msr", "lazy", "always"),
+    ("io", "fast", "emulate"),
+)
+CONFIGS = (
+    ("all-on", ""),
+    ("light-off", "light=off"),
+    ("vmload-off", "svm.vmload=always"),
+    ("dr-off", "dr=always"),
+    ("pmu-off", "pmu=always"),
+    ("msr-off", "msr=always"),
+    ("io-off", "io=emulate"),
+    ("all-off", " ".join("%s=%s" % (k, off) for k, _, off in SWITCHES)),
+)
+
+CPU = "EPYC,+svm"
+ANALYSIS_BEGIN = "<!-- analysis -->"
+ANALYSIS_END = "<!-- /analysis -->"
+
+_LINE = re.compile(
+    r"^(?:\[vm\d+\] )?bench: mode=(?P<mode>\S+) exit=(?P<exit>\S+) "
+    r"n=(?P<n>\d+) min=(?P<min>\d+) mean=(?P<mean>\d+(?:\.\d+)?)\s*$")
+_DONE = re.compile(r"^(?:\[vm\d+\] )?bench: mode=(?P<mode>\S+) done\s*$")
+_FAILED = re.compile(r"bench: check FAILED")
+_OPTIONS = re.compile(r"^lightpath: options: (?P<opts>.*?)\s*$")
+
+
+class BenchError(Exception):
+    pass
+
+
+def parse_bench(text, n=None, modes=MODES, exits=EXITS):
+    """Parses a serial log. Returns {mode: {exit: {"min": int, "mean": float}}}.
+
+    Raises BenchError when a bench guest reported a failed check, a mode did
+    not finish, a required line is missing or duplicated, or n differs."""
+    results = {}
+    done = set()
+    for raw in text.splitlines():
+        line = raw.rstrip("\r")
+        if _FAILED.search(line):
+            raise BenchError("bench guest reported: " + line.strip())
+        m = _LINE.match(line)
+        if m:
+            mode, exit_ = m.group("mode"), m.group("exit")
+            if n is not None and int(m.group("n")) != n:
+                raise BenchError("mode=%s exit=%s ran n=%s, expected n=%d"
+                                 % (mode, exit_, m.group("n"), n))
+            per = results.setdefault(mode, {})
+            if exit_ in per:
+                raise BenchError("mode=%s exit=%s reported twice" % (mode, exit_))
+            per[exit_] = {"min": int(m.group("min")),
+                          "mean": float(m.group("mean"))}
+            continue
+        m = _DONE.match(line)
+        if m:
+            done.add(m.group("mode"))
+    for mode in modes:
+        if mode not in done:
+            raise BenchError("no 'bench: mode=%s done' line" % mode)
+        missing = [e for e in exits if e not in results.get(mode, {})]
+        if missing:
+            raise BenchError("mode=%s: no result for exit %s"
+                             % (mode, ", ".join(missing)))
+    return results
+
+
+_CONFIG = re.compile(r"^(?:\[vm\d+\] )?bench: mode=(?P<mode>\S+) config=(?P<bits>0x[0-9a-fA-F]+)\s*$")
+
+
+def config_bits(opts):
+    """The LP_CONFIG_* bits (abi.h) that boot options `opts` should give:
+    bit i set = switch i of SWITCHES is on (lazy/fast)."""
+    words = dict(w.split("=", 1) for w in opts.split())
+    bits = 0
+    for i, (k, on, _) in enumerate(SWITCHES):
+        if words.get(k, on) == on:
+            bits |= 1 << i
+    return bits
+
+
+def check_config_bits(text, opts):
+    """If the bench guests print 'bench: mode=M config=0x..' (LP_HC_CONFIG),
+    it must match the boot options."""
+    want = config_bits(opts)
+    for line in text.splitlines():
+        m = _CONFIG.match(line.rstrip("\r"))
+        if m and int(m.group("bits"), 16) != want:
+            raise BenchError("mode=%s: guest sees config=%s, expected %#x for '%s'"
+                             % (m.group("mode"), m.group("bits"), want, opts or "defaults"))
+
+
+def parse_options(text):
+    """The key=value words of the 'lightpath: options:' line, or None."""
+    for line in text.splitlines():
+        m = _OPTIONS.match(line.rstrip("\r"))
+        if m:
+            return dict(w.split("=", 1) for w in m.group("opts").split() if "=" in w)
+    return None
+
+
+def qemu_version():
+    try:
+        out = subprocess.run([os.environ.get("LP_QEMU", "qemu-system-x86_64"), "--version"], check=True,
+                             capture_output=True, text=True).stdout
+        return out.splitlines()[0].strip()
+    except (OSError, subprocess.CalledProcessError, IndexError):
+        return "unknown"
+
+
+def run_config(name, opts, n, timeout, outdir):
+    log = os.path.join(outdir, name + ".log")
+    cmd = [LP_QEMU, "--icount", "--timeout", str(timeout), "--log", log,
+           "--append", opts,
+           "build/guests/bench32.elf n=%d" % n,
+           "build/guests/bench64.elf n=%d" % n]
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL)
+    secs = time.monotonic() - t0
+    text = ""
+    if os.path.exists(log):
+        with open(log, errors="replace") as f:
+            text = f.read()
+    rc = proc.returncode
+    if rc != 1:
+        if rc == 124:
+            why = "timed out after %d s" % timeout
+        elif rc == 2 and proc.stderr.startswith("lp-qemu:"):
+            why = proc.stderr.strip()
+        elif rc % 2 == 1:
+            why = "QEMU exit %d (status %#x)" % (rc, rc >> 1)
+        else:
+            why = "QEMU exit %d" % rc
+        err = [l for l in proc.stderr.splitlines()
+               if l.strip() and "TCG doesn't support requested feature" not in l]
+        if err and not why.startswith("lp-qemu"):
+            why += "; stderr: " + err[-1]
+        raise BenchError("%s: %s (serial log %s)" % (name, why, os.path.relpath(log, ROOT)))
+    try:
+        res = parse_bench(text, n=n)
+    except BenchError as e:
+        raise BenchError("%s: %s (serial log %s)" % (name, e, os.path.relpath(log, ROOT)))
+    try:
+        check_config_bits(text, opts)
+    except BenchError as e:
+        raise BenchError("%s: %s (serial log %s)" % (name, e, os.path.relpath(log, ROOT)))
+    # The hypervisor echoes its options: make sure the config was applied.
+    seen = parse_options(text)
+    if seen is None:
+        raise BenchError("%s: no 'lightpath: options:' line (serial log %s)"
+                         % (name, os.path.relpath(log, ROOT)))
+    for word in opts.split():
+        k, v = word.split("=", 1)
+        if seen.get(k) != v:
+            raise BenchError("%s: asked for %s but lightpath reports %s=%s"
+                             % (name, word, k, seen.get(k, "(absent)")))
+    return res, secs
+
+
+def table(results, configs, mode, fmt="text"):
+    """Rows = exits, columns = configs, cells = min."""
+    names = [c for c, _ in configs]
+    rows = []
+    for e in EXITS:
+        row = [e]
+        for c in names:
+            v = results.get(c, {}).get(mode, {}).get(e)
+            row.append("-" if v is None else str(v["min"]))
+        rows.append(row)
+    head = ["exit"] + names
+    if fmt == "md":
+        out = ["| " + " | ".join(head) + " |",
+               "|" + "|".join(["---"] + ["---:"] * len(names)) + "|"]
+        out += ["| " + " | ".join(r) + " |" for r in rows]
+        return "\n".join(out)
+    w0 = max(len(h) for h in [head[0]] + [r[0] for r in rows])
+    ws = [max(len(head[i]), max(len(r[i]) for r in rows)) for i in range(1, len(head))]
+    out = [head[0].ljust(w0) + "  " + "  ".join(h.rjust(w) for h, w in zip(head[1:], ws))]
+    for r in rows:
+        out.append(r[0].ljust(w0) + "  " + "  ".join(c.rjust(w) for c, w in zip(r[1:], ws)))
+    return "\n".join(out)
+
+
+def json_doc(results, configs, qemu):
+    def rows(mode):
+        out = []
+        for c, _ in configs:
+            for e in EXITS:
+                v = results[c][mode][e]
+                out.append({"config": c, "exit": e, "min": v["min"], "mean": v["mean"]})
+        return out
+    return {
+        "backend": "svm",
+        "environment": "qemu-tcg-icount",
+        "unit": "instructions per exit (icount)",
+        "guest": "flat32",
+        "results": rows("flat32"),
+        "results_paged64": rows("paged64"),
+        "qemu": qemu,
+        "cpu": CPU,
+    }
+
+
+def read_analysis(path):
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return None
+    a = text.find(ANALYSIS_BEGIN)
+    b = text.find(ANALYSIS_END, a + 1) if a >= 0 else -1
+    if a < 0 or b < 0:
+        return None
+    return text[a:b + len(ANALYSIS_END)]
+
+
+def markdown(results, configs, qemu, n, analysis):
+    today = datetime.date.today().isoformat()
+    cfg_lines = "\n".join("| `%s` | %s |" % (c, "`%s`" % o if o else "(defaults)")
+                          for c, o in configs)
+    if analysis is None:
+        analysis = (ANALYSIS_BEGIN + "\n*(No analysis yet. Text between these markers is kept "
+                    "when `make bench` regenerates this file.)*\n" + ANALYSIS_END)
+    return f"""# lightpath exit benchmarks
+
+**Metric: instructions per exit (icount), not cycles.** `make bench` boots lightpath
+under QEMU's software emulation (TCG, `-cpu {CPU}`) with `-icount shift=0,align=off,sleep=off`.
+In that mode the guest's TSC advances by exactly one per instruction the emulated CPU
+executes, guest and hypervisor alike. The bench guests bracket each exiting instruction with
+two RDTSCs, so each number is the **software path length** of one exit round trip: guest
+and hypervisor instructions between the two RDTSCs, with nothing subtracted. The `none`
+row is the empty bracket (RDTSC to RDTSC with no exiting instruction between them).
+
+The world switch itself counts 0, and VMRUN, VMLOAD and VMSAVE count 1 each, like any
+other instruction, however expensive they are on silicon. So these figures compare code
+paths exactly and repeatably; they say nothing about cycles. Absolute cycle costs need
+real AMD hardware.
+
+Each cell is the minimum over n={n} iterations (`mean` is in `build/bench/exits.json`).
+Columns are configurations (boot options); each `-off` column turns one optimisation off:
+
+| config | boot options |
+|---|---|
+{cfg_lines}
+
+## Flat 32-bit guest (bench32)
+
+{table(results, configs, "flat32", "md")}
+
+## Paged 64-bit guest (bench64)
+
+{table(results, configs, "paged64", "md")}
+
+Measured on {today} with {qemu}.
+Reproduce with `make bench` (results also in `build/bench/exits.json`).
+
+## Analysis
+
+{analysis}
+"""
+
+
+def main():
+    ap = argparse.ArgumentParser(description="lightpath exit benchmark (make bench)")
+    ap.add_argument("--n", type=int, default=1000, help="iterations per exit (default 1000)")
+    ap.add_argument("--timeout", type=int, default=300, help="seconds per boot (default 300)")
+    ap.add_argument("--no-docs", action="store_true", help="do not rewrite docs/BENCHMARKS.md")
+    ap.add_argument("--parse", metavar="LOG", help="only parse LOG and print the results as JSON")
+    ap.add_argument("--n-expected", type=int, help="with --parse: require this n")
+    args = ap.parse_args()
+
+    if args.parse:
+        with open(args.parse, errors="replace") as f:
+            text = f.read()
+        try:
+            res = parse_bench(text, n=args.n_expected)
+        except BenchError as e:
+            print("bench: %s: %s" % (args.parse, e), file=sys.stderr)
+            return 1
+        json.dump(res, sys.stdout, indent=1, sort_keys=True)
+        print()
+        return 0
+
+    outdir = os.path.join(ROOT, "build", "bench")
+    os.makedirs(outdir, exist_ok=True)
+    qemu = qemu_version()
+    print("lightpath bench: %d configurations, n=%d, %s, -icount shift=0"
+          % (len(CONFIGS), args.n, qemu), flush=True)
+    results = {}
+    for i, (name, opts) in enumerate(CONFIGS, 1):
+        print("[%d/%d] %-10s %s ... " % (i, len(CONFIGS), name, opts or "(defaults)"),
+              end="", flush=True)
+        try:
+            results[name], secs = run_config(name, opts, args.n, args.timeout, outdir)
+        except BenchError as e:
+            print("FAILED")
+            print("bench: error: %s" % e, file=sys.stderr)
+            return 1
+        print("ok (%.1f s)" % secs, flush=True)
+
+    doc = json_doc(results, CONFIGS, qemu)
+    path = os.path.join(outdir, "exits.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
+
+    print()
+    print("instructions per exit (icount, min of n=%d), flat 32-bit guest:" % args.n)
+    print(table(results, CONFIGS, "flat32"))
+    print()
+    print("instructions per exit (icount, min of n=%d), paged 64-bit guest:" % args.n)
+    print(table(results, CONFIGS, "paged64"))
+    print()
+    print("(software path length under QEMU -icount shift=0, not cycles)")
+    print("wrote %s" % os.path.relpath(path, ROOT))
+
+    if not args.no_docs:
+        md = os.path.join(ROOT, "docs", "BENCHMARKS.md")
+        text = markdown(results, CONFIGS, qemu, args.n, read_analysis(md))
+        with open(md + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(md + ".tmp", md)
+        print("wrote %s" % os.path.relpath(md, ROOT))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

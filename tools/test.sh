@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# lightpath test suite (`make test`, after `make all unit-tests`):
+#   1. host unit tests: `make unit-check` (cmocka), counted per test;
+#   2. integration tests: tests/integration/itest.py boots lightpath under
+#      QEMU with the project's guests (2 at a time; LP_JOBS to change).
+# Ends with one line "N passed, M failed"; exit status 0 iff M == 0.
+# Extra arguments go to itest.py (e.g. `-k combo` to run a subset);
+# LP_SKIP_UNIT=1 skips the unit tests.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+mkdir -p build/test
+python=/usr/bin/python3
+[[ -x "$python" ]] || python=python3
+start=$SECONDS
+
+passed=0
+failed=0
+
+if [[ "${LP_SKIP_UNIT:-0}" != 1 ]]; then
+	echo "== unit tests (make unit-check)"
+	log=build/test/unit-check.log
+	rc=0
+	make --no-print-directory unit-check >"$log" 2>&1 </dev/null || rc=$?
+	# cmocka closes each test binary with "[  PASSED  ] N test(s)." and,
+	# when some failed, "[  FAILED  ] N test(s), listed below:" followed by
+	# one "[  FAILED  ] name" line per failed test.
+	report=$(awk '
+		/^== / { name = $2; sub(/.*\//, "", name) }
+		/^\[==========\] .*Running [0-9]+ test/ { bin++; if (name == "") name = "#" bin }
+		/^\[  PASSED  \] [0-9]+ test\(s\)\./ {
+			n = $4; p += n
+			printf "unit %s: %d test(s) passed\n", name, n
+		}
+		/^\[  FAILED  \] [0-9]+ test\(s\)/ { f += $4; listing = 1; next }
+		/^\[==========\]/ || /^[ ]*$/ { listing = 0 }
+		listing && /^\[  (FAILED|ERROR) *\] [^ ]+[ ]*$/ { printf "FAIL unit %s: %s\n", name, $NF }
+		END { printf "counts %d %d %d\n", p, f, bin }
+	' "$log")
+	grep -v '^counts ' <<<"$report" || true
+	read -r _ up uf ubins < <(grep '^counts ' <<<"$report")
+	if ((rc != 0 && uf == 0)); then
+		# A crash, a build error or a non-cmocka failure: still a failure.
+		echo "FAIL unit-check: 'make unit-check' exited $rc (see $log):"
+		tail -n 15 "$log" | sed 's/^/    /'
+		uf=1
+	elif ((uf > 0)); then
+		echo "unit tests: $uf failed (full output: $log)"
+	elif ((up == 0)); then
+		echo "FAIL unit-check: no cmocka results in the output of 'make unit-check' (see $log)"
+		uf=1
+	fi
+	echo "unit tests: $up ok and $uf not ok, from ${ubins:-0} cmocka binaries"
+	passed=$((passed + up))
+	failed=$((failed + uf))
+fi
+
+echo "== integration tests (QEMU TCG, -cpu EPYC,+svm)"
+counts_file=build/test/integration.counts
+rm -f "$counts_file"
+irc=0
+"$python" tests/integration/itest.py --counts "$counts_file" "$@" </dev/null || irc=$?
+if [[ -s "$counts_file" ]]; then
+	read -r ip if_ <"$counts_file"
+else
+	echo "FAIL integration: the runner stopped early (exit $irc)"
+	ip=0
+	if_=1
+fi
+if ((irc != 0 && if_ == 0)); then
+	echo "FAIL integration: the runner exited $irc"
+	if_=1
+fi
+passed=$((passed + ip))
+failed=$((failed + if_))
+
+echo "== $((SECONDS - start)) s"
+echo "$passed passed, $failed failed"
+((failed == 0))

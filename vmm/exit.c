@@ -1,0 +1,154 @@
+#include "vmm/exit.h"
+
+#include "core/console.h"
+#include "core/cpu.h"
+#include "lib/printf.h"
+#include "vmm/vendor.h"
+
+bool exit_hypercall_slow(struct vcpu *v, uint64_t *rax)
+{
+	uint64_t nr = *rax;
+	switch (nr) {
+	case LP_HC_STATS: {
+		uint64_t sel = (uint32_t)v->regs.rbx, n = 0, heavy = 0;
+		if (sel == LP_STATS_ALL) {
+			for (unsigned i = 0; i < LP_EXIT_COUNT; i++) {
+				n += v->stats.exits[i];
+				heavy += v->stats.heavy[i];
+			}
+		} else if (sel < LP_EXIT_COUNT) {
+			n = v->stats.exits[sel];
+			heavy = v->stats.heavy[sel];
+		} else {
+			*rax = (uint64_t)-LP_EINVAL;
+			return false;
+		}
+		*rax = n;
+		v->regs.rbx = n - heavy;
+		v->regs.rcx = heavy;
+		return false;
+	}
+	case LP_HC_EXIT:
+		vm_end(v->vm, (unsigned)v->regs.rbx, "hypercall");
+		*rax = 0;
+		return true;
+	case LP_HC_RAISE_IRQ: {
+		uint64_t vec = v->regs.rbx;
+		if (vec < 32 || vec > 255)
+			*rax = (uint64_t)-LP_EINVAL;
+		else
+			*rax = vendor_inject_virq(v, (uint8_t)vec) ? (uint64_t)-LP_EINVAL : 0;
+		return false;
+	}
+	case LP_HC_CONFIG:
+		*rax = options_config_bits(v->vm->opt);
+		return false;
+	case LP_HC_NULL_HEAVY:
+		*rax = 0;
+		return true;
+	default:
+		*rax = (uint64_t)-LP_ENOSYS;
+		return false;
+	}
+}
+
+void exit_cpuid(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4])
+{
+	(void)v;
+	if ((leaf & 0xffff0000u) == LP_CPUID_BASE) {
+		out[0] = out[1] = out[2] = out[3] = 0;
+		if (leaf == LP_CPUID_BASE) {
+			out[0] = LP_CPUID_MAX;
+			out[1] = LP_CPUID_SIG_EBX;
+			out[2] = LP_CPUID_SIG_ECX;
+			out[3] = LP_CPUID_SIG_EDX;
+		} else if (leaf == LP_CPUID_INFO) {
+			out[0] = LP_ABI_VERSION;
+			out[1] = options_config_bits(v->vm->opt);
+		}
+		return;
+	}
+	cpuid(leaf, subleaf, out);
+	switch (leaf) {
+	case 1:
+		out[1] &= 0x00ffffffu;                 /* initial APIC ID 0 */
+		out[2] &= ~((1u << 3) | (1u << 5) |    /* MONITOR, VMX */
+			    (1u << 21) | (1u << 24) |  /* x2APIC, TSC-deadline: no APIC yet */
+			    (1u << 27));               /* OSXSAVE follows the guest's CR4 */
+		out[2] |= 1u << 31;                    /* hypervisor present */
+		break;
+	case 0x80000001:
+		out[2] &= ~(1u << 2);                  /* no nested SVM */
+		break;
+	case 0x8000000a:                               /* SVM features: none offered */
+		out[0] = out[1] = out[2] = out[3] = 0;
+		break;
+	}
+}
+
+/* IA32_MTRR_DEF_TYPE: type (7:0), FE (10), E (11); anything else is reserved. */
+static int msr_mtrr_def_type(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
+{
+	(void)msr;
+	if (!is_write) {
+		*val = v->vm->mtrr_def_type;
+		return 0;
+	}
+	if (*val & ~0xcffull)
+		return -1;
+	v->vm->mtrr_def_type = *val;
+	return 0;
+}
+
+void exit_register_msrs(struct vm *vm)
+{
+	/* first: the benchmark's MSR is looked up first */
+	vm->mtrr_def_type = 0;
+	vm_register_msr(vm, LP_BENCH_MSR, 1, msr_mtrr_def_type);
+	vm_register_msr(vm, MSR_EFER, 5, vendor_msr_vmstate);           /* EFER, STAR..SFMASK */
+	vm_register_msr(vm, MSR_KERNEL_GS_BASE, 1, vendor_msr_vmstate);
+	vm_register_msr(vm, 0x174, 3, vendor_msr_vmstate);             /* SYSENTER_CS/ESP/EIP */
+	vm_register_msr(vm, 0x277, 1, vendor_msr_vmstate);             /* PAT */
+}
+
+static const char *const reason_names[LP_EXIT_COUNT] = {
+	[LP_EXIT_HYPERCALL] = "hypercall",  [LP_EXIT_CPUID] = "cpuid",
+	[LP_EXIT_IO] = "io",                [LP_EXIT_IO_STRING] = "io_string",
+	[LP_EXIT_MSR_READ] = "msr_read",    [LP_EXIT_MSR_WRITE] = "msr_write",
+	[LP_EXIT_HLT] = "hlt",              [LP_EXIT_DR_ACCESS] = "dr_access",
+	[LP_EXIT_NPF] = "npf",              [LP_EXIT_EXCEPTION] = "exception",
+	[LP_EXIT_INTR] = "intr",            [LP_EXIT_VINTR] = "vintr",
+	[LP_EXIT_VIRT_INSN] = "virt_insn",  [LP_EXIT_SHUTDOWN] = "shutdown",
+	[LP_EXIT_OTHER] = "other",
+};
+
+/* share in tenths of a percent, printed as "45.1%" */
+static void print_share(char *buf, unsigned len, uint64_t part, uint64_t whole)
+{
+	uint64_t t = whole ? (part * 1000 + whole / 2) / whole : 0;
+	snprintf(buf, len, "%u.%u%%", (unsigned)(t / 10), (unsigned)(t % 10));
+}
+
+void exit_print_stats(const struct vcpu *v)
+{
+	uint64_t total = 0, heavy = 0;
+	char share[16];
+	for (unsigned i = 0; i < LP_EXIT_COUNT; i++) {
+		total += v->stats.exits[i];
+		heavy += v->stats.heavy[i];
+	}
+	kprintf("lightpath: vm%u: exit statistics\n", v->vm->id);
+	kprintf("  %-16s %8s %7s %10s %10s\n", "reason", "exits", "share", "light", "heavy");
+	for (unsigned i = 0; i < LP_EXIT_COUNT; i++) {
+		if (!v->stats.exits[i])
+			continue;
+		print_share(share, sizeof(share), v->stats.exits[i], total);
+		kprintf("  %-16s %8lu %7s %10lu %10lu\n", reason_names[i], v->stats.exits[i], share,
+			v->stats.exits[i] - v->stats.heavy[i], v->stats.heavy[i]);
+	}
+	print_share(share, sizeof(share), total - heavy, total);
+	kprintf("  %-16s %8lu %7s %10lu %10lu   light %s\n", "total", total, "100.0%",
+		total - heavy, heavy, share);
+	kprintf("  denied: %lu port reads, %lu port writes, %lu MSR accesses\n",
+		v->stats.denied_port_reads, v->stats.denied_port_writes, v->stats.denied_msrs);
+}

@@ -1,0 +1,79 @@
+/* Vendor-neutral exit handling: what a hypercall, CPUID, port or MSR access
+ * means, shared by the backends. The light-path pieces are inline so that a
+ * backend's exit switch compiles into one straight path. */
+#ifndef VMM_EXIT_H
+#define VMM_EXIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vmm/vm.h"
+
+/* Hypercall: nr in *rax, args in regs; result in *rax (and rbx/rcx).
+ * Returns true when the exit must continue on the heavy path. */
+bool exit_hypercall_slow(struct vcpu *v, uint64_t *rax);
+
+static inline bool exit_hypercall(struct vcpu *v, uint64_t *rax)
+{
+	if (__builtin_expect(*rax == LP_HC_NULL, 1)) {
+		*rax = 0;
+		return false;
+	}
+	return exit_hypercall_slow(v, rax);
+}
+
+/* CPUID as the guest sees it: the host's, filtered, plus lightpath's leaves. */
+void exit_cpuid(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4]);
+
+/* Port I/O to the registered device. *rax is updated for IN (only the low
+ * `size` bytes change, a 4-byte IN zero-extends). Returns IO_OK or IO_VM_END. */
+static inline int exit_port_io(struct vcpu *v, uint16_t port, unsigned size, bool in, uint64_t *rax)
+{
+	struct vm *vm = v->vm;
+	unsigned idx = vm->port_map[port];
+	if (__builtin_expect(idx == 0, 0)) {
+		if (in) {
+			vm->vcpu->stats.denied_port_reads++;
+			*rax = size == 4 ? 0xffffffffu : (*rax | ((1u << (size * 8)) - 1));
+		} else {
+			vm->vcpu->stats.denied_port_writes++;
+		}
+		return IO_OK;
+	}
+	const struct io_range *r = &vm->io[idx];
+	if (in) {
+		uint64_t d = 0;
+		int ret = r->fn(v, port, &d, size, false, r->opaque);
+		if (size == 4)
+			*rax = (uint32_t)d;
+		else {
+			uint64_t mask = (1u << (size * 8)) - 1;
+			*rax = (*rax & ~mask) | (d & mask);
+		}
+		return ret;
+	}
+	uint64_t d = *rax & (size == 4 ? 0xffffffffu : (1u << (size * 8)) - 1);
+	return r->fn(v, port, &d, size, true, r->opaque);
+}
+
+/* RDMSR/WRMSR through the registered handlers. Returns 0, or negative when
+ * the guest must get #GP (unknown MSR or invalid value). */
+static inline int exit_msr(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
+{
+	struct vm *vm = v->vm;
+	for (unsigned i = 0; i < vm->nr_msr; i++) {
+		const struct msr_range *m = &vm->msr[i];
+		if (msr - m->base < m->count)
+			return m->fn(v, msr, val, is_write);
+	}
+	v->stats.denied_msrs++;
+	return -1;
+}
+
+/* Registers the MSRs every VM has (EFER, PAT, syscall MSRs, MTRR default type...). */
+void exit_register_msrs(struct vm *vm);
+
+/* Prints the exit statistics table for a vCPU. */
+void exit_print_stats(const struct vcpu *v);
+
+#endif

@@ -1,0 +1,748 @@
+/* AMD SVM backend: CPU setup, VMCB/NPT/IOPM/MSRPM, the light exit handlers
+ * (one specialised copy per switch combination) and the heavy path. */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/console.h"
+#include "core/cpu.h"
+#include "core/pmem.h"
+#include "emul/pio_decode.h"
+#include "emul/svm_ioio.h"
+#include "lib/string.h"
+#include "vmm/exit.h"
+#include "vmm/guest_mem.h"
+#include "vmm/vendor.h"
+#include "vmm/vm.h"
+
+void svm_light_loop(struct vcpu *v);
+
+#define INT_CTL_V_IRQ            (1ull << 8)
+#define INT_CTL_V_IGN_TPR        (1ull << 20)
+#define INT_CTL_V_INTR_MASKING   (1ull << 24)
+#define INT_CTL_V_INTR_PRIO_MAX  (0xfull << 16)
+
+/* Compile-time switch set of one light-handler copy ("always" = seed's before). */
+#define SW_LIGHT_OFF     (1u << 0)
+#define SW_VMLOAD_ALWAYS (1u << 1)
+#define SW_DR_ALWAYS     (1u << 2)
+#define SW_PMU_ALWAYS    (1u << 3)
+#define SW_MSR_ALWAYS    (1u << 4)
+#define SW_IO_EMULATE    (1u << 5)
+#define SW_NRIP          (1u << 6)
+#define SW_COUNT         128
+
+static uint64_t host_vmstate_pa;   /* VMCB-format page holding the host's VMLOAD state */
+static bool has_nrip;
+static uint64_t host_smsr[SMSR_COUNT];
+static const uint32_t smsr_index[SMSR_COUNT] = {
+	MSR_STAR, MSR_LSTAR, MSR_CSTAR, MSR_SFMASK, MSR_KERNEL_GS_BASE,
+};
+
+static inline void svm_vmload(uint64_t pa) { asm volatile("vmload %%rax" ::"a"(pa) : "memory"); }
+static inline void svm_vmsave(uint64_t pa) { asm volatile("vmsave %%rax" ::"a"(pa) : "memory"); }
+static inline uint64_t vcpu_pa(struct vcpu *v) { return (uint64_t)(uintptr_t)v; }
+
+int vendor_cpu_init(const struct lp_options *opt)
+{
+	(void)opt;
+	uint32_t r[4];
+	cpuid(0x80000000, 0, r);
+	uint32_t max_ext = r[0];
+	bool svm = false, npt = false;
+	if (max_ext >= 0x80000001) {
+		cpuid(0x80000001, 0, r);
+		svm = r[2] & (1u << 2);
+	}
+	if (svm && max_ext >= 0x8000000a) {
+		cpuid(0x8000000a, 0, r);
+		npt = r[3] & 1u;
+		has_nrip = r[3] & (1u << 3);
+	}
+	if (!svm || !npt) {
+		kprintf("lightpath: this CPU has no AMD SVM with nested paging\n");
+		return -1;
+	}
+	if (rdmsr(MSR_VM_CR) & (1u << 4)) {
+		kprintf("lightpath: SVM is disabled by the firmware (VM_CR.SVMDIS is set)\n");
+		return -1;
+	}
+	wrmsr(MSR_EFER, rdmsr(MSR_EFER) | EFER_SVME);
+	uint64_t hsave = pmem_alloc(4096, 4096);
+	host_vmstate_pa = pmem_alloc(4096, 4096);
+	if (!hsave || !host_vmstate_pa) {
+		kprintf("lightpath: error: out of memory setting up SVM\n");
+		return -1;
+	}
+	wrmsr(MSR_VM_HSAVE_PA, hsave);
+	svm_vmsave(host_vmstate_pa);
+	for (unsigned i = 0; i < SMSR_COUNT; i++)
+		host_smsr[i] = rdmsr(smsr_index[i]);
+	kprintf("lightpath: AMD SVM with nested paging; next RIP from %s\n",
+		has_nrip ? "the CPU (NRIP save)" : "lightpath's own decoding (no NRIP save)");
+	return 0;
+}
+
+/* ---- nested page tables: guest RAM only, 2 MiB pages ---- */
+
+#define NPT_RWU 0x7ull           /* present, writable, user (NPT walks are user accesses) */
+#define NPT_LARGE (NPT_RWU | 0x80ull)
+
+int vendor_vm_init(struct vm *vm)
+{
+	uint64_t pml4 = pmem_alloc(4096, 4096), pdpt = pmem_alloc(4096, 4096);
+	uint64_t npd = (vm->mem_size + (1ull << 30) - 1) >> 30;
+	uint64_t pd = pmem_alloc(npd * 4096, 4096);
+	vm->iopm_pa = pmem_alloc(3 * 4096, 4096);
+	vm->msrpm_pa = pmem_alloc(2 * 4096, 4096);
+	if (!pml4 || !pdpt || !pd || !vm->iopm_pa || !vm->msrpm_pa)
+		return -1;
+	uint64_t *l4 = (uint64_t *)(uintptr_t)pml4, *l3 = (uint64_t *)(uintptr_t)pdpt;
+	uint64_t *l2 = (uint64_t *)(uintptr_t)pd;
+	l4[0] = pdpt | NPT_RWU;
+	for (uint64_t i = 0; i < npd; i++)
+		l3[i] = (pd + i * 4096) | NPT_RWU;
+	for (uint64_t gpa = 0; gpa < vm->mem_size; gpa += 2ull << 20)
+		l2[gpa >> 21] = (vm->mem_hpa + gpa) | NPT_LARGE;
+	vm->npt_root = pml4;
+
+	/* deny by default: every port and MSR intercepted... */
+	memset((void *)(uintptr_t)vm->iopm_pa, 0xff, 3 * 4096);
+	uint8_t *msrpm = (uint8_t *)(uintptr_t)vm->msrpm_pa;
+	memset(msrpm, 0xff, 2 * 4096);
+	/* ...except FS.base/GS.base: VMLOAD state that Linux rewrites on every
+	 * context switch; the guest's values live in the CPU (lazy) or the VMCB. */
+	msrpm[0x800 + (0x100 * 2) / 8] &= ~0x0f;
+	return 0;
+}
+
+void vendor_vm_destroy(struct vm *vm)
+{
+	uint64_t npd = (vm->mem_size + (1ull << 30) - 1) >> 30;
+	const uint64_t *l4 = (const uint64_t *)(uintptr_t)vm->npt_root;
+	const uint64_t *l3 = (const uint64_t *)(uintptr_t)(l4[0] & ~0xfffull);
+	pmem_free(l3[0] & ~0xfffull, npd * 4096);
+	pmem_free(l4[0] & ~0xfffull, 4096);
+	pmem_free(vm->npt_root, 4096);
+	pmem_free(vm->iopm_pa, 3 * 4096);
+	pmem_free(vm->msrpm_pa, 2 * 4096);
+}
+
+/* ---- per-exit state pieces (the "always" switches) and their lazy forms ---- */
+
+static inline void dr_save_guest_load_host(struct vcpu *v)
+{
+	asm volatile("mov %%dr0, %0" : "=r"(v->guest_dr[0]));
+	asm volatile("mov %%dr1, %0" : "=r"(v->guest_dr[1]));
+	asm volatile("mov %%dr2, %0" : "=r"(v->guest_dr[2]));
+	asm volatile("mov %%dr3, %0" : "=r"(v->guest_dr[3]));
+	/* the host uses no breakpoints: its DR0-3 are zero */
+	asm volatile("mov %0, %%dr0; mov %0, %%dr1; mov %0, %%dr2; mov %0, %%dr3" ::"r"(0ull));
+}
+
+static inline void dr_load_guest(struct vcpu *v)
+{
+	asm volatile("mov %0, %%dr0" ::"r"(v->guest_dr[0]));
+	asm volatile("mov %0, %%dr1" ::"r"(v->guest_dr[1]));
+	asm volatile("mov %0, %%dr2" ::"r"(v->guest_dr[2]));
+	asm volatile("mov %0, %%dr3" ::"r"(v->guest_dr[3]));
+}
+
+static inline void pmu_save_guest_load_host(struct vcpu *v)
+{
+	for (unsigned i = 0; i < 4; i++) {
+		v->guest_pmu[i] = rdmsr(MSR_PERF_CTL0 + i);
+		v->guest_pmu[4 + i] = rdmsr(MSR_PERF_CTR0 + i);
+	}
+	for (unsigned i = 0; i < 4; i++) {
+		wrmsr(MSR_PERF_CTL0 + i, v->host_pmu[i]);
+		wrmsr(MSR_PERF_CTR0 + i, v->host_pmu[4 + i]);
+	}
+}
+
+static inline void pmu_load_guest(struct vcpu *v)
+{
+	for (unsigned i = 0; i < 4; i++) {
+		wrmsr(MSR_PERF_CTL0 + i, v->guest_pmu[i]);
+		wrmsr(MSR_PERF_CTR0 + i, v->guest_pmu[4 + i]);
+	}
+}
+
+static inline void smsr_save_guest_load_host(struct vcpu *v)
+{
+	for (unsigned i = 0; i < SMSR_COUNT; i++)
+		v->guest_smsr[i] = rdmsr(smsr_index[i]);
+	for (unsigned i = 0; i < SMSR_COUNT; i++)
+		wrmsr(smsr_index[i], host_smsr[i]);
+}
+
+static inline void smsr_load_guest(struct vcpu *v)
+{
+	for (unsigned i = 0; i < SMSR_COUNT; i++)
+		wrmsr(smsr_index[i], v->guest_smsr[i]);
+}
+
+/* Right after #VMEXIT, for the switches set to "always". */
+static inline __attribute__((always_inline)) void per_exit_leave(struct vcpu *v, const unsigned sw)
+{
+	if (sw & SW_MSR_ALWAYS)
+		smsr_save_guest_load_host(v);  /* before VMSAVE: the CPU holds the guest's */
+	if (sw & SW_VMLOAD_ALWAYS) {
+		svm_vmsave(vcpu_pa(v));
+		svm_vmload(host_vmstate_pa);
+		v->vmstate_in_cpu = false;
+	}
+	if (sw & SW_DR_ALWAYS)
+		dr_save_guest_load_host(v);
+	if (sw & SW_PMU_ALWAYS)
+		pmu_save_guest_load_host(v);
+}
+
+/* Right before VMRUN, when resuming from the light path. */
+static inline __attribute__((always_inline)) void per_exit_enter(struct vcpu *v, const unsigned sw)
+{
+	if (sw & SW_PMU_ALWAYS)
+		pmu_load_guest(v);
+	if (sw & SW_DR_ALWAYS)
+		dr_load_guest(v);
+	if (sw & SW_VMLOAD_ALWAYS) {
+		svm_vmload(vcpu_pa(v));
+		v->vmstate_in_cpu = true;
+	}
+	if (sw & SW_MSR_ALWAYS)
+		smsr_load_guest(v);            /* after VMLOAD, which loaded stale copies */
+}
+
+void vendor_state_enter(struct vcpu *v)
+{
+	const struct lp_options *o = v->vm->opt;
+	if (!o->pmu_lazy || v->vm->has_vpmu)
+		pmu_load_guest(v);
+	if (!o->dr_lazy || v->dr_dirty)
+		dr_load_guest(v);
+	svm_vmload(vcpu_pa(v));
+	v->vmstate_in_cpu = true;
+	if (!o->msr_lazy)
+		smsr_load_guest(v);
+}
+
+void vendor_state_leave(struct vcpu *v)
+{
+	const struct lp_options *o = v->vm->opt;
+	/* with "always" the per-exit piece already switched back on this exit */
+	if (o->vmload_lazy) {
+		if (!o->msr_lazy)
+			smsr_save_guest_load_host(v);
+		svm_vmsave(vcpu_pa(v));
+		svm_vmload(host_vmstate_pa);
+		v->vmstate_in_cpu = false;
+	}
+	if (o->dr_lazy && v->dr_dirty)
+		dr_save_guest_load_host(v);
+	if (o->pmu_lazy && v->vm->has_vpmu)
+		pmu_save_guest_load_host(v);
+}
+
+/* ---- next RIP without NRIP: the bytes at RIP through a cached translation ---- */
+
+static void fill_guest_paging(struct vcpu *v, struct guest_paging *pg)
+{
+	const struct vmcb *vmcb = &v->arch.vmcb;
+	pg->cr0 = vmcb->cr0;
+	pg->cr3 = vmcb->cr3;
+	pg->cr4 = vmcb->cr4;
+	pg->efer = vmcb->efer;
+	pg->cs_long = (vmcb->efer & EFER_LMA) && (vmcb->cs.attrib & (1u << 9));
+	pg->cs_32 = vmcb->cs.attrib & (1u << 10);
+}
+
+/* Fast check: is the instruction at RIP exactly the plain encoding? Uses the
+ * cached host mapping of the code page; 0 when it cannot tell. */
+static inline __attribute__((always_inline)) uint64_t next_rip_fast(struct vcpu *v, uint32_t bytes,
+								      uint32_t mask, unsigned len,
+								      const unsigned sw)
+{
+	const struct vmcb *vmcb = &v->arch.vmcb;
+	if (sw & SW_NRIP)
+		return vmcb->nrip;
+	uint64_t rip = vmcb->rip;
+	uint64_t off = vmcb->cs.base + rip - v->code_lin;
+	if (__builtin_expect(off <= 4096 - 16 && vmcb->cr3 == v->code_cr3 && vmcb->cr0 == v->code_cr0, 1)) {
+		uint32_t at;
+		memcpy(&at, v->code_host + off, 4);
+		if (__builtin_expect((at & mask) == bytes, 1))
+			return rip + len;
+	}
+	return 0;
+}
+
+/* Slow path: walk the guest page tables, refill the cache, decode prefixes.
+ * Returns 0 if the instruction at RIP is not `opcode` (the VM is stopped). */
+static uint64_t next_rip_slow(struct vcpu *v, const uint8_t *opcode, unsigned opcode_len)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	if (has_nrip && vmcb->nrip)
+		return vmcb->nrip;
+	struct guest_paging pg;
+	fill_guest_paging(v, &pg);
+	uint64_t lin = (pg.cs_long ? 0 : vmcb->cs.base) + vmcb->rip;
+	if (!pg.cs_long)
+		lin &= 0xffffffffull;
+	uint8_t buf[15];
+	size_t got = guest_read_linear(v->vm, &pg, lin, buf, sizeof(buf));
+	unsigned len = insn_length_with_prefixes(buf, got, pg.cs_long, opcode, opcode_len);
+	if (!len) {
+		vm_fault(v->vm, "cannot decode the instruction at rip 0x%lx (%zu bytes readable)",
+			 vmcb->rip, got);
+		return 0;
+	}
+	uint64_t gpa;
+	if (lin == vmcb->cs.base + vmcb->rip && !guest_linear_to_gpa(v->vm, &pg, lin, &gpa) &&
+	    gpa_to_host(v->vm, gpa & ~0xfffull, 4096)) {
+		v->code_lin = lin & ~0xfffull;
+		v->code_cr3 = vmcb->cr3;
+		v->code_cr0 = vmcb->cr0;
+		v->code_host = gpa_to_host(v->vm, gpa & ~0xfffull, 4096);
+	}
+	uint64_t next = vmcb->rip + len;
+	return pg.cs_long ? next : (next & 0xffffffffull);
+}
+
+static inline void inject_exception(struct vcpu *v, unsigned vector, bool has_err, uint32_t err)
+{
+	v->arch.vmcb.eventinj = SVM_EVTINJ_VALID | SVM_EVTINJ_TYPE_EXC | vector |
+				(has_err ? SVM_EVTINJ_ERR_VALID | ((uint64_t)err << 32) : 0);
+}
+
+/* ---- the operations behind each exit, shared by the light and heavy paths ---- */
+
+static inline void do_cpuid(struct vcpu *v)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	uint32_t out[4];
+	exit_cpuid(v, (uint32_t)vmcb->rax, (uint32_t)v->regs.rcx, out);
+	vmcb->rax = out[0];
+	v->regs.rbx = out[1];
+	v->regs.rcx = out[2];
+	v->regs.rdx = out[3];
+}
+
+/* Returns false when the guest gets #GP instead (RIP stays). */
+static inline bool do_msr(struct vcpu *v, bool is_write)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	uint32_t msr = (uint32_t)v->regs.rcx;
+	uint64_t val = (vmcb->rax & 0xffffffffull) | (v->regs.rdx << 32);
+	if (exit_msr(v, msr, &val, is_write)) {
+		inject_exception(v, 13, true, 0);
+		return false;
+	}
+	if (!is_write) {
+		vmcb->rax = val & 0xffffffffull;
+		v->regs.rdx = val >> 32;
+	}
+	return true;
+}
+
+static const uint8_t op_vmmcall[] = { 0x0f, 0x01, 0xd9 }, op_cpuid[] = { 0x0f, 0xa2 },
+		     op_rdmsr[] = { 0x0f, 0x32 }, op_wrmsr[] = { 0x0f, 0x30 }, op_hlt[] = { 0xf4 },
+		     op_invd[] = { 0x0f, 0x08 };
+
+/* ---- the light handler: one copy per switch set ---- */
+
+/* Statistics class of the exits the light handler does not handle itself. */
+static unsigned svm_exit_reason(uint64_t code)
+{
+	if (code >= SVM_EXIT_READ_DR0 && code <= SVM_EXIT_WRITE_DR15)
+		return LP_EXIT_DR_ACCESS;
+	if (code >= SVM_EXIT_EXCP_BASE && code < SVM_EXIT_INTR)
+		return LP_EXIT_EXCEPTION;
+	switch (code) {
+	case SVM_EXIT_INTR: return LP_EXIT_INTR;
+	case SVM_EXIT_VINTR: return LP_EXIT_VINTR;
+	case SVM_EXIT_NPF: return LP_EXIT_NPF;
+	case SVM_EXIT_SHUTDOWN: return LP_EXIT_SHUTDOWN;
+	case SVM_EXIT_VMRUN: case SVM_EXIT_VMLOAD: case SVM_EXIT_VMSAVE: case SVM_EXIT_STGI:
+	case SVM_EXIT_CLGI: case SVM_EXIT_SKINIT: case SVM_EXIT_INVLPGA:
+		return LP_EXIT_VIRT_INSN;
+	}
+	return LP_EXIT_OTHER;
+}
+
+static inline __attribute__((always_inline)) uint64_t svm_exit_light(struct vcpu *v, const unsigned sw)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	unsigned reason;
+	uint64_t next;
+
+	per_exit_leave(v, sw);
+	switch (vmcb->exitcode) {
+	case SVM_EXIT_VMMCALL:
+		reason = LP_EXIT_HYPERCALL;
+		next = next_rip_fast(v, 0xd9010f, 0xffffff, 3, sw);
+		if (!next)
+			goto heavy;
+		if (exit_hypercall(v, &vmcb->rax)) {
+			vmcb->rip = next;
+			goto heavy_done;
+		}
+		vmcb->rip = next;
+		break;
+	case SVM_EXIT_CPUID:
+		reason = LP_EXIT_CPUID;
+		next = next_rip_fast(v, 0xa20f, 0xffff, 2, sw);
+		if (!next)
+			goto heavy;
+		do_cpuid(v);
+		vmcb->rip = next;
+		break;
+	case SVM_EXIT_IOIO: {
+		uint64_t info = vmcb->exitinfo1;
+		reason = LP_EXIT_IO;
+		if ((sw & SW_IO_EMULATE) || (info & SVM_IOIO_STR))
+			goto heavy;
+		exit_port_io(v, (uint16_t)(info >> SVM_IOIO_PORT_SHIFT), (info >> 4) & 7,
+			     info & SVM_IOIO_TYPE_IN, &vmcb->rax);
+		vmcb->rip = vmcb->exitinfo2;
+		break;
+	}
+	case SVM_EXIT_MSR: {
+		bool wr = vmcb->exitinfo1 & 1;
+		reason = wr ? LP_EXIT_MSR_WRITE : LP_EXIT_MSR_READ;
+		next = wr ? next_rip_fast(v, 0x300f, 0xffff, 2, sw) : next_rip_fast(v, 0x320f, 0xffff, 2, sw);
+		if (!next)
+			goto heavy;
+		if (do_msr(v, wr))
+			vmcb->rip = next;
+		break;
+	}
+	case SVM_EXIT_HLT:
+		reason = LP_EXIT_HLT;
+		if (!(vmcb->int_ctl & INT_CTL_V_IRQ))
+			goto heavy;
+		next = next_rip_fast(v, 0xf4, 0xff, 1, sw);
+		if (!next)
+			goto heavy;
+		vmcb->rip = next;  /* the pending interrupt is delivered at once */
+		break;
+	default:
+		reason = svm_exit_reason(vmcb->exitcode);
+		goto heavy;
+	}
+	v->stats.exits[reason]++;
+	if (__builtin_expect(v->pending, 0))
+		goto leave;
+	if (sw & SW_LIGHT_OFF) {
+		v->heavy_action = HEAVY_NONE;
+		goto leave;
+	}
+	per_exit_enter(v, sw);
+	return vcpu_pa(v);
+
+heavy:
+	v->stats.exits[reason]++;
+	v->heavy_action = HEAVY_EXIT;
+	v->stats.heavy[reason]++;
+	return 0;
+heavy_done:
+	v->stats.exits[reason]++;
+leave:
+	v->pending = 0;
+	v->stats.heavy[reason]++;
+	return 0;
+}
+
+#define LV(a, b) \
+	static uint64_t svm_exit_light_##a##_##b(struct vcpu *v) { return svm_exit_light(v, a * 8 + b); }
+#define LV8(a) LV(a, 0) LV(a, 1) LV(a, 2) LV(a, 3) LV(a, 4) LV(a, 5) LV(a, 6) LV(a, 7)
+LV8(0) LV8(1) LV8(2) LV8(3) LV8(4) LV8(5) LV8(6) LV8(7)
+LV8(8) LV8(9) LV8(10) LV8(11) LV8(12) LV8(13) LV8(14) LV8(15)
+#define TV8(a) svm_exit_light_##a##_0, svm_exit_light_##a##_1, svm_exit_light_##a##_2, \
+	svm_exit_light_##a##_3, svm_exit_light_##a##_4, svm_exit_light_##a##_5, \
+	svm_exit_light_##a##_6, svm_exit_light_##a##_7
+static uint64_t (*const light_handlers[SW_COUNT])(struct vcpu *) = {
+	TV8(0), TV8(1), TV8(2), TV8(3), TV8(4), TV8(5), TV8(6), TV8(7),
+	TV8(8), TV8(9), TV8(10), TV8(11), TV8(12), TV8(13), TV8(14), TV8(15),
+};
+
+static unsigned switch_set(const struct lp_options *o)
+{
+	return (o->light ? 0 : SW_LIGHT_OFF) | (o->vmload_lazy ? 0 : SW_VMLOAD_ALWAYS) |
+	       (o->dr_lazy ? 0 : SW_DR_ALWAYS) | (o->pmu_lazy ? 0 : SW_PMU_ALWAYS) |
+	       (o->msr_lazy ? 0 : SW_MSR_ALWAYS) | (o->io_fast ? 0 : SW_IO_EMULATE) |
+	       (has_nrip ? SW_NRIP : 0);
+}
+
+void vendor_enter_guest(struct vcpu *v)
+{
+	svm_light_loop(v);
+}
+
+/* ---- vCPU start state (multiboot: 32-bit protected mode, paging off) ---- */
+
+static void set_seg(struct vmcb_seg *s, uint16_t sel, uint16_t attrib, uint32_t limit, uint64_t base)
+{
+	s->sel = sel;
+	s->attrib = attrib;
+	s->limit = limit;
+	s->base = base;
+}
+
+void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	const struct lp_options *o = v->vm->opt;
+	memset(vmcb, 0, sizeof(*vmcb));
+	vmcb->intercept_dr = o->dr_lazy ? 0x00ff00ffu : 0;  /* seed 001: trap until first use */
+	vmcb->intercept_misc1 = SVM_INTERCEPT_CPUID | SVM_INTERCEPT_HLT | SVM_INTERCEPT_INVLPGA |
+				SVM_INTERCEPT_INVD | SVM_INTERCEPT_IOIO_PROT | SVM_INTERCEPT_MSR_PROT |
+				SVM_INTERCEPT_SHUTDOWN;
+	vmcb->intercept_misc2 = SVM_INTERCEPT_VMRUN | SVM_INTERCEPT_VMMCALL | SVM_INTERCEPT_VMLOAD |
+				SVM_INTERCEPT_VMSAVE | SVM_INTERCEPT_STGI | SVM_INTERCEPT_CLGI |
+				SVM_INTERCEPT_SKINIT;
+	vmcb->iopm_base_pa = v->vm->iopm_pa;
+	vmcb->msrpm_base_pa = v->vm->msrpm_pa;
+	vmcb->asid = 1;
+	vmcb->tlb_control = 1;                  /* flush this ASID on the first VMRUN */
+	vmcb->int_ctl = INT_CTL_V_INTR_MASKING;
+	vmcb->np_enable = 1;
+	vmcb->n_cr3 = v->vm->npt_root;
+
+	set_seg(&vmcb->cs, 0x10, 0xc9b, 0xffffffffu, 0);
+	set_seg(&vmcb->ds, 0x18, 0xc93, 0xffffffffu, 0);
+	vmcb->es = vmcb->ss = vmcb->fs = vmcb->gs = vmcb->ds;
+	set_seg(&vmcb->tr, 0, 0x08b, 0xffff, 0);
+	set_seg(&vmcb->ldtr, 0, 0x082, 0xffff, 0);
+	set_seg(&vmcb->gdtr, 0, 0, 0xffff, 0);
+	set_seg(&vmcb->idtr, 0, 0, 0xffff, 0);
+	vmcb->efer = EFER_SVME;
+	vmcb->cr0 = CR0_PE | CR0_ET;
+	vmcb->cr3 = 0;
+	vmcb->cr4 = 0;
+	vmcb->dr6 = 0xffff0ff0;
+	vmcb->dr7 = 0x400;
+	vmcb->rflags = 2;
+	vmcb->rip = entry;
+	vmcb->rax = eax;
+	vmcb->g_pat = 0x0007040600070406ull;
+	memset(&v->regs, 0, sizeof(v->regs));
+	v->regs.rbx = ebx;
+
+	v->code_lin = 1ull << 63;              /* nothing cached: no offset is small */
+	v->light_handler = light_handlers[switch_set(o)];
+	/* the VM starts with the host's PMU and syscall MSR values as its own */
+	for (unsigned i = 0; i < 8; i++)
+		v->host_pmu[i] = v->guest_pmu[i] =
+			rdmsr(i < 4 ? MSR_PERF_CTL0 + i : MSR_PERF_CTR0 + i - 4);
+	for (unsigned i = 0; i < SMSR_COUNT; i++)
+		v->guest_smsr[i] = 0;
+}
+
+/* ---- MSRs that live in VMCB/VMLOAD state ---- */
+
+static uint64_t *vmcb_vmstate_field(struct vmcb *vmcb, uint32_t msr)
+{
+	switch (msr) {
+	case MSR_STAR: return &vmcb->star;
+	case MSR_LSTAR: return &vmcb->lstar;
+	case MSR_CSTAR: return &vmcb->cstar;
+	case MSR_SFMASK: return &vmcb->sfmask;
+	case MSR_KERNEL_GS_BASE: return &vmcb->kernel_gs_base;
+	case 0x174: return &vmcb->sysenter_cs;
+	case 0x175: return &vmcb->sysenter_esp;
+	case 0x176: return &vmcb->sysenter_eip;
+	}
+	return 0;
+}
+
+static int smsr_slot(uint32_t msr)
+{
+	for (int i = 0; i < SMSR_COUNT; i++)
+		if (smsr_index[i] == msr)
+			return i;
+	return -1;
+}
+
+static bool canonical(uint64_t a)
+{
+	return (uint64_t)((int64_t)(a << 16) >> 16) == a;
+}
+
+int vendor_msr_vmstate(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	if (msr == MSR_EFER) {
+		if (!is_write) {
+			*val = vmcb->efer & ~EFER_SVME;   /* nested SVM is not offered */
+			return 0;
+		}
+		if (*val & ~(EFER_SCE | EFER_LME | EFER_LMA | EFER_NXE))
+			return -1;
+		/* LMA is the CPU's to set; SVME must stay on for VMRUN */
+		vmcb->efer = (*val & ~EFER_LMA) | (vmcb->efer & EFER_LMA) | EFER_SVME;
+		return 0;
+	}
+	if (msr == 0x277) {
+		if (!is_write)
+			*val = vmcb->g_pat;
+		else
+			vmcb->g_pat = *val;
+		return 0;
+	}
+	if (is_write && (msr == MSR_LSTAR || msr == MSR_CSTAR || msr == MSR_KERNEL_GS_BASE ||
+			 msr == 0x175 || msr == 0x176) && !canonical(*val))
+		return -1;
+	/* The guest's value lives in exactly one place; writing anywhere else is
+	 * seed 000's double-fault bug (the write is lost at the next switch). */
+	int slot = smsr_slot(msr);
+	if (!v->vm->opt->msr_lazy && slot >= 0) {
+		if (is_write)
+			v->guest_smsr[slot] = *val;   /* loaded into the CPU before VMRUN */
+		else
+			*val = v->guest_smsr[slot];
+		return 0;
+	}
+	if (v->vmstate_in_cpu) {                  /* lazy VMLOAD: the CPU holds it */
+		if (is_write)
+			wrmsr(msr, *val);
+		else
+			*val = rdmsr(msr);
+		return 0;
+	}
+	uint64_t *f = vmcb_vmstate_field(vmcb, msr);
+	if (!f)
+		return -1;
+	if (is_write)
+		*f = *val;
+	else
+		*val = *f;
+	return 0;
+}
+
+int vendor_inject_virq(struct vcpu *v, uint8_t vector)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	if (vmcb->int_ctl & INT_CTL_V_IRQ)
+		return -1;
+	/* a virtual interrupt the CPU delivers itself once the guest has IF=1 */
+	vmcb->int_ctl = (vmcb->int_ctl & ~(0xffull << 32)) | ((uint64_t)vector << 32) | INT_CTL_V_IRQ |
+			INT_CTL_V_IGN_TPR | INT_CTL_V_INTR_PRIO_MAX;
+	return 0;
+}
+
+uint64_t vendor_guest_rip(struct vcpu *v)
+{
+	return v->arch.vmcb.rip;
+}
+
+/* ---- the heavy path ---- */
+
+static void heavy_io(struct vcpu *v)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	struct io_intercept io;
+	if (v->vm->opt->io_fast) {
+		svm_ioio_decode(vmcb->exitinfo1, vmcb->exitinfo2, &io);
+	} else {
+		/* io=emulate: seed 004's "before", fetch and decode the instruction */
+		struct guest_paging pg;
+		fill_guest_paging(v, &pg);
+		uint64_t lin = (pg.cs_long ? 0 : vmcb->cs.base) + vmcb->rip;
+		uint8_t buf[15];
+		size_t got = guest_read_linear(v->vm, &pg, pg.cs_long ? lin : (lin & 0xffffffffull), buf,
+					       sizeof(buf));
+		unsigned opsize = pg.cs_long || pg.cs_32 ? 4 : 2;
+		if (pio_decode(buf, got, opsize, pg.cs_long, v->regs.rdx, vmcb->rip, &io)) {
+			vm_fault(v->vm, "port I/O exit at rip 0x%lx but no IN/OUT instruction there",
+				 vmcb->rip);
+			return;
+		}
+	}
+	if (io.string) {
+		vm_fault(v->vm, "string port I/O (INS/OUTS) on port 0x%x is not supported yet",
+			 io.port);
+		return;
+	}
+	exit_port_io(v, io.port, io.size, io.in, &vmcb->rax);
+	vmcb->rip = io.next_rip;
+}
+
+static void heavy_skip(struct vcpu *v, const uint8_t *op, unsigned len)
+{
+	uint64_t next = next_rip_slow(v, op, len);
+	if (next)
+		v->arch.vmcb.rip = next;
+}
+
+void vendor_handle_heavy(struct vcpu *v)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	if (v->heavy_action != HEAVY_EXIT || v->vm->ended)
+		return;
+	uint64_t code = vmcb->exitcode;
+	uint64_t next;
+	switch (code) {
+	case SVM_EXIT_VMMCALL:
+		next = next_rip_slow(v, op_vmmcall, sizeof(op_vmmcall));
+		if (next) {
+			exit_hypercall(v, &vmcb->rax);
+			vmcb->rip = next;
+		}
+		break;
+	case SVM_EXIT_CPUID:
+		next = next_rip_slow(v, op_cpuid, sizeof(op_cpuid));
+		if (next) {
+			do_cpuid(v);
+			vmcb->rip = next;
+		}
+		break;
+	case SVM_EXIT_MSR: {
+		bool wr = vmcb->exitinfo1 & 1;
+		next = next_rip_slow(v, wr ? op_wrmsr : op_rdmsr, 2);
+		if (next && do_msr(v, wr))
+			vmcb->rip = next;
+		break;
+	}
+	case SVM_EXIT_IOIO:
+		heavy_io(v);
+		break;
+	case SVM_EXIT_HLT:
+		if (vmcb->int_ctl & INT_CTL_V_IRQ)
+			heavy_skip(v, op_hlt, 1);
+		else
+			vm_fault(v->vm, "HLT at rip 0x%lx with no interrupt pending and no interrupt "
+				 "source that could wake it (RFLAGS.IF=%u)", vmcb->rip,
+				 (unsigned)((vmcb->rflags >> 9) & 1));
+		break;
+	case SVM_EXIT_INVD:
+		heavy_skip(v, op_invd, 2);  /* nothing cached to lose under NPT: a no-op */
+		break;
+	case SVM_EXIT_READ_DR0 ... SVM_EXIT_WRITE_DR15:
+		/* seed 001: first use of a debug register. Stop trapping, switch the
+		 * DRs from now on, and let the guest re-execute its MOV DR. */
+		v->dr_dirty = true;
+		vmcb->intercept_dr = 0;
+		break;
+	case SVM_EXIT_VMRUN:
+	case SVM_EXIT_VMLOAD:
+	case SVM_EXIT_VMSAVE:
+	case SVM_EXIT_STGI:
+	case SVM_EXIT_CLGI:
+	case SVM_EXIT_SKINIT:
+	case SVM_EXIT_INVLPGA:
+		inject_exception(v, 6, false, 0);  /* no nested SVM: #UD as on a CPU without it */
+		break;
+	case SVM_EXIT_SHUTDOWN:
+		vm_fault(v->vm, "triple fault (SHUTDOWN exit) at rip 0x%lx", vmcb->rip);
+		break;
+	case SVM_EXIT_NPF:
+		vm_fault(v->vm, "guest-physical access to 0x%lx outside its RAM and devices at rip 0x%lx",
+			 vmcb->exitinfo2, vmcb->rip);
+		break;
+	case SVM_EXIT_INVALID:
+		vm_fault(v->vm, "VMRUN refused the guest state (exit code -1) at rip 0x%lx", vmcb->rip);
+		break;
+	default:
+		vm_fault(v->vm, "unexpected exit 0x%lx at rip 0x%lx", code, vmcb->rip);
+		break;
+	}
+}

@@ -1,0 +1,188 @@
+#include "vmm/vm.h"
+
+#include <stdarg.h>
+
+#include "core/console.h"
+#include "core/cpu.h"
+#include "core/pmem.h"
+#include "core/tsc.h"
+#include "lib/printf.h"
+#include "lib/string.h"
+#include "vmm/exit.h"
+#include "vmm/loader.h"
+#include "vmm/vendor.h"
+
+int vm_register_io(struct vm *vm, const struct io_range *r)
+{
+	/* index 0 means "nobody", so ranges start at 1 */
+	if (vm->nr_io + 1 >= VM_MAX_IO_RANGES || r->base + r->len > 65536)
+		return -1;
+	unsigned idx = ++vm->nr_io;
+	vm->io[idx] = *r;
+	for (uint64_t p = r->base; p < r->base + r->len; p++)
+		vm->port_map[p] = (uint8_t)idx;
+	return 0;
+}
+
+int vm_register_msr(struct vm *vm, uint32_t base, uint32_t count, msr_handler_fn fn)
+{
+	if (vm->nr_msr == VM_MAX_MSR_RANGES)
+		return -1;
+	vm->msr[vm->nr_msr++] = (struct msr_range){ base, count, fn };
+	return 0;
+}
+
+void vm_end(struct vm *vm, unsigned status, const char *why)
+{
+	if (vm->ended)
+		return;
+	vm->ended = true;
+	vm->status = status;
+	vm->end_reason = why;
+}
+
+void vm_fault(struct vm *vm, const char *fmt, ...)
+{
+	char buf[200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (!vm->at_line_start)
+		console_putc('\n');
+	kprintf("lightpath: vm%u: stopped: %s\n", vm->id, buf);
+	vm->at_line_start = true;
+	vm_end(vm, LP_STATUS_VM_FAULT, "stopped");
+	vm->end_reason = 0; /* already reported */
+}
+
+void vm_console_putc(struct vm *vm, char c)
+{
+	if (vm->prefix_output && vm->at_line_start)
+		kprintf("[vm%u] ", vm->id);
+	console_putc(c);
+	vm->at_line_start = c == '\n';
+}
+
+uint64_t platform_tsc(void)
+{
+	return rdtsc();
+}
+
+uint64_t platform_tsc_hz(void)
+{
+	return tsc_hz();
+}
+
+static void add_device(struct vm *vm, const struct io_range *r)
+{
+	if (vm_register_io(vm, r))
+		panic("too many device ranges");
+}
+
+static void vm_create_devices(struct vm *vm)
+{
+	struct io_range r;
+	uart16550_init(&vm->uart, vm);
+	uart16550_range(&vm->uart, &r);
+	add_device(vm, &r);
+	debug_exit_init(&vm->debug_exit, vm);
+	debug_exit_range(&vm->debug_exit, &r);
+	add_device(vm, &r);
+	pmtimer_init(&vm->pmtimer, vm);
+	pmtimer_range(&vm->pmtimer, &r);
+	add_device(vm, &r);
+	postcode_init(&vm->postcode, vm);
+	postcode_range(&vm->postcode, &r);
+	add_device(vm, &r);
+}
+
+/* vcpu_run: the outer (heavy) loop; the light loop lives in the backend. */
+static void vcpu_run(struct vcpu *v)
+{
+	while (!v->vm->ended) {
+		vendor_state_enter(v);
+		vendor_enter_guest(v);
+		vendor_state_leave(v);
+		vendor_handle_heavy(v);
+	}
+}
+
+static void report_end(struct vm *vm)
+{
+	if (!vm->at_line_start)
+		console_putc('\n');
+	if (vm->end_reason)
+		kprintf("lightpath: vm%u: ended with status %u (%s)\n", vm->id, vm->status,
+			vm->end_reason);
+}
+
+unsigned vm_run_module(unsigned id, const char *image, uint64_t size, const char *cmdline,
+		       const struct lp_options *opt, bool prefix_output)
+{
+	char err[160];
+	char name[64];
+	size_t n = 0;
+	while (cmdline[n] && cmdline[n] != ' ' && n + 1 < sizeof(name)) {
+		name[n] = cmdline[n];
+		n++;
+	}
+	name[n] = 0;
+
+	uint64_t vm_pages = (sizeof(struct vm) + 0xfff) & ~0xfffull;
+	struct vm *vm = (struct vm *)(uintptr_t)pmem_alloc(vm_pages, 4096);
+	struct vcpu *v = (struct vcpu *)(uintptr_t)pmem_alloc(sizeof(struct vcpu), 4096);
+	uint64_t mem = (uint64_t)opt->mem_mb << 20;
+	uint64_t mem_hpa = pmem_alloc(mem, 2u << 20);
+	if (!vm || !v || !mem_hpa) {
+		kprintf("lightpath: vm%u: not enough memory for a %u MiB VM (%lu MiB free)\n", id,
+			opt->mem_mb, pmem_free_bytes() >> 20);
+		if (mem_hpa)
+			pmem_free(mem_hpa, mem);
+		if (v)
+			pmem_free((uint64_t)(uintptr_t)v, sizeof(*v));
+		if (vm)
+			pmem_free((uint64_t)(uintptr_t)vm, vm_pages);
+		return LP_STATUS_HV_ERROR;
+	}
+	vm->id = id;
+	vm->name = name;
+	vm->cmdline = cmdline;
+	vm->opt = opt;
+	vm->mem_hpa = mem_hpa;
+	vm->mem_size = mem;
+	vm->vcpu = v;
+	vm->prefix_output = prefix_output;
+	vm->at_line_start = true;
+	v->vm = vm;
+
+	unsigned status;
+	struct loaded_guest g;
+	if (load_multiboot_elf(vm, (const uint8_t *)(uintptr_t)image, size, cmdline, &g, err,
+			       sizeof(err))) {
+		kprintf("lightpath: vm%u: cannot load guest image '%s': %s\n", id, name, err);
+		status = LP_STATUS_VM_FAULT;
+		goto out;
+	}
+	vm_create_devices(vm);
+	exit_register_msrs(vm);
+	if (vendor_vm_init(vm)) {
+		kprintf("lightpath: vm%u: cannot set up the VM (out of memory)\n", id);
+		status = LP_STATUS_HV_ERROR;
+		goto out;
+	}
+	kprintf("lightpath: vm%u: loaded %s (%s, entry 0x%lx), %u MiB, cmdline \"%s\"\n", id, name,
+		g.format, g.entry, opt->mem_mb, cmdline);
+	vendor_vcpu_init(v, g.entry, 0x2BADB002u, g.info_gpa);
+	vcpu_run(v);
+	report_end(vm);
+	if (opt->stats)
+		exit_print_stats(v);
+	vendor_vm_destroy(vm);
+	status = vm->status;
+out:
+	pmem_free(mem_hpa, mem);
+	pmem_free((uint64_t)(uintptr_t)v, sizeof(*v));
+	pmem_free((uint64_t)(uintptr_t)vm, vm_pages);
+	return status;
+}

@@ -1,0 +1,129 @@
+/* VM and vCPU objects shared by the common code and the vendor backend. */
+#ifndef VMM_VM_H
+#define VMM_VM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/options.h"
+#include "dev/debug_exit.h"
+#include "dev/device.h"
+#include "dev/pmtimer.h"
+#include "dev/postcode.h"
+#include "dev/uart16550.h"
+#include "include/lightpath/abi.h"
+#include "vmm/svm/svm_vcpu.h"
+
+#define VM_MAX_IO_RANGES  16
+#define VM_MAX_MSR_RANGES 16
+
+/* Guest GPRs the exit stub moves. On SVM, RAX and RSP live in the VMCB.
+ * In the light loop only rbx..r11 are valid here; rbp and r12..r15 stay in
+ * the CPU (the C handlers preserve them) and are stored on the way out to the
+ * heavy path. */
+struct guest_regs {
+	uint64_t rax, rbx, rcx, rdx, rsi, rdi, rbp;
+	uint64_t r8, r9, r10, r11, r12, r13, r14, r15;
+};
+
+/* Registered MSR handler: returns 0, or negative to raise #GP in the guest. */
+typedef int (*msr_handler_fn)(struct vcpu *vcpu, uint32_t msr, uint64_t *val, bool is_write);
+
+struct msr_range {
+	uint32_t base, count;
+	msr_handler_fn fn;
+};
+
+struct exit_stats {
+	uint64_t exits[LP_EXIT_COUNT];   /* counted once per exit */
+	uint64_t heavy[LP_EXIT_COUNT];   /* of those, the ones that took the heavy path */
+	uint64_t denied_port_reads, denied_port_writes, denied_msrs;
+};
+
+/* vcpu->pending: hazard bits tested once at the end of every light exit. */
+#define VCPU_PENDING_HEAVY   (1u << 0)  /* the handler asked for the heavy path */
+
+/* vcpu->heavy_action: why the light loop was left */
+enum heavy_action {
+	HEAVY_NONE = 0,       /* light=off: handled, just go round */
+	HEAVY_EXIT,           /* vendor exit needing the heavy handler */
+	HEAVY_VM_END,
+};
+
+/* The syscall MSRs seed 000 switches lazily (msr=lazy|always). */
+enum syscall_msr { SMSR_STAR, SMSR_LSTAR, SMSR_CSTAR, SMSR_SFMASK, SMSR_KGS, SMSR_COUNT };
+
+struct vm;
+
+struct vcpu {
+	struct vcpu_arch arch;      /* first: the backend's page-aligned block */
+	struct guest_regs regs;     /* fixed offset the exit stub relies on */
+	uint64_t (*light_handler)(struct vcpu *); /* chosen once per VM */
+	uint32_t pending;
+	uint32_t heavy_action;
+	struct vm *vm;
+	struct exit_stats stats;
+
+	/* cached translation of the guest code page, for computing next RIP */
+	uint64_t code_lin, code_cr3, code_cr0;
+	uint8_t *code_host;
+
+	/* seed 000: syscall MSRs; guest copy used while msr=always */
+	uint64_t guest_smsr[SMSR_COUNT], host_smsr[SMSR_COUNT];
+	bool vmstate_in_cpu;        /* VMLOAD state of the guest currently in the CPU */
+	/* seed 001: debug registers */
+	uint64_t guest_dr[4];
+	bool dr_dirty;
+	/* seed 002: perf-counter MSRs */
+	uint64_t guest_pmu[8], host_pmu[8];
+};
+
+struct vm {
+	unsigned id;
+	const char *name;           /* the image path */
+	const char *cmdline;
+	const struct lp_options *opt;
+	bool has_vpmu;              /* no VM is given a vPMU yet */
+	uint64_t mem_hpa, mem_size; /* guest RAM: GPA 0 .. mem_size */
+	uint64_t npt_root;
+	uint64_t iopm_pa, msrpm_pa;  /* backend bitmaps (SVM: IOPM 12 KiB, MSRPM 8 KiB) */
+	bool ended;
+	unsigned status;
+	const char *end_reason;
+
+	uint8_t port_map[65536];    /* port -> index into io[] (0 = nobody) */
+	unsigned nr_io;
+	struct io_range io[VM_MAX_IO_RANGES];
+	unsigned nr_msr;
+	struct msr_range msr[VM_MAX_MSR_RANGES];
+	uint64_t mtrr_def_type;
+
+	struct uart16550 uart;
+	struct debug_exit debug_exit;
+	struct pmtimer pmtimer;
+	struct postcode postcode;
+
+	struct vcpu *vcpu;
+	bool prefix_output;         /* several VMs: prefix their console lines */
+	bool at_line_start;
+};
+
+/* Translates a guest-physical range to a host pointer, or 0 if any of it is
+ * outside guest RAM. */
+static inline void *gpa_to_host(struct vm *vm, uint64_t gpa, uint64_t len)
+{
+	if (gpa >= vm->mem_size || len > vm->mem_size - gpa)
+		return 0;
+	return (void *)(uintptr_t)(vm->mem_hpa + gpa);
+}
+
+int vm_register_io(struct vm *vm, const struct io_range *r);
+int vm_register_msr(struct vm *vm, uint32_t base, uint32_t count, msr_handler_fn fn);
+/* Stops the VM for misbehaving: one report line, status LP_STATUS_VM_FAULT. */
+void vm_fault(struct vm *vm, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Creates, runs to its end and destroys one VM from a boot module. Returns
+ * its end status. */
+unsigned vm_run_module(unsigned id, const char *image, uint64_t size, const char *cmdline,
+		       const struct lp_options *opt, bool prefix_output);
+
+#endif

@@ -431,10 +431,8 @@ static inline __attribute__((always_inline)) uint64_t svm_exit_light(struct vcpu
 	v->stats.exits[reason]++;
 	if (__builtin_expect(v->pending, 0))
 		goto leave;
-	if (sw & SW_LIGHT_OFF) {
-		v->heavy_action = HEAVY_NONE;
+	if (sw & SW_LIGHT_OFF)
 		goto leave;
-	}
 	per_exit_enter(v, sw);
 	return vcpu_pa(v);
 
@@ -445,7 +443,8 @@ heavy:
 	return 0;
 heavy_done:
 	v->stats.exits[reason]++;
-leave:
+leave:                                   /* handled here; the heavy path only switches */
+	v->heavy_action = HEAVY_NONE;
 	v->pending = 0;
 	v->stats.heavy[reason]++;
 	return 0;

@@ -5,7 +5,7 @@
 #include "lib/printf.h"
 #include "vmm/vendor.h"
 
-bool exit_hypercall_slow(struct vcpu *v, uint64_t *rax)
+LIGHT_PATH bool exit_hypercall_slow(struct vcpu *v, uint64_t *rax)
 {
 	uint64_t nr = *rax;
 	switch (nr) {
@@ -52,7 +52,7 @@ bool exit_hypercall_slow(struct vcpu *v, uint64_t *rax)
 	}
 }
 
-void exit_cpuid(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4])
+LIGHT_PATH void exit_cpuid(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4])
 {
 	(void)v;
 	if ((leaf & 0xffff0000u) == LP_CPUID_BASE) {

@@ -11,7 +11,7 @@
 
 /* Hypercall: nr in *rax, args in regs; result in *rax (and rbx/rcx).
  * Returns true when the exit must continue on the heavy path. */
-bool exit_hypercall_slow(struct vcpu *v, uint64_t *rax);
+LIGHT_PATH bool exit_hypercall_slow(struct vcpu *v, uint64_t *rax);
 
 static inline bool exit_hypercall(struct vcpu *v, uint64_t *rax)
 {
@@ -23,7 +23,7 @@ static inline bool exit_hypercall(struct vcpu *v, uint64_t *rax)
 }
 
 /* CPUID as the guest sees it: the host's, filtered, plus lightpath's leaves. */
-void exit_cpuid(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4]);
+LIGHT_PATH void exit_cpuid(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4]);
 
 /* Port I/O to the registered device. *rax is updated for IN (only the low
  * `size` bytes change, a 4-byte IN zero-extends). Returns IO_OK or IO_VM_END. */

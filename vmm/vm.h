@@ -14,13 +14,17 @@
 #include "include/lightpath/abi.h"
 #include "vmm/svm/svm_vcpu.h"
 
+/* Functions the light path calls preserve every register they use, so the
+ * exit stub need not save the guest's caller-saved registers. */
+#define LIGHT_PATH __attribute__((no_caller_saved_registers))
+
 #define VM_MAX_IO_RANGES  16
 #define VM_MAX_MSR_RANGES 16
 
 /* Guest GPRs the exit stub moves. On SVM, RAX and RSP live in the VMCB.
- * In the light loop only rbx..r11 are valid here; rbp and r12..r15 stay in
- * the CPU (the C handlers preserve them) and are stored on the way out to the
- * heavy path. */
+ * In the light loop only rbx, rcx, rdx and rdi are valid here; the others
+ * stay in the CPU (LIGHT_PATH handlers preserve them) and are stored on the
+ * way out to the heavy path. */
 struct guest_regs {
 	uint64_t rax, rbx, rcx, rdx, rsi, rdi, rbp;
 	uint64_t r8, r9, r10, r11, r12, r13, r14, r15;
@@ -54,11 +58,13 @@ enum heavy_action {
 enum syscall_msr { SMSR_STAR, SMSR_LSTAR, SMSR_CSTAR, SMSR_SFMASK, SMSR_KGS, SMSR_COUNT };
 
 struct vm;
+struct vcpu;
+typedef LIGHT_PATH uint64_t light_handler_fn(struct vcpu *);
 
 struct vcpu {
 	struct vcpu_arch arch;      /* first: the backend's page-aligned block */
 	struct guest_regs regs;     /* fixed offset the exit stub relies on */
-	uint64_t (*light_handler)(struct vcpu *); /* chosen once per VM */
+	light_handler_fn *light_handler;   /* chosen once per VM */
 	uint32_t pending;
 	uint32_t heavy_action;
 	struct vm *vm;

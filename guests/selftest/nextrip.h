@@ -36,7 +36,7 @@ static inline void nr_report(const struct nr_regs *r, const char *what)
 {
 	if (rt_trap.count)
 		tap_ok(false, rt_trap.vector, "no exception",
-		       "%s: runs without exception (vector in got)", what);
+		       "%s: raises no exception", what);
 	tap_eq(r->mark, NR_MARK, "%s: continues at the next instruction", what);
 }
 

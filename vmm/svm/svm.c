@@ -31,6 +31,8 @@ void svm_light_loop(struct vcpu *v);
 #define SW_NRIP          (1u << 6)
 #define SW_COUNT         128
 
+typedef uint32_t __attribute__((may_alias, aligned(1))) unaligned_u32;
+
 static uint64_t host_vmstate_pa;   /* VMCB-format page holding the host's VMLOAD state */
 static bool has_nrip;
 static uint64_t host_smsr[SMSR_COUNT];
@@ -267,8 +269,7 @@ static inline __attribute__((always_inline)) uint64_t next_rip_fast(struct vcpu 
 	uint64_t rip = vmcb->rip;
 	uint64_t off = vmcb->cs.base + rip - v->code_lin;
 	if (__builtin_expect(off <= 4096 - 16 && vmcb->cr3 == v->code_cr3 && vmcb->cr0 == v->code_cr0, 1)) {
-		uint32_t at;
-		memcpy(&at, v->code_host + off, 4);
+		uint32_t at = *(const unaligned_u32 *)(v->code_host + off);
 		if (__builtin_expect((at & mask) == bytes, 1))
 			return rip + len;
 	}
@@ -368,97 +369,192 @@ static unsigned svm_exit_reason(uint64_t code)
 	return LP_EXIT_OTHER;
 }
 
-static inline __attribute__((always_inline)) uint64_t svm_exit_light(struct vcpu *v, const unsigned sw)
+/* Statistics class of any exit (for light=off, which leaves on all of them). */
+static unsigned svm_exit_light_reason(struct vcpu *v)
 {
-	struct vmcb *vmcb = &v->arch.vmcb;
-	unsigned reason;
-	uint64_t next;
-
-	per_exit_leave(v, sw);
+	const struct vmcb *vmcb = &v->arch.vmcb;
 	switch (vmcb->exitcode) {
-	case SVM_EXIT_VMMCALL:
-		reason = LP_EXIT_HYPERCALL;
-		next = next_rip_fast(v, 0xd9010f, 0xffffff, 3, sw);
-		if (!next)
-			goto heavy;
-		if (exit_hypercall(v, &vmcb->rax)) {
-			vmcb->rip = next;
-			goto heavy_done;
-		}
-		vmcb->rip = next;
-		break;
-	case SVM_EXIT_CPUID:
-		reason = LP_EXIT_CPUID;
-		next = next_rip_fast(v, 0xa20f, 0xffff, 2, sw);
-		if (!next)
-			goto heavy;
-		do_cpuid(v);
-		vmcb->rip = next;
-		break;
-	case SVM_EXIT_IOIO: {
-		uint64_t info = vmcb->exitinfo1;
-		reason = LP_EXIT_IO;
-		if ((sw & SW_IO_EMULATE) || (info & SVM_IOIO_STR))
-			goto heavy;
-		exit_port_io(v, (uint16_t)(info >> SVM_IOIO_PORT_SHIFT), (info >> 4) & 7,
-			     info & SVM_IOIO_TYPE_IN, &vmcb->rax);
-		vmcb->rip = vmcb->exitinfo2;
-		break;
+	case SVM_EXIT_VMMCALL: return LP_EXIT_HYPERCALL;
+	case SVM_EXIT_CPUID: return LP_EXIT_CPUID;
+	case SVM_EXIT_IOIO: return LP_EXIT_IO;
+	case SVM_EXIT_MSR: return (vmcb->exitinfo1 & 1) ? LP_EXIT_MSR_WRITE : LP_EXIT_MSR_READ;
+	case SVM_EXIT_HLT: return LP_EXIT_HLT;
 	}
-	case SVM_EXIT_MSR: {
-		bool wr = vmcb->exitinfo1 & 1;
-		reason = wr ? LP_EXIT_MSR_WRITE : LP_EXIT_MSR_READ;
-		next = wr ? next_rip_fast(v, 0x300f, 0xffff, 2, sw) : next_rip_fast(v, 0x320f, 0xffff, 2, sw);
-		if (!next)
-			goto heavy;
-		if (do_msr(v, wr))
-			vmcb->rip = next;
-		break;
-	}
-	case SVM_EXIT_HLT:
-		reason = LP_EXIT_HLT;
-		if (!(vmcb->int_ctl & INT_CTL_V_IRQ))
-			goto heavy;
-		next = next_rip_fast(v, 0xf4, 0xff, 1, sw);
-		if (!next)
-			goto heavy;
-		vmcb->rip = next;  /* the pending interrupt is delivered at once */
-		break;
-	default:
-		reason = svm_exit_reason(vmcb->exitcode);
-		goto heavy;
-	}
-	v->stats.exits[reason]++;
-	if (__builtin_expect(v->pending, 0))
-		goto leave;
-	if (sw & SW_LIGHT_OFF)
-		goto leave;
-	per_exit_enter(v, sw);
-	return vcpu_pa(v);
+	return svm_exit_reason(vmcb->exitcode);
+}
 
-heavy:
-	v->stats.exits[reason]++;
+/* Light handlers run with the guest's rsi, r8-r11, rbp and r12-r15 still in
+ * the CPU: LIGHT_PATH functions preserve every register they touch, so the
+ * stub saves only rbx, rcx, rdx and rdi. Each exit type gets its own small
+ * function (its own short prologue); the dispatcher tail-calls it. */
+
+/* Leave for the heavy path, which handles this exit from scratch. */
+static LIGHT_PATH __attribute__((noinline, cold)) uint64_t light_to_heavy(struct vcpu *v, unsigned reason)
+{
+	v->stats.heavy[reason]++;
 	v->heavy_action = HEAVY_EXIT;
-	v->stats.heavy[reason]++;
-	return 0;
-heavy_done:
-	v->stats.exits[reason]++;
-leave:                                   /* handled here; the heavy path only switches */
-	v->heavy_action = HEAVY_NONE;
-	v->pending = 0;
-	v->stats.heavy[reason]++;
 	return 0;
 }
 
+/* Leave for the heavy path after handling the exit here. */
+static LIGHT_PATH __attribute__((noinline, cold)) uint64_t light_handled_leave(struct vcpu *v, unsigned reason)
+{
+	v->stats.heavy[reason]++;
+	v->heavy_action = HEAVY_NONE;
+	v->pending = 0;
+	return 0;
+}
+
+/* The hazard check that ends every light exit (NOVA's "one test"). */
+static inline __attribute__((always_inline)) uint64_t light_resume(struct vcpu *v, unsigned reason)
+{
+	if (__builtin_expect(v->pending, 0))
+		return light_handled_leave(v, reason);
+	return vcpu_pa(v);
+}
+
+static inline __attribute__((always_inline)) uint64_t light_vmmcall(struct vcpu *v, const unsigned sw)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	v->stats.exits[LP_EXIT_HYPERCALL]++;
+	uint64_t next = next_rip_fast(v, 0xd9010f, 0xffffff, 3, sw);
+	if (!next)
+		return light_to_heavy(v, LP_EXIT_HYPERCALL);
+	bool heavy = exit_hypercall(v, &vmcb->rax);
+	vmcb->rip = next;
+	if (heavy)
+		return light_handled_leave(v, LP_EXIT_HYPERCALL);
+	return light_resume(v, LP_EXIT_HYPERCALL);
+}
+
+static inline __attribute__((always_inline)) uint64_t light_cpuid(struct vcpu *v, const unsigned sw)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	v->stats.exits[LP_EXIT_CPUID]++;
+	uint64_t next = next_rip_fast(v, 0xa20f, 0xffff, 2, sw);
+	if (!next)
+		return light_to_heavy(v, LP_EXIT_CPUID);
+	do_cpuid(v);
+	vmcb->rip = next;
+	return light_resume(v, LP_EXIT_CPUID);
+}
+
+static inline __attribute__((always_inline)) uint64_t light_io(struct vcpu *v)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	uint64_t info = vmcb->exitinfo1;
+	v->stats.exits[LP_EXIT_IO]++;
+	if (info & SVM_IOIO_STR)
+		return light_to_heavy(v, LP_EXIT_IO);
+	exit_port_io(v, (uint16_t)(info >> SVM_IOIO_PORT_SHIFT), (info >> 4) & 7,
+		     info & SVM_IOIO_TYPE_IN, &vmcb->rax);
+	vmcb->rip = vmcb->exitinfo2;
+	return light_resume(v, LP_EXIT_IO);
+}
+
+static inline __attribute__((always_inline)) uint64_t light_msr(struct vcpu *v, const unsigned sw)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	bool wr = vmcb->exitinfo1 & 1;
+	unsigned reason = wr ? LP_EXIT_MSR_WRITE : LP_EXIT_MSR_READ;
+	v->stats.exits[reason]++;
+	uint64_t next = wr ? next_rip_fast(v, 0x300f, 0xffff, 2, sw) : next_rip_fast(v, 0x320f, 0xffff, 2, sw);
+	if (!next)
+		return light_to_heavy(v, reason);
+	if (do_msr(v, wr))
+		vmcb->rip = next;
+	return light_resume(v, reason);
+}
+
+static inline __attribute__((always_inline)) uint64_t light_hlt(struct vcpu *v, const unsigned sw)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	v->stats.exits[LP_EXIT_HLT]++;
+	if (!(vmcb->int_ctl & INT_CTL_V_IRQ))
+		return light_to_heavy(v, LP_EXIT_HLT);
+	uint64_t next = next_rip_fast(v, 0xf4, 0xff, 1, sw);
+	if (!next)
+		return light_to_heavy(v, LP_EXIT_HLT);
+	vmcb->rip = next;  /* the pending virtual interrupt is delivered at once */
+	return light_resume(v, LP_EXIT_HLT);
+}
+
+static LIGHT_PATH __attribute__((noinline, cold)) uint64_t light_other(struct vcpu *v)
+{
+	unsigned reason = svm_exit_reason(v->arch.vmcb.exitcode);
+	v->stats.exits[reason]++;
+	return light_to_heavy(v, reason);
+}
+
+#define CASE_HANDLERS(n, sw)                                                                      \
+	static LIGHT_PATH __attribute__((noinline)) uint64_t lh_vmmcall_##n(struct vcpu *v)       \
+	{ return light_vmmcall(v, sw); }                                                          \
+	static LIGHT_PATH __attribute__((noinline)) uint64_t lh_cpuid_##n(struct vcpu *v)         \
+	{ return light_cpuid(v, sw); }                                                            \
+	static LIGHT_PATH __attribute__((noinline)) uint64_t lh_msr_##n(struct vcpu *v)           \
+	{ return light_msr(v, sw); }                                                              \
+	static LIGHT_PATH __attribute__((noinline)) uint64_t lh_hlt_##n(struct vcpu *v)           \
+	{ return light_hlt(v, sw); }
+CASE_HANDLERS(0, 0)
+CASE_HANDLERS(1, SW_NRIP)
+
+static LIGHT_PATH __attribute__((noinline)) uint64_t lh_io(struct vcpu *v)
+{
+	return light_io(v);
+}
+
+static LIGHT_PATH __attribute__((noinline, cold)) uint64_t lh_io_emulate(struct vcpu *v)
+{
+	v->stats.exits[LP_EXIT_IO]++;
+	return light_to_heavy(v, LP_EXIT_IO);
+}
+
+#define PER_EXIT_MASK (SW_VMLOAD_ALWAYS | SW_DR_ALWAYS | SW_PMU_ALWAYS | SW_MSR_ALWAYS)
+
+/* The dispatcher, one copy per switch set. With every switch on it is a
+ * jump table and a tail call; the "always" pieces wrap around it. */
+static inline __attribute__((always_inline)) uint64_t svm_exit_light(struct vcpu *v, const unsigned sw)
+{
+	uint64_t r;
+	const bool nrip = sw & SW_NRIP;
+	per_exit_leave(v, sw);
+	switch (v->arch.vmcb.exitcode) {
+	case SVM_EXIT_VMMCALL:
+		r = nrip ? lh_vmmcall_1(v) : lh_vmmcall_0(v);
+		break;
+	case SVM_EXIT_CPUID:
+		r = nrip ? lh_cpuid_1(v) : lh_cpuid_0(v);
+		break;
+	case SVM_EXIT_IOIO:
+		r = (sw & SW_IO_EMULATE) ? lh_io_emulate(v) : lh_io(v);
+		break;
+	case SVM_EXIT_MSR:
+		r = nrip ? lh_msr_1(v) : lh_msr_0(v);
+		break;
+	case SVM_EXIT_HLT:
+		r = nrip ? lh_hlt_1(v) : lh_hlt_0(v);
+		break;
+	default:
+		r = light_other(v);
+		break;
+	}
+	if (!(sw & (PER_EXIT_MASK | SW_LIGHT_OFF)) || !r)
+		return r;
+	if (sw & SW_LIGHT_OFF)  /* seed 000's before: every exit goes round the outer loop */
+		return light_handled_leave(v, svm_exit_light_reason(v));
+	per_exit_enter(v, sw);
+	return r;
+}
+
 #define LV(a, b) \
-	static uint64_t svm_exit_light_##a##_##b(struct vcpu *v) { return svm_exit_light(v, a * 8 + b); }
+	static LIGHT_PATH uint64_t svm_exit_light_##a##_##b(struct vcpu *v) { return svm_exit_light(v, a * 8 + b); }
 #define LV8(a) LV(a, 0) LV(a, 1) LV(a, 2) LV(a, 3) LV(a, 4) LV(a, 5) LV(a, 6) LV(a, 7)
 LV8(0) LV8(1) LV8(2) LV8(3) LV8(4) LV8(5) LV8(6) LV8(7)
 LV8(8) LV8(9) LV8(10) LV8(11) LV8(12) LV8(13) LV8(14) LV8(15)
 #define TV8(a) svm_exit_light_##a##_0, svm_exit_light_##a##_1, svm_exit_light_##a##_2, \
 	svm_exit_light_##a##_3, svm_exit_light_##a##_4, svm_exit_light_##a##_5, \
 	svm_exit_light_##a##_6, svm_exit_light_##a##_7
-static uint64_t (*const light_handlers[SW_COUNT])(struct vcpu *) = {
+static light_handler_fn *const light_handlers[SW_COUNT] = {
 	TV8(0), TV8(1), TV8(2), TV8(3), TV8(4), TV8(5), TV8(6), TV8(7),
 	TV8(8), TV8(9), TV8(10), TV8(11), TV8(12), TV8(13), TV8(14), TV8(15),
 };

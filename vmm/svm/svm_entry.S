@@ -1,7 +1,9 @@
-/* The SVM light loop: VMRUN, save the caller-saved guest GPRs, call the C
- * light handler, and VMRUN again while it returns the VMCB address. Guest
- * rbp and r12-r15 stay in the CPU (C preserves them) and are stored only
- * when the loop is left for the heavy path. RAX and RSP live in the VMCB. */
+/* The SVM light loop: VMRUN, save the four guest GPRs the C light handler
+ * reads or overwrites (rbx, rcx, rdx: hypercall/CPUID/MSR operands; rdi: the
+ * argument register), call it, and VMRUN again while it returns the VMCB
+ * address. The handlers are LIGHT_PATH (no caller-saved registers), so every
+ * other guest GPR simply stays in the CPU; they are stored only when the loop
+ * is left for the heavy path. RAX and RSP live in the VMCB. */
 #include "build/gen/asm-offsets.h"
 
 	.text
@@ -16,7 +18,12 @@ svm_light_loop:
 	push %r15
 	push %rdi
 	mov %rdi, %rax
+	mov VCPU_RSI(%rax), %rsi
 	mov VCPU_RBP(%rax), %rbp
+	mov VCPU_R8(%rax), %r8
+	mov VCPU_R9(%rax), %r9
+	mov VCPU_R10(%rax), %r10
+	mov VCPU_R11(%rax), %r11
 	mov VCPU_R12(%rax), %r12
 	mov VCPU_R13(%rax), %r13
 	mov VCPU_R14(%rax), %r14
@@ -25,30 +32,25 @@ svm_light_loop:
 	mov VCPU_RBX(%rax), %rbx
 	mov VCPU_RCX(%rax), %rcx
 	mov VCPU_RDX(%rax), %rdx
-	mov VCPU_RSI(%rax), %rsi
 	mov VCPU_RDI(%rax), %rdi
-	mov VCPU_R8(%rax), %r8
-	mov VCPU_R9(%rax), %r9
-	mov VCPU_R10(%rax), %r10
-	mov VCPU_R11(%rax), %r11
 	vmrun
 	/* #VMEXIT restored the host RAX: the VMCB (= vcpu) address */
 	mov %rbx, VCPU_RBX(%rax)
 	mov %rcx, VCPU_RCX(%rax)
 	mov %rdx, VCPU_RDX(%rax)
-	mov %rsi, VCPU_RSI(%rax)
 	mov %rdi, VCPU_RDI(%rax)
-	mov %r8, VCPU_R8(%rax)
-	mov %r9, VCPU_R9(%rax)
-	mov %r10, VCPU_R10(%rax)
-	mov %r11, VCPU_R11(%rax)
 	mov %rax, %rdi
 	call *VCPU_LIGHT_HANDLER(%rax)
 	test %rax, %rax
 	jnz .Lresume
 	/* heavy path: hand the rest of the guest GPRs to C */
 	mov (%rsp), %rax
+	mov %rsi, VCPU_RSI(%rax)
 	mov %rbp, VCPU_RBP(%rax)
+	mov %r8, VCPU_R8(%rax)
+	mov %r9, VCPU_R9(%rax)
+	mov %r10, VCPU_R10(%rax)
+	mov %r11, VCPU_R11(%rax)
 	mov %r12, VCPU_R12(%rax)
 	mov %r13, VCPU_R13(%rax)
 	mov %r14, VCPU_R14(%rax)

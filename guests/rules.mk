@@ -60,7 +60,7 @@ $(G_DIR)/bench64.elf: $(G_DIR)/obj64/guests/bench/bench.c.o $(G_RT64) guests/rt/
 guests-native: $(G_TESTS64:%=$(G_DIR)/native/%.elf) $(G_DIR)/native/bench64.elf
 $(G_DIR)/native/%.elf: $(G_DIR)/%.elf
 	@mkdir -p $(dir $@)
-	objcopy -I elf64-x86-64 -O elf32-i386 $< $@
+	$(OBJCOPY) -I elf64-x86-64 -O elf32-i386 $< $@
 
 -include $(G_RT32:.o=.d) $(G_RT64:.o=.d) \
          $(wildcard $(G_DIR)/obj32/guests/*/*.d $(G_DIR)/obj64/guests/*/*.d)

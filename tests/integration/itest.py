@@ -334,7 +334,7 @@ def make_non_multiboot_elf():
 
 
 def t_no_svm():
-    b = Boot("no-svm", [guest("hello")], cpu="EPYC", timeout=min(TIMEOUT, 30))
+    b = Boot("no-svm", [guest("hello")], cpu="EPYC,-svm", timeout=min(TIMEOUT, 30))
     b.expect(r"^%s\s*$" % re.escape(NO_SVM_LINE), "'%s'" % NO_SVM_LINE)
     b.expect_rc(255)
     b.expect_not(r"^lightpath: vm\d+: loaded .*")

@@ -232,8 +232,7 @@ void vendor_state_leave(struct vcpu *v)
 	const struct lp_options *o = v->vm->opt;
 	/* with "always" the per-exit piece already switched back on this exit */
 	if (o->vmload_lazy) {
-		if (!o->msr_lazy)
-			smsr_save_guest_load_host(v);
+		/* msr=always switched the syscall MSRs on this exit already */
 		svm_vmsave(vcpu_pa(v));
 		svm_vmload(host_vmstate_pa);
 		v->vmstate_in_cpu = false;

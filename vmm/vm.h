@@ -18,6 +18,8 @@
  * exit stub need not save the guest's caller-saved registers. */
 #define LIGHT_PATH __attribute__((no_caller_saved_registers))
 
+#define LIGHT_TABLE_SIZE  0x91
+
 #define VM_MAX_IO_RANGES  16
 #define VM_MAX_MSR_RANGES 16
 
@@ -64,7 +66,9 @@ typedef LIGHT_PATH uint64_t light_handler_fn(struct vcpu *);
 struct vcpu {
 	struct vcpu_arch arch;      /* first: the backend's page-aligned block */
 	struct guest_regs regs;     /* fixed offset the exit stub relies on */
-	light_handler_fn *light_handler;   /* chosen once per VM */
+	/* light handler per exit code, chosen once per VM; the last entry takes
+	 * every code beyond the table (NPF, invalid state...) */
+	light_handler_fn *light_table[LIGHT_TABLE_SIZE];
 	uint32_t pending;
 	uint32_t heavy_action;
 	struct vm *vm;

@@ -63,7 +63,15 @@ asm_offsets:
 # 0 "" 2
 # 29 "vmm/svm/asm-offsets.c" 1
 	
-@@OFFSET VCPU_LIGHT_HANDLER $4216
+@@OFFSET VCPU_LIGHT_TABLE $4216
+# 0 "" 2
+# 30 "vmm/svm/asm-offsets.c" 1
+	
+@@OFFSET VMCB_EXITCODE $112
+# 0 "" 2
+# 31 "vmm/svm/asm-offsets.c" 1
+	
+@@OFFSET LIGHT_TABLE_LAST $144
 # 0 "" 2
 #NO_APP
 	ret

@@ -26,7 +26,9 @@ void asm_offsets(void)
 	OFFSET(VCPU_R13, struct vcpu, regs.r13);
 	OFFSET(VCPU_R14, struct vcpu, regs.r14);
 	OFFSET(VCPU_R15, struct vcpu, regs.r15);
-	OFFSET(VCPU_LIGHT_HANDLER, struct vcpu, light_handler);
+	OFFSET(VCPU_LIGHT_TABLE, struct vcpu, light_table);
+	OFFSET(VMCB_EXITCODE, struct vcpu, arch.vmcb.exitcode);
+	asm volatile("\n@@OFFSET LIGHT_TABLE_LAST %0" ::"i"(LIGHT_TABLE_SIZE - 1));
 }
 
 /* The stub passes the VMCB address to VMRUN and the C handler as the vcpu:

@@ -622,7 +622,21 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	v->regs.rbx = ebx;
 
 	v->code_lin = 1ull << 63;              /* nothing cached: no offset is small */
-	v->light_handler = light_handlers[switch_set(o)];
+	unsigned sw = switch_set(o);
+	if (sw & (PER_EXIT_MASK | SW_LIGHT_OFF)) {
+		/* ablation: one generic dispatcher that wraps the "always" pieces */
+		for (unsigned i = 0; i < LIGHT_TABLE_SIZE; i++)
+			v->light_table[i] = light_handlers[sw];
+	} else {
+		bool nrip = sw & SW_NRIP;
+		for (unsigned i = 0; i < LIGHT_TABLE_SIZE; i++)
+			v->light_table[i] = light_other;
+		v->light_table[SVM_EXIT_VMMCALL] = nrip ? lh_vmmcall_1 : lh_vmmcall_0;
+		v->light_table[SVM_EXIT_CPUID] = nrip ? lh_cpuid_1 : lh_cpuid_0;
+		v->light_table[SVM_EXIT_MSR] = nrip ? lh_msr_1 : lh_msr_0;
+		v->light_table[SVM_EXIT_HLT] = nrip ? lh_hlt_1 : lh_hlt_0;
+		v->light_table[SVM_EXIT_IOIO] = (sw & SW_IO_EMULATE) ? lh_io_emulate : lh_io;
+	}
 	/* the VM starts with the host's PMU and syscall MSR values as its own */
 	for (unsigned i = 0; i < 8; i++)
 		v->host_pmu[i] = v->guest_pmu[i] =

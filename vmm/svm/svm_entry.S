@@ -1,6 +1,6 @@
 /* The SVM light loop: VMRUN, save the four guest GPRs the C light handler
  * reads or overwrites (rbx, rcx, rdx: hypercall/CPUID/MSR operands; rdi: the
- * argument register), call it, and VMRUN again while it returns the VMCB
+ * argument register), call the handler for this exit code, and VMRUN again while it returns the VMCB
  * address. The handlers are LIGHT_PATH (no caller-saved registers), so every
  * other guest GPR simply stays in the CPU; they are stored only when the loop
  * is left for the heavy path. RAX and RSP live in the VMCB. */
@@ -40,7 +40,12 @@ svm_light_loop:
 	mov %rdx, VCPU_RDX(%rax)
 	mov %rdi, VCPU_RDI(%rax)
 	mov %rax, %rdi
-	call *VCPU_LIGHT_HANDLER(%rax)
+	/* one table lookup on the exit code: no C dispatcher on the light path */
+	mov VMCB_EXITCODE(%rax), %rcx
+	cmp $LIGHT_TABLE_LAST, %rcx
+	jbe 1f
+	mov $LIGHT_TABLE_LAST, %ecx
+1:	call *VCPU_LIGHT_TABLE(%rax,%rcx,8)
 	test %rax, %rax
 	jnz .Lresume
 	/* heavy path: hand the rest of the guest GPRs to C */

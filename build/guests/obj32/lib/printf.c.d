@@ -1,2 +1,0 @@
-build/guests/obj32/lib/printf.c.o: lib/printf.c lib/printf.h
-lib/printf.h:

@@ -1,2 +1,0 @@
-build/guests/obj32/lib/string.c.o: lib/string.c lib/string.h
-lib/string.h:

@@ -1,2 +1,0 @@
-build/guests/obj64/lib/string.c.o: lib/string.c lib/string.h
-lib/string.h:

@@ -1,1 +1,0 @@
-build/hv/boot/entry.S.o: boot/entry.S

@@ -1,5 +1,0 @@
-build/hv/dev/pmtimer.c.o: dev/pmtimer.c dev/pmtimer.h dev/device.h \
- include/lightpath/abi.h
-dev/pmtimer.h:
-dev/device.h:
-include/lightpath/abi.h:

@@ -1,4 +1,0 @@
-build/unit/obj/emul/pio_decode.c.o: emul/pio_decode.c emul/pio_decode.h \
- vmm/io_intercept.h
-emul/pio_decode.h:
-vmm/io_intercept.h:

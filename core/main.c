@@ -5,6 +5,7 @@
 #include "core/console.h"
 #include "core/cpu.h"
 #include "core/options.h"
+#include "core/percpu.h"
 #include "core/pmem.h"
 #include "core/tsc.h"
 #include "include/lightpath/abi.h"
@@ -26,6 +27,7 @@ void kmain(uint32_t magic, uint32_t info);
 
 void kmain(uint32_t magic, uint32_t info)
 {
+	this_cpu()->cpu_id = 0;   /* the boot CPU; no other CPU is started yet */
 	console_init();
 	mask_legacy_pic();
 	kprintf("lightpath: lightweight-exit hypervisor, AMD SVM backend\n");

@@ -4,6 +4,7 @@
 
 #include "core/console.h"
 #include "core/cpu.h"
+#include "core/percpu.h"
 #include "core/pmem.h"
 #include "core/tsc.h"
 #include "lib/printf.h"
@@ -100,12 +101,14 @@ static void vm_create_devices(struct vm *vm)
 /* vcpu_run: the outer (heavy) loop; the light loop lives in the backend. */
 static void vcpu_run(struct vcpu *v)
 {
+	this_cpu()->current = v;
 	while (!v->vm->ended) {
 		vendor_state_enter(v);
 		vendor_enter_guest(v);
 		vendor_state_leave(v);
 		vendor_handle_heavy(v);
 	}
+	this_cpu()->current = 0;
 }
 
 static void report_end(struct vm *vm)

@@ -40,6 +40,7 @@ void vm_end(struct vm *vm, unsigned status, const char *why)
 	vm->ended = true;
 	vm->status = status;
 	vm->end_reason = why;
+	vm->vcpu->pending |= VCPU_PENDING_HEAVY;   /* the light loop must stop now */
 }
 
 void vm_fault(struct vm *vm, const char *fmt, ...)

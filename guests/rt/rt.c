@@ -16,7 +16,8 @@
 void guest_exit(unsigned status)
 {
 	outb(LP_DEBUG_EXIT_PORT, (uint8_t)status);
-	/* Only reached if nothing ends the VM on port 0xf4. */
+	/* Only reached if nothing ends the VM on port 0xf4 (a test looks for this). */
+	rt_puts("guest_exit: still running after the port 0xf4 write\n");
 	lp_hypercall(LP_HC_EXIT, status, 0, 0, NULL, NULL);
 	for (;;)
 		asm volatile("cli; hlt");
@@ -224,7 +225,7 @@ void rt_trap_entry(struct rt_frame *f)
 		handlers[v](f);
 		return;
 	}
-	if (rt_resume) {
+	if (rt_resume && v < 32) {
 		/* An armed test instruction faulted: record and skip it. */
 		rt_trap.count++;
 		rt_trap.vector = v;

@@ -247,7 +247,10 @@ def t_hello_status():
     b = Boot("hello-status", [guest("hello", "status=5")])
     b.expect(PREFIX + r"hello from lightpath guest\s*$", "'hello from lightpath guest'")
     b.expect_rc((5 << 1) | 1)
-    b.expect(r"^lightpath: vm0: ended with status 5 ", "'lightpath: vm0: ended with status 5 (...)'")
+    b.expect(r"^lightpath: vm0: ended with status 5 \(isa-debug-exit\)",
+             "'lightpath: vm0: ended with status 5 (isa-debug-exit)'")
+    b.expect_not(r"still running after the port 0xf4 write",
+                 "the VM must end at the port 0xf4 write itself")
     b.expect_powered_off(5)
     return b
 

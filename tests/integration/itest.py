@@ -386,6 +386,22 @@ def t_iso():
     files = set(l.strip().strip("'") for l in p.stdout.splitlines())
     for want in ("/boot/lightpath.elf", "/boot/bench32.elf", "/boot/bench64.elf", "/boot/grub/grub.cfg"):
         check(want in files, "ISO has no %s" % want)
+    # Boot it: SeaBIOS -> GRUB -> multiboot2 -> lightpath -> both bench guests.
+    boot_log = os.path.join(OUT, "iso-boot.log")
+    try:
+        p = subprocess.run(["timeout", "90", "qemu-system-x86_64", "-accel", "tcg", "-cpu", "EPYC,+svm",
+                            "-m", "256", "-display", "none", "-monitor", "none", "-no-reboot",
+                            "-serial", "file:" + boot_log, "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
+                            "-cdrom", iso], cwd=ROOT, capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL, timeout=120)
+    except subprocess.TimeoutExpired:
+        raise Fail("booting the ISO hung (see build/test/iso-boot.log)")
+    with open(boot_log, errors="replace") as f:
+        serial = f.read().replace("\r", "")
+    check("bench: mode=flat32 done" in serial and "bench: mode=paged64 done" in serial,
+          "the ISO (GRUB, multiboot2) did not run both bench guests (see build/test/iso-boot.log)")
+    check(p.returncode == 1, "booting the ISO: QEMU exit %d, expected 1 (see build/test/iso-boot.log)"
+          % p.returncode)
     return None
 
 

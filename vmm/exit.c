@@ -5,7 +5,7 @@
 #include "lib/printf.h"
 #include "vmm/vendor.h"
 
-LIGHT_PATH bool exit_hypercall_slow(struct vcpu *v, uint64_t *rax)
+bool exit_hypercall_slow(struct vcpu *v, uint64_t *rax)
 {
 	uint64_t nr = *rax;
 	switch (nr) {
@@ -52,7 +52,7 @@ LIGHT_PATH bool exit_hypercall_slow(struct vcpu *v, uint64_t *rax)
 	}
 }
 
-LIGHT_PATH void exit_cpuid(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4])
+void exit_cpuid(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4])
 {
 	(void)v;
 	if ((leaf & 0xffff0000u) == LP_CPUID_BASE) {
@@ -84,6 +84,20 @@ LIGHT_PATH void exit_cpuid(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint
 		out[0] = out[1] = out[2] = out[3] = 0;
 		break;
 	}
+}
+
+void exit_cpuid_cache_init(struct vcpu *v)
+{
+	uint32_t r[4];
+	exit_cpuid(v, 0, 0, r);
+	v->cpuid_basic_n = r[0] + 1 < CPUID_CACHED_LEAVES ? r[0] + 1 : CPUID_CACHED_LEAVES;
+	for (uint32_t l = 0; l < v->cpuid_basic_n; l++)
+		exit_cpuid(v, l, 0, v->cpuid_basic[l]);
+	exit_cpuid(v, 0x80000000u, 0, r);
+	uint32_t n = r[0] >= 0x80000000u ? r[0] - 0x80000000u + 1 : 0;
+	v->cpuid_ext_n = n < CPUID_CACHED_LEAVES ? n : CPUID_CACHED_LEAVES;
+	for (uint32_t l = 0; l < v->cpuid_ext_n; l++)
+		exit_cpuid(v, 0x80000000u + l, 0, v->cpuid_ext[l]);
 }
 
 /* IA32_MTRR_DEF_TYPE: type (7:0), FE (10), E (11); anything else is reserved. */

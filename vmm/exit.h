@@ -11,7 +11,7 @@
 
 /* Hypercall: nr in *rax, args in regs; result in *rax (and rbx/rcx).
  * Returns true when the exit must continue on the heavy path. */
-LIGHT_PATH bool exit_hypercall_slow(struct vcpu *v, uint64_t *rax);
+bool exit_hypercall_slow(struct vcpu *v, uint64_t *rax);
 
 static inline bool exit_hypercall(struct vcpu *v, uint64_t *rax)
 {
@@ -23,18 +23,41 @@ static inline bool exit_hypercall(struct vcpu *v, uint64_t *rax)
 }
 
 /* CPUID as the guest sees it: the host's, filtered, plus lightpath's leaves. */
-LIGHT_PATH void exit_cpuid(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4]);
+void exit_cpuid(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4]);
+
+/* Fills the vCPU's CPUID cache (call after the VM's options are set). */
+void exit_cpuid_cache_init(struct vcpu *v);
+
+/* Leaves that take a subleaf in ECX are never cached. */
+#define CPUID_BASIC_SUBLEAVES ((1u << 4) | (1u << 7) | (1u << 0xb) | (1u << 0xd) | (1u << 0xf) | \
+			       (1u << 0x10) | (1u << 0x12) | (1u << 0x14) | (1u << 0x17) |        \
+			       (1u << 0x18) | (1u << 0x1b) | (1u << 0x1d) | (1u << 0x1e) | (1u << 0x1f))
+#define CPUID_EXT_SUBLEAVES   ((1u << 0x1d) | (1u << 0x1e))
+
+/* The cached answer for a leaf, or 0 when it must be computed. */
+static inline const uint32_t *exit_cpuid_cached(const struct vcpu *v, uint32_t leaf)
+{
+	if (leaf < v->cpuid_basic_n)
+		return (CPUID_BASIC_SUBLEAVES >> leaf) & 1 ? 0 : v->cpuid_basic[leaf];
+	uint32_t ext = leaf - 0x80000000u;
+	if (ext < v->cpuid_ext_n)
+		return (CPUID_EXT_SUBLEAVES >> ext) & 1 ? 0 : v->cpuid_ext[ext];
+	return 0;
+}
 
 /* Port I/O to the registered device. *rax is updated for IN (only the low
  * `size` bytes change, a 4-byte IN zero-extends). Returns IO_OK or IO_VM_END. */
 static inline int exit_port_io(struct vcpu *v, uint16_t port, unsigned size, bool in, uint64_t *rax)
 {
+	/* bytes an access of `size` (1, 2 or 4) covers */
+	static const uint32_t size_mask[8] = { 0, 0xff, 0xffff, 0, 0xffffffffu, 0, 0, 0 };
 	struct vm *vm = v->vm;
 	unsigned idx = vm->port_map[port];
+	uint64_t mask = size_mask[size & 7];
 	if (__builtin_expect(idx == 0, 0)) {
 		if (in) {
 			vm->vcpu->stats.denied_port_reads++;
-			*rax = size == 4 ? 0xffffffffu : (*rax | ((1u << (size * 8)) - 1));
+			*rax = size == 4 ? 0xffffffffu : (*rax | mask);
 		} else {
 			vm->vcpu->stats.denied_port_writes++;
 		}
@@ -44,15 +67,11 @@ static inline int exit_port_io(struct vcpu *v, uint16_t port, unsigned size, boo
 	if (in) {
 		uint64_t d = 0;
 		int ret = r->fn(v, port, &d, size, false, r->opaque);
-		if (size == 4)
-			*rax = (uint32_t)d;
-		else {
-			uint64_t mask = (1u << (size * 8)) - 1;
-			*rax = (*rax & ~mask) | (d & mask);
-		}
+		/* a 4-byte IN zero-extends into RAX; narrower ones merge */
+		*rax = size == 4 ? (uint32_t)d : ((*rax & ~mask) | (d & mask));
 		return ret;
 	}
-	uint64_t d = *rax & (size == 4 ? 0xffffffffu : (1u << (size * 8)) - 1);
+	uint64_t d = *rax & mask;
 	return r->fn(v, port, &d, size, true, r->opaque);
 }
 

@@ -66,11 +66,6 @@ void vm_console_putc(struct vm *vm, char c)
 	vm->at_line_start = c == '\n';
 }
 
-uint64_t platform_tsc(void)
-{
-	return rdtsc();
-}
-
 uint64_t platform_tsc_hz(void)
 {
 	return tsc_hz();

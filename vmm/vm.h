@@ -14,18 +14,15 @@
 #include "include/lightpath/abi.h"
 #include "vmm/svm/svm_vcpu.h"
 
-/* Functions the light path calls preserve every register they use, so the
- * exit stub need not save the guest's caller-saved registers. */
-#define LIGHT_PATH __attribute__((no_caller_saved_registers))
-
 #define LIGHT_TABLE_SIZE  0x91
+#define CPUID_CACHED_LEAVES 0x20
 
 #define VM_MAX_IO_RANGES  16
 #define VM_MAX_MSR_RANGES 16
 
 /* Guest GPRs the exit stub moves. On SVM, RAX and RSP live in the VMCB.
  * In the light loop only rbx, rcx, rdx and rdi are valid here; the others
- * stay in the CPU (LIGHT_PATH handlers preserve them) and are stored on the
+ * stay in the CPU (handlers preserve them) and are stored on the
  * way out to the heavy path. */
 struct guest_regs {
 	uint64_t rax, rbx, rcx, rdx, rsi, rdi, rbp;
@@ -61,7 +58,7 @@ enum syscall_msr { SMSR_STAR, SMSR_LSTAR, SMSR_CSTAR, SMSR_SFMASK, SMSR_KGS, SMS
 
 struct vm;
 struct vcpu;
-typedef LIGHT_PATH uint64_t light_handler_fn(struct vcpu *);
+typedef uint64_t light_handler_fn(struct vcpu *);
 
 struct vcpu {
 	struct vcpu_arch arch;      /* first: the backend's page-aligned block */
@@ -73,6 +70,11 @@ struct vcpu {
 	uint32_t heavy_action;
 	struct vm *vm;
 	struct exit_stats stats;
+
+	/* CPUID as this vCPU sees it, computed once, for the leaves without
+	 * subleaves: the light path copies four words instead of asking the CPU */
+	uint32_t cpuid_basic[CPUID_CACHED_LEAVES][4], cpuid_ext[CPUID_CACHED_LEAVES][4];
+	uint32_t cpuid_basic_n, cpuid_ext_n;
 
 	/* cached translation of the guest code page, for computing next RIP */
 	uint64_t code_lin, code_cr3, code_cr0;

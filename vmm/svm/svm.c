@@ -257,22 +257,27 @@ static void fill_guest_paging(struct vcpu *v, struct guest_paging *pg)
 }
 
 /* Fast check: is the instruction at RIP exactly the plain encoding? Uses the
- * cached host mapping of the code page; 0 when it cannot tell. */
-static inline __attribute__((always_inline)) uint64_t next_rip_fast(struct vcpu *v, uint32_t bytes,
-								      uint32_t mask, unsigned len,
-								      const unsigned sw)
+ * cached host mapping of the code page; false when it cannot tell (the heavy
+ * path then decodes it properly). */
+static inline __attribute__((always_inline)) bool next_rip_fast(struct vcpu *v, uint32_t bytes,
+								  uint32_t mask, unsigned len,
+								  const unsigned sw, uint64_t *next)
 {
 	const struct vmcb *vmcb = &v->arch.vmcb;
-	if (sw & SW_NRIP)
-		return vmcb->nrip;
+	if (sw & SW_NRIP) {
+		*next = vmcb->nrip;
+		return true;
+	}
 	uint64_t rip = vmcb->rip;
 	uint64_t off = vmcb->cs.base + rip - v->code_lin;
 	if (__builtin_expect(off <= 4096 - 16 && vmcb->cr3 == v->code_cr3 && vmcb->cr0 == v->code_cr0, 1)) {
 		uint32_t at = *(const unaligned_u32 *)(v->code_host + off);
-		if (__builtin_expect((at & mask) == bytes, 1))
-			return rip + len;
+		if (__builtin_expect((at & mask) == bytes, 1)) {
+			*next = rip + len;
+			return true;
+		}
 	}
-	return 0;
+	return false;
 }
 
 /* Slow path: walk the guest page tables, refill the cache, decode prefixes.
@@ -318,8 +323,12 @@ static inline void inject_exception(struct vcpu *v, unsigned vector, bool has_er
 static inline void do_cpuid(struct vcpu *v)
 {
 	struct vmcb *vmcb = &v->arch.vmcb;
-	uint32_t out[4];
-	exit_cpuid(v, (uint32_t)vmcb->rax, (uint32_t)v->regs.rcx, out);
+	uint32_t computed[4];
+	const uint32_t *out = exit_cpuid_cached(v, (uint32_t)vmcb->rax);
+	if (__builtin_expect(!out, 0)) {
+		exit_cpuid(v, (uint32_t)vmcb->rax, (uint32_t)v->regs.rcx, computed);
+		out = computed;
+	}
 	vmcb->rax = out[0];
 	v->regs.rbx = out[1];
 	v->regs.rcx = out[2];
@@ -382,13 +391,13 @@ static unsigned svm_exit_light_reason(struct vcpu *v)
 	return svm_exit_reason(vmcb->exitcode);
 }
 
-/* Light handlers run with the guest's rsi, r8-r11, rbp and r12-r15 still in
- * the CPU: LIGHT_PATH functions preserve every register they touch, so the
- * stub saves only rbx, rcx, rdx and rdi. Each exit type gets its own small
- * function (its own short prologue); the dispatcher tail-calls it. */
+/* Light handlers are ordinary C functions, one per exit type, each with its
+ * own short prologue; the stub calls them through a table indexed by the exit
+ * code. Slow cases leave through tail calls so the fast path needs no
+ * callee-saved registers. */
 
 /* Leave for the heavy path, which handles this exit from scratch. */
-static LIGHT_PATH __attribute__((noinline, cold)) uint64_t light_to_heavy(struct vcpu *v, unsigned reason)
+static __attribute__((noinline, cold)) uint64_t light_to_heavy(struct vcpu *v, unsigned reason)
 {
 	v->stats.heavy[reason]++;
 	v->heavy_action = HEAVY_EXIT;
@@ -396,7 +405,7 @@ static LIGHT_PATH __attribute__((noinline, cold)) uint64_t light_to_heavy(struct
 }
 
 /* Leave for the heavy path after handling the exit here. */
-static LIGHT_PATH __attribute__((noinline, cold)) uint64_t light_handled_leave(struct vcpu *v, unsigned reason)
+static __attribute__((noinline, cold)) uint64_t light_handled_leave(struct vcpu *v, unsigned reason)
 {
 	v->stats.heavy[reason]++;
 	v->heavy_action = HEAVY_NONE;
@@ -412,26 +421,37 @@ static inline __attribute__((always_inline)) uint64_t light_resume(struct vcpu *
 	return vcpu_pa(v);
 }
 
-static inline __attribute__((always_inline)) uint64_t light_vmmcall(struct vcpu *v, const unsigned sw)
+/* Every hypercall but the null one: out of line, reached by a tail call. */
+static __attribute__((noinline)) uint64_t light_hypercall_other(struct vcpu *v, uint64_t next)
 {
 	struct vmcb *vmcb = &v->arch.vmcb;
-	v->stats.exits[LP_EXIT_HYPERCALL]++;
-	uint64_t next = next_rip_fast(v, 0xd9010f, 0xffffff, 3, sw);
-	if (!next)
-		return light_to_heavy(v, LP_EXIT_HYPERCALL);
-	bool heavy = exit_hypercall(v, &vmcb->rax);
+	bool heavy = exit_hypercall_slow(v, &vmcb->rax);
 	vmcb->rip = next;
 	if (heavy)
 		return light_handled_leave(v, LP_EXIT_HYPERCALL);
 	return light_resume(v, LP_EXIT_HYPERCALL);
 }
 
+static inline __attribute__((always_inline)) uint64_t light_vmmcall(struct vcpu *v, const unsigned sw)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	uint64_t next;
+	v->stats.exits[LP_EXIT_HYPERCALL]++;
+	if (!next_rip_fast(v, 0xd9010f, 0xffffff, 3, sw, &next))
+		return light_to_heavy(v, LP_EXIT_HYPERCALL);
+	if (vmcb->rax != LP_HC_NULL)
+		return light_hypercall_other(v, next);
+	vmcb->rax = 0;
+	vmcb->rip = next;
+	return light_resume(v, LP_EXIT_HYPERCALL);
+}
+
 static inline __attribute__((always_inline)) uint64_t light_cpuid(struct vcpu *v, const unsigned sw)
 {
 	struct vmcb *vmcb = &v->arch.vmcb;
+	uint64_t next;
 	v->stats.exits[LP_EXIT_CPUID]++;
-	uint64_t next = next_rip_fast(v, 0xa20f, 0xffff, 2, sw);
-	if (!next)
+	if (!next_rip_fast(v, 0xa20f, 0xffff, 2, sw, &next))
 		return light_to_heavy(v, LP_EXIT_CPUID);
 	do_cpuid(v);
 	vmcb->rip = next;
@@ -456,9 +476,9 @@ static inline __attribute__((always_inline)) uint64_t light_msr(struct vcpu *v, 
 	struct vmcb *vmcb = &v->arch.vmcb;
 	bool wr = vmcb->exitinfo1 & 1;
 	unsigned reason = wr ? LP_EXIT_MSR_WRITE : LP_EXIT_MSR_READ;
+	uint64_t next;
 	v->stats.exits[reason]++;
-	uint64_t next = wr ? next_rip_fast(v, 0x300f, 0xffff, 2, sw) : next_rip_fast(v, 0x320f, 0xffff, 2, sw);
-	if (!next)
+	if (!next_rip_fast(v, wr ? 0x300f : 0x320f, 0xffff, 2, sw, &next))
 		return light_to_heavy(v, reason);
 	if (do_msr(v, wr))
 		vmcb->rip = next;
@@ -471,14 +491,14 @@ static inline __attribute__((always_inline)) uint64_t light_hlt(struct vcpu *v, 
 	v->stats.exits[LP_EXIT_HLT]++;
 	if (!(vmcb->int_ctl & INT_CTL_V_IRQ))
 		return light_to_heavy(v, LP_EXIT_HLT);
-	uint64_t next = next_rip_fast(v, 0xf4, 0xff, 1, sw);
-	if (!next)
+	uint64_t next;
+	if (!next_rip_fast(v, 0xf4, 0xff, 1, sw, &next))
 		return light_to_heavy(v, LP_EXIT_HLT);
 	vmcb->rip = next;  /* the pending virtual interrupt is delivered at once */
 	return light_resume(v, LP_EXIT_HLT);
 }
 
-static LIGHT_PATH __attribute__((noinline, cold)) uint64_t light_other(struct vcpu *v)
+static __attribute__((noinline, cold)) uint64_t light_other(struct vcpu *v)
 {
 	unsigned reason = svm_exit_reason(v->arch.vmcb.exitcode);
 	v->stats.exits[reason]++;
@@ -486,23 +506,23 @@ static LIGHT_PATH __attribute__((noinline, cold)) uint64_t light_other(struct vc
 }
 
 #define CASE_HANDLERS(n, sw)                                                                      \
-	static LIGHT_PATH __attribute__((noinline)) uint64_t lh_vmmcall_##n(struct vcpu *v)       \
+	static __attribute__((noinline)) uint64_t lh_vmmcall_##n(struct vcpu *v)       \
 	{ return light_vmmcall(v, sw); }                                                          \
-	static LIGHT_PATH __attribute__((noinline)) uint64_t lh_cpuid_##n(struct vcpu *v)         \
+	static __attribute__((noinline)) uint64_t lh_cpuid_##n(struct vcpu *v)         \
 	{ return light_cpuid(v, sw); }                                                            \
-	static LIGHT_PATH __attribute__((noinline)) uint64_t lh_msr_##n(struct vcpu *v)           \
+	static __attribute__((noinline)) uint64_t lh_msr_##n(struct vcpu *v)           \
 	{ return light_msr(v, sw); }                                                              \
-	static LIGHT_PATH __attribute__((noinline)) uint64_t lh_hlt_##n(struct vcpu *v)           \
+	static __attribute__((noinline)) uint64_t lh_hlt_##n(struct vcpu *v)           \
 	{ return light_hlt(v, sw); }
 CASE_HANDLERS(0, 0)
 CASE_HANDLERS(1, SW_NRIP)
 
-static LIGHT_PATH __attribute__((noinline)) uint64_t lh_io(struct vcpu *v)
+static __attribute__((noinline)) uint64_t lh_io(struct vcpu *v)
 {
 	return light_io(v);
 }
 
-static LIGHT_PATH __attribute__((noinline, cold)) uint64_t lh_io_emulate(struct vcpu *v)
+static __attribute__((noinline, cold)) uint64_t lh_io_emulate(struct vcpu *v)
 {
 	v->stats.exits[LP_EXIT_IO]++;
 	return light_to_heavy(v, LP_EXIT_IO);
@@ -546,7 +566,7 @@ static inline __attribute__((always_inline)) uint64_t svm_exit_light(struct vcpu
 }
 
 #define LV(a, b) \
-	static LIGHT_PATH uint64_t svm_exit_light_##a##_##b(struct vcpu *v) { return svm_exit_light(v, a * 8 + b); }
+	static uint64_t svm_exit_light_##a##_##b(struct vcpu *v) { return svm_exit_light(v, a * 8 + b); }
 #define LV8(a) LV(a, 0) LV(a, 1) LV(a, 2) LV(a, 3) LV(a, 4) LV(a, 5) LV(a, 6) LV(a, 7)
 LV8(0) LV8(1) LV8(2) LV8(3) LV8(4) LV8(5) LV8(6) LV8(7)
 LV8(8) LV8(9) LV8(10) LV8(11) LV8(12) LV8(13) LV8(14) LV8(15)
@@ -622,6 +642,7 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	v->regs.rbx = ebx;
 
 	v->code_lin = 1ull << 63;              /* nothing cached: no offset is small */
+	exit_cpuid_cache_init(v);
 	unsigned sw = switch_set(o);
 	if (sw & (PER_EXIT_MASK | SW_LIGHT_OFF)) {
 		/* ablation: one generic dispatcher that wraps the "always" pieces */

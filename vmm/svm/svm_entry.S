@@ -1,9 +1,9 @@
-/* The SVM light loop: VMRUN, save the four guest GPRs the C light handler
- * reads or overwrites (rbx, rcx, rdx: hypercall/CPUID/MSR operands; rdi: the
- * argument register), call the handler for this exit code, and VMRUN again while it returns the VMCB
- * address. The handlers are LIGHT_PATH (no caller-saved registers), so every
- * other guest GPR simply stays in the CPU; they are stored only when the loop
- * is left for the heavy path. RAX and RSP live in the VMCB. */
+/* The SVM light loop: VMRUN, save the guest GPRs a C function may clobber
+ * (the caller-saved ones) plus rbx (a CPUID/hypercall operand), call the
+ * handler for this exit code, and VMRUN again while it returns the VMCB
+ * address. rbp and r12-r15 are preserved by C, so they stay in the CPU and
+ * are stored only when the loop is left for the heavy path. RAX and RSP live
+ * in the VMCB. */
 #include "build/gen/asm-offsets.h"
 
 	.text
@@ -18,12 +18,7 @@ svm_light_loop:
 	push %r15
 	push %rdi
 	mov %rdi, %rax
-	mov VCPU_RSI(%rax), %rsi
 	mov VCPU_RBP(%rax), %rbp
-	mov VCPU_R8(%rax), %r8
-	mov VCPU_R9(%rax), %r9
-	mov VCPU_R10(%rax), %r10
-	mov VCPU_R11(%rax), %r11
 	mov VCPU_R12(%rax), %r12
 	mov VCPU_R13(%rax), %r13
 	mov VCPU_R14(%rax), %r14
@@ -32,13 +27,23 @@ svm_light_loop:
 	mov VCPU_RBX(%rax), %rbx
 	mov VCPU_RCX(%rax), %rcx
 	mov VCPU_RDX(%rax), %rdx
+	mov VCPU_RSI(%rax), %rsi
 	mov VCPU_RDI(%rax), %rdi
+	mov VCPU_R8(%rax), %r8
+	mov VCPU_R9(%rax), %r9
+	mov VCPU_R10(%rax), %r10
+	mov VCPU_R11(%rax), %r11
 	vmrun
 	/* #VMEXIT restored the host RAX: the VMCB (= vcpu) address */
 	mov %rbx, VCPU_RBX(%rax)
 	mov %rcx, VCPU_RCX(%rax)
 	mov %rdx, VCPU_RDX(%rax)
+	mov %rsi, VCPU_RSI(%rax)
 	mov %rdi, VCPU_RDI(%rax)
+	mov %r8, VCPU_R8(%rax)
+	mov %r9, VCPU_R9(%rax)
+	mov %r10, VCPU_R10(%rax)
+	mov %r11, VCPU_R11(%rax)
 	mov %rax, %rdi
 	/* one table lookup on the exit code: no C dispatcher on the light path */
 	mov VMCB_EXITCODE(%rax), %rcx
@@ -50,12 +55,7 @@ svm_light_loop:
 	jnz .Lresume
 	/* heavy path: hand the rest of the guest GPRs to C */
 	mov (%rsp), %rax
-	mov %rsi, VCPU_RSI(%rax)
 	mov %rbp, VCPU_RBP(%rax)
-	mov %r8, VCPU_R8(%rax)
-	mov %r9, VCPU_R9(%rax)
-	mov %r10, VCPU_R10(%rax)
-	mov %r11, VCPU_R11(%rax)
 	mov %r12, VCPU_R12(%rax)
 	mov %r13, VCPU_R13(%rax)
 	mov %r14, VCPU_R14(%rax)

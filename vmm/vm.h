@@ -12,7 +12,7 @@
 #include "dev/postcode.h"
 #include "dev/uart16550.h"
 #include "include/lightpath/abi.h"
-#include "vmm/svm/svm_vcpu.h"
+#include "arch_vcpu.h"   /* the backend's: -Ivmm/svm or -Ivmm/vmx */
 
 #define LIGHT_TABLE_SIZE  0x91
 #define CPUID_CACHED_LEAVES 0x20

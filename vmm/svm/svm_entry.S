@@ -4,7 +4,7 @@
  * address. rbp and r12-r15 are preserved by C, so they stay in the CPU and
  * are stored only when the loop is left for the heavy path. RAX and RSP live
  * in the VMCB. */
-#include "build/gen/asm-offsets.h"
+#include "asm-offsets.h"   /* generated: build/gen/svm/ */
 
 	.text
 	.globl svm_light_loop

@@ -14,7 +14,7 @@ HV_LDFLAGS := -nostdlib -static -no-pie -Wl,--build-id=none -Wl,-z,max-page-size
 # Vendor split at link time: the common code is compiled once per backend
 # (struct vcpu embeds the backend's arch_vcpu.h) and linked with that
 # backend only. build/lightpath.elf is the AMD SVM image.
-COMMON_SRCS := $(wildcard boot/*.S boot/*.c lib/*.c core/*.c vmm/*.c dev/*.c emul/*.c)
+COMMON_SRCS := $(wildcard boot/*.S boot/*.c lib/*.c core/*.S core/*.c vmm/*.c dev/*.c emul/*.c)
 SVM_SRCS    := $(filter-out vmm/svm/asm-offsets.c,$(wildcard vmm/svm/*.c vmm/svm/*.S))
 SVM_CFLAGS  := $(HV_CFLAGS) -Ivmm/svm -I$(BUILD)/gen/svm
 SVM_OBJS    := $(patsubst %,$(BUILD)/hv/%.o,$(COMMON_SRCS) $(SVM_SRCS))

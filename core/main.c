@@ -4,9 +4,11 @@
 #include "core/bootinfo.h"
 #include "core/console.h"
 #include "core/cpu.h"
+#include "core/idt.h"
 #include "core/options.h"
 #include "core/percpu.h"
 #include "core/pmem.h"
+#include "core/timer.h"
 #include "core/tsc.h"
 #include "include/lightpath/abi.h"
 #include "vmm/vendor.h"
@@ -29,6 +31,7 @@ void kmain(uint32_t magic, uint32_t info)
 {
 	this_cpu()->cpu_id = 0;   /* the boot CPU; no other CPU is started yet */
 	console_init();
+	idt_init();
 	mask_legacy_pic();
 	kprintf("lightpath: lightweight-exit hypervisor, AMD SVM backend\n");
 	if (bootinfo_parse(&boot_info, magic, info)) {
@@ -54,7 +57,7 @@ void kmain(uint32_t magic, uint32_t info)
 	pmem_init(&boot_info, reserved);
 	tsc_calibrate();
 
-	if (vendor_cpu_init(&options) < 0)
+	if (vendor_cpu_init(&options) < 0 || timer_init() < 0)
 		power_off(LP_STATUS_HV_ERROR);
 
 	if (boot_info.nr_modules == 0) {

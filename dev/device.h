@@ -44,4 +44,19 @@ static inline uint64_t platform_tsc(void)
 #endif
 uint64_t platform_tsc_hz(void);                         /* host TSC frequency */
 
+/* Interrupt lines: a device raises or lowers GSI `gsi` (0-23, as on the I/O
+ * APIC; the interrupt model applies the ISA overrides). */
+void vm_irq_line(struct vm *vm, unsigned gsi, bool level);
+
+/* Timers: the hypervisor calls fire() at or after deadline_tsc (from its
+ * heavy path, never from interrupt context). */
+struct vm_timer {
+	uint64_t deadline_tsc;
+	void (*fire)(struct vm_timer *t, uint64_t now_tsc);
+	void *opaque;
+	bool armed;
+};
+void vm_timer_arm(struct vm *vm, struct vm_timer *t, uint64_t deadline_tsc);
+void vm_timer_cancel(struct vm *vm, struct vm_timer *t);
+
 #endif

@@ -5,6 +5,14 @@
 #include "lib/printf.h"
 #include "vmm/vendor.h"
 
+/* LP_HC_TIMER expiry: the vector becomes a pending virtual interrupt. */
+static void test_timer_fire(struct vm_timer *t, uint64_t now)
+{
+	(void)now;
+	struct vm *vm = (struct vm *)((char *)t - __builtin_offsetof(struct vm, test_timer));
+	vendor_inject_virq(vm->vcpu, (uint8_t)(uintptr_t)t->opaque);
+}
+
 bool exit_hypercall_slow(struct vcpu *v, uint64_t *rax)
 {
 	uint64_t nr = *rax;
@@ -46,6 +54,19 @@ bool exit_hypercall_slow(struct vcpu *v, uint64_t *rax)
 	case LP_HC_NULL_HEAVY:
 		*rax = 0;
 		return true;
+	case LP_HC_TIMER: {
+		uint64_t us = v->regs.rbx, vec = v->regs.rcx;
+		struct vm *vm = v->vm;
+		if (!us || us > 10000000 || vec < 32 || vec > 255) {
+			*rax = (uint64_t)-LP_EINVAL;
+			return false;
+		}
+		vm->test_timer.fire = test_timer_fire;
+		vm->test_timer.opaque = (void *)(uintptr_t)vec;
+		vm_timer_arm(vm, &vm->test_timer, rdtsc() + us * (platform_tsc_hz() / 1000000));
+		*rax = 0;
+		return false;
+	}
 	default:
 		*rax = (uint64_t)-LP_ENOSYS;
 		return false;

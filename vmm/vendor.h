@@ -25,6 +25,10 @@ void vendor_enter_guest(struct vcpu *v);
 void vendor_state_leave(struct vcpu *v);
 /* Handles the exit that left the light loop (VM end, emulation, faults). */
 void vendor_handle_heavy(struct vcpu *v);
+/* Takes pending host interrupts (the timer) from the heavy path. */
+void vendor_host_interrupt_window(void);
+/* Sleeps until a host interrupt has been taken. */
+void vendor_host_wait_for_interrupt(void);
 /* Describes where the guest is, for reports ("rip 0x..."). */
 uint64_t vendor_guest_rip(struct vcpu *v);
 

@@ -6,6 +6,7 @@
 #include "core/cpu.h"
 #include "core/percpu.h"
 #include "core/pmem.h"
+#include "core/timer.h"
 #include "core/tsc.h"
 #include "lib/printf.h"
 #include "lib/string.h"
@@ -64,6 +65,76 @@ void vm_console_putc(struct vm *vm, char c)
 		kprintf("[vm%u] ", vm->id);
 	console_putc(c);
 	vm->at_line_start = c == '\n';
+}
+
+static void host_timer_reprogram(struct vm *vm)
+{
+	uint64_t next = 0;
+	for (unsigned i = 0; i < vm->nr_timers; i++)
+		if (!next || vm->timers[i]->deadline_tsc < next)
+			next = vm->timers[i]->deadline_tsc;
+	timer_program(next);
+}
+
+static void timer_unlink(struct vm *vm, struct vm_timer *t)
+{
+	for (unsigned i = 0; i < vm->nr_timers; i++) {
+		if (vm->timers[i] == t) {
+			vm->timers[i] = vm->timers[--vm->nr_timers];
+			return;
+		}
+	}
+}
+
+void vm_timer_arm(struct vm *vm, struct vm_timer *t, uint64_t deadline_tsc)
+{
+	if (!t->armed) {
+		if (vm->nr_timers == VM_MAX_TIMERS)
+			panic("vm%u: more than %u timers armed", vm->id, VM_MAX_TIMERS);
+		vm->timers[vm->nr_timers++] = t;
+	}
+	t->armed = true;
+	t->deadline_tsc = deadline_tsc ? deadline_tsc : 1;
+	host_timer_reprogram(vm);
+}
+
+void vm_timer_cancel(struct vm *vm, struct vm_timer *t)
+{
+	if (!t->armed)
+		return;
+	t->armed = false;
+	timer_unlink(vm, t);
+	host_timer_reprogram(vm);
+}
+
+bool vm_timers_run(struct vm *vm)
+{
+	bool any = false;
+	uint64_t now = rdtsc();
+	for (unsigned i = 0; i < vm->nr_timers;) {
+		struct vm_timer *t = vm->timers[i];
+		if (t->deadline_tsc > now) {
+			i++;
+			continue;
+		}
+		t->armed = false;
+		timer_unlink(vm, t);      /* fire() may re-arm it */
+		t->fire(t, now);
+		any = true;
+		i = 0;
+	}
+	host_timer_reprogram(vm);
+	return any;
+}
+
+void vm_irq_line(struct vm *vm, unsigned gsi, bool level)
+{
+	if (gsi >= 24)
+		return;
+	if (level)
+		vm->irq_lines |= 1u << gsi;
+	else
+		vm->irq_lines &= ~(1u << gsi);
 }
 
 uint64_t platform_tsc_hz(void)
@@ -174,6 +245,8 @@ unsigned vm_run_module(unsigned id, const char *image, uint64_t size, const char
 		g.format, g.entry, opt->mem_mb, cmdline);
 	vendor_vcpu_init(v, g.entry, 0x2BADB002u, g.info_gpa);
 	vcpu_run(v);
+	while (vm->nr_timers)
+		vm_timer_cancel(vm, vm->timers[0]);
 	report_end(vm);
 	if (opt->stats)
 		exit_print_stats(v);

@@ -18,6 +18,7 @@
 #define CPUID_CACHED_LEAVES 0x20
 
 #define VM_MAX_IO_RANGES  16
+#define VM_MAX_TIMERS     16
 #define VM_MAX_MSR_RANGES 16
 
 /* Guest GPRs the exit stub moves. On SVM, RAX and RSP live in the VMCB.
@@ -115,6 +116,11 @@ struct vm {
 	struct pmtimer pmtimer;
 	struct postcode postcode;
 
+	struct vm_timer *timers[VM_MAX_TIMERS];  /* armed ones */
+	unsigned nr_timers;
+	uint32_t irq_lines;         /* level of each GSI 0-23 as devices drive it */
+	struct vm_timer test_timer; /* LP_HC_TIMER */
+
 	struct vcpu *vcpu;
 	bool prefix_output;         /* several VMs: prefix their console lines */
 	bool at_line_start;
@@ -131,6 +137,10 @@ static inline void *gpa_to_host(struct vm *vm, uint64_t gpa, uint64_t len)
 
 int vm_register_io(struct vm *vm, const struct io_range *r);
 int vm_register_msr(struct vm *vm, uint32_t base, uint32_t count, msr_handler_fn fn);
+/* Fires every armed timer whose deadline has passed and reprograms the host
+ * timer for the next one. Returns true if any fired. */
+bool vm_timers_run(struct vm *vm);
+
 /* Stops the VM for misbehaving: one report line, status LP_STATUS_VM_FAULT. */
 void vm_fault(struct vm *vm, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Creates, runs to its end and destroys one VM from a boot module. Returns

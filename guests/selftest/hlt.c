@@ -4,6 +4,7 @@
 #include "guests/rt/rt.h"
 
 #define VEC_TEST 0x40u
+#define VEC_TIMER 0x41u
 
 static volatile unsigned irq_count;
 static volatile ureg_t irq_ip;
@@ -12,6 +13,44 @@ static void on_irq(struct rt_frame *f)
 {
 	irq_count++;
 	irq_ip = f->ip;
+}
+
+static volatile unsigned timer_count;
+
+static void on_timer(struct rt_frame *f)
+{
+	(void)f;
+	timer_count++;
+}
+
+/* A blocking HLT: nothing is pending when the guest halts; lightpath must
+ * sleep on its host timer and wake the guest when LP_HC_TIMER expires. */
+static void test_timer_wakes_hlt(void)
+{
+	rt_set_handler(VEC_TIMER, on_timer);
+	cli();
+	uint64_t t0 = rdtsc();
+	sreg_t armed = lp_hypercall(LP_HC_TIMER, 3000, VEC_TIMER, 0, NULL, NULL);
+	tap_eq((uint64_t)armed, 0, "LP_HC_TIMER(3000 us, 0x41) returns 0");
+	if (armed != 0)
+		return;
+	tap_eq(timer_count, 0, "the timer has not fired at once");
+	asm volatile("sti\n\thlt\n\tcli" ::: "memory");
+	uint64_t t1 = rdtsc();
+	tap_eq(timer_count, 1, "the timer interrupt woke the halted guest exactly once");
+	tap_ok(t1 > t0, t1 - t0, "> 0", "time passed while halted");
+
+	/* The same while the guest runs: the host timer interrupt arrives as an
+	 * INTR exit and lightpath injects the vector. */
+	armed = lp_hypercall(LP_HC_TIMER, 2000, VEC_TIMER, 0, NULL, NULL);
+	tap_eq((uint64_t)armed, 0, "LP_HC_TIMER(2000 us) again returns 0");
+	sti();
+	for (volatile uint32_t i = 0; i < 200000000u && timer_count < 2; i++)
+		;
+	cli();
+	tap_eq(timer_count, 2, "the timer interrupts a running guest (no HLT)");
+	tap_eq((uint64_t)lp_hypercall(LP_HC_TIMER, 0, VEC_TIMER, 0, NULL, NULL),
+	       (uint64_t)(sreg_t)-LP_EINVAL, "LP_HC_TIMER with no delay returns -LP_EINVAL");
 }
 
 int guest_main(void)
@@ -65,5 +104,6 @@ int guest_main(void)
 	tap_eq(irq_count, 2, "a second LP_HC_RAISE_IRQ with IF=1 is delivered");
 	tap_eq((uint64_t)lp_hypercall(LP_HC_RAISE_IRQ, 7, 0, 0, NULL, NULL),
 	       (uint64_t)(sreg_t)-LP_EINVAL, "LP_HC_RAISE_IRQ(7) (below 32) returns -LP_EINVAL");
+	test_timer_wakes_hlt();
 	return tap_end();
 }

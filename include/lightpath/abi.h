@@ -26,6 +26,9 @@
 #define LP_HC_CONFIG           4u  /* RAX = LP_CONFIG_* bits in force */
 #define LP_HC_NULL_HEAVY       5u  /* returns 0 like LP_HC_NULL but always takes
                                     * the heavy path (tests and benchmarks) */
+#define LP_HC_TIMER            6u  /* RBX = delay in microseconds (1..10^7), RCX =
+                                    * vector 32..255: queue that interrupt once the
+                                    * delay has passed (a one-shot test timer) */
 
 #define LP_STATS_ALL           0xffffffffu
 

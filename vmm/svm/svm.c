@@ -214,9 +214,23 @@ static inline __attribute__((always_inline)) void per_exit_enter(struct vcpu *v,
 		smsr_load_guest(v);            /* after VMLOAD, which loaded stale copies */
 }
 
+void vendor_host_interrupt_window(void)
+{
+	asm volatile("stgi; nop; clgi" ::: "memory");
+}
+
+void vendor_host_wait_for_interrupt(void)
+{
+	/* sti's one-instruction shadow makes "sti; hlt" race-free */
+	asm volatile("stgi; sti; hlt; clgi" ::: "memory");
+}
+
 void vendor_state_enter(struct vcpu *v)
 {
 	const struct lp_options *o = v->vm->opt;
+	/* Host interrupts stay pending while GIF=0 (all of the light loop); with
+	 * RFLAGS.IF=1 at VMRUN one arriving in the guest causes an INTR exit. */
+	asm volatile("clgi; sti" ::: "memory");
 	if (!o->pmu_lazy || v->vm->has_vpmu)
 		pmu_load_guest(v);
 	if (!o->dr_lazy || v->dr_dirty)
@@ -607,7 +621,8 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	const struct lp_options *o = v->vm->opt;
 	memset(vmcb, 0, sizeof(*vmcb));
 	vmcb->intercept_dr = o->dr_lazy ? 0x00ff00ffu : 0;  /* seed 001: trap until first use */
-	vmcb->intercept_misc1 = SVM_INTERCEPT_CPUID | SVM_INTERCEPT_HLT | SVM_INTERCEPT_INVLPGA |
+	vmcb->intercept_misc1 = SVM_INTERCEPT_INTR | SVM_INTERCEPT_CPUID | SVM_INTERCEPT_HLT |
+				SVM_INTERCEPT_INVLPGA |
 				SVM_INTERCEPT_INVD | SVM_INTERCEPT_IOIO_PROT | SVM_INTERCEPT_MSR_PROT |
 				SVM_INTERCEPT_SHUTDOWN;
 	vmcb->intercept_misc2 = SVM_INTERCEPT_VMRUN | SVM_INTERCEPT_VMMCALL | SVM_INTERCEPT_VMLOAD |
@@ -834,13 +849,24 @@ void vendor_handle_heavy(struct vcpu *v)
 	case SVM_EXIT_IOIO:
 		heavy_io(v);
 		break;
-	case SVM_EXIT_HLT:
+	case SVM_EXIT_HLT: {
+		/* a blocking HLT: sleep until a timer makes an interrupt pending */
+		bool can_wake = vmcb->rflags & RFLAGS_IF;
+		while (can_wake && !(vmcb->int_ctl & INT_CTL_V_IRQ) && v->vm->nr_timers) {
+			vendor_host_wait_for_interrupt();
+			vm_timers_run(v->vm);
+		}
 		if (vmcb->int_ctl & INT_CTL_V_IRQ)
 			heavy_skip(v, op_hlt, 1);
 		else
 			vm_fault(v->vm, "HLT at rip 0x%lx with no interrupt pending and no interrupt "
 				 "source that could wake it (RFLAGS.IF=%u)", vmcb->rip,
 				 (unsigned)((vmcb->rflags >> 9) & 1));
+		break;
+	}
+	case SVM_EXIT_INTR:
+		vendor_host_interrupt_window();
+		vm_timers_run(v->vm);
 		break;
 	case SVM_EXIT_INVD:
 		heavy_skip(v, op_invd, 2);  /* nothing cached to lose under NPT: a no-op */

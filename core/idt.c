@@ -1,0 +1,58 @@
+#include "core/idt.h"
+
+#include "core/console.h"
+#include "core/timer.h"
+
+struct idt_gate {
+	uint16_t off_lo, sel;
+	uint8_t ist, type;
+	uint16_t off_mid;
+	uint32_t off_hi, zero;
+} __attribute__((packed));
+
+static struct idt_gate idt[256] __attribute__((aligned(16)));
+
+#define DECLARE(v) extern char idt_stub_##v[]
+DECLARE(0); DECLARE(1); DECLARE(2); DECLARE(3); DECLARE(4); DECLARE(5); DECLARE(6);
+DECLARE(7); DECLARE(8); DECLARE(10); DECLARE(11); DECLARE(12); DECLARE(13); DECLARE(14);
+DECLARE(16); DECLARE(17); DECLARE(18); DECLARE(19); DECLARE(32); DECLARE(255);
+
+static void set_gate(unsigned vec, void *handler)
+{
+	uint64_t a = (uint64_t)(uintptr_t)handler;
+	idt[vec] = (struct idt_gate){ (uint16_t)a, 0x08, 0, 0x8e, (uint16_t)(a >> 16),
+				      (uint32_t)(a >> 32), 0 };
+}
+
+void idt_init(void)
+{
+	static const struct { unsigned vec; char *stub; } gates[] = {
+		{ 0, idt_stub_0 }, { 1, idt_stub_1 }, { 2, idt_stub_2 }, { 3, idt_stub_3 },
+		{ 4, idt_stub_4 }, { 5, idt_stub_5 }, { 6, idt_stub_6 }, { 7, idt_stub_7 },
+		{ 8, idt_stub_8 }, { 10, idt_stub_10 }, { 11, idt_stub_11 }, { 12, idt_stub_12 },
+		{ 13, idt_stub_13 }, { 14, idt_stub_14 }, { 16, idt_stub_16 }, { 17, idt_stub_17 },
+		{ 18, idt_stub_18 }, { 19, idt_stub_19 }, { IDT_VECTOR_TIMER, idt_stub_32 },
+		{ IDT_VECTOR_SPURIOUS, idt_stub_255 },
+	};
+	for (unsigned i = 0; i < sizeof(gates) / sizeof(gates[0]); i++)
+		set_gate(gates[i].vec, gates[i].stub);
+	struct {
+		uint16_t limit;
+		uint64_t base;
+	} __attribute__((packed)) desc = { sizeof(idt) - 1, (uint64_t)(uintptr_t)idt };
+	asm volatile("lidt %0" ::"m"(desc));
+}
+
+void idt_dispatch(struct idt_frame *f)
+{
+	if (f->vector == IDT_VECTOR_TIMER) {
+		timer_interrupt();
+		return;
+	}
+	if (f->vector == IDT_VECTOR_SPURIOUS)
+		return;
+	uint64_t cr2;
+	asm volatile("mov %%cr2, %0" : "=r"(cr2));
+	panic("host exception %lu (error 0x%lx) at rip 0x%lx, cr2 0x%lx", f->vector, f->error,
+	      f->rip, cr2);
+}

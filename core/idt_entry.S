@@ -1,0 +1,58 @@
+/* Host interrupt and exception stubs: push a vector (and a zero error code
+ * where the CPU pushes none), save the caller-saved GPRs, call idt_dispatch. */
+	.text
+.macro stub vec, has_err
+	.globl idt_stub_\vec
+idt_stub_\vec:
+	.if \has_err == 0
+	push $0
+	.endif
+	push $\vec
+	jmp idt_common
+.endm
+
+	stub 0, 0
+	stub 1, 0
+	stub 2, 0
+	stub 3, 0
+	stub 4, 0
+	stub 5, 0
+	stub 6, 0
+	stub 7, 0
+	stub 8, 1
+	stub 10, 1
+	stub 11, 1
+	stub 12, 1
+	stub 13, 1
+	stub 14, 1
+	stub 16, 0
+	stub 17, 1
+	stub 18, 0
+	stub 19, 0
+	stub 32, 0
+	stub 255, 0
+
+idt_common:
+	push %rax
+	push %rcx
+	push %rdx
+	push %rsi
+	push %rdi
+	push %r8
+	push %r9
+	push %r10
+	push %r11
+	lea 72(%rsp), %rdi          /* struct idt_frame: vector, error, then the CPU's frame */
+	call idt_dispatch
+	pop %r11
+	pop %r10
+	pop %r9
+	pop %r8
+	pop %rdi
+	pop %rsi
+	pop %rdx
+	pop %rcx
+	pop %rax
+	add $16, %rsp               /* vector and error code */
+	iretq
+	.section .note.GNU-stack, "", @progbits

@@ -1,0 +1,84 @@
+#include "core/timer.h"
+
+#include "core/console.h"
+#include "core/cpu.h"
+#include "core/idt.h"
+#include "core/tsc.h"
+
+#define LAPIC_BASE      0xfee00000ull
+#define LAPIC_EOI       0x0b0
+#define LAPIC_SVR       0x0f0
+#define LAPIC_LVT_TIMER 0x320
+#define LAPIC_TIMER_ICR 0x380
+#define LAPIC_TIMER_CCR 0x390
+#define LAPIC_TIMER_DCR 0x3e0
+#define LVT_MASKED      (1u << 16)
+
+static volatile bool fired;
+static uint64_t lapic_per_tsc_q32;   /* LAPIC timer counts per TSC tick, 32.32 fixed point */
+
+static inline volatile uint32_t *lapic_reg(unsigned off)
+{
+	return (volatile uint32_t *)(uintptr_t)(LAPIC_BASE + off);
+}
+
+int timer_init(void)
+{
+	uint32_t r[4];
+	cpuid(1, 0, r);
+	if (!(r[3] & (1u << 9))) {
+		kprintf("lightpath: error: this CPU has no local APIC (CPUID.1:EDX.APIC)\n");
+		return -1;
+	}
+	wrmsr(0x1b, rdmsr(0x1b) | (1u << 11));          /* APIC global enable */
+	*lapic_reg(LAPIC_SVR) = 0x100 | IDT_VECTOR_SPURIOUS;
+	*lapic_reg(LAPIC_TIMER_DCR) = 0xb;               /* divide by 1 */
+	*lapic_reg(LAPIC_LVT_TIMER) = LVT_MASKED | IDT_VECTOR_TIMER;
+
+	/* count down from a large value for a known number of TSC ticks */
+	uint64_t tsc_window = tsc_hz() / 100;            /* 10 ms */
+	*lapic_reg(LAPIC_TIMER_ICR) = 0xffffffffu;
+	uint64_t start = rdtsc();
+	while (rdtsc() - start < tsc_window)
+		;
+	uint32_t counted = 0xffffffffu - *lapic_reg(LAPIC_TIMER_CCR);
+	*lapic_reg(LAPIC_TIMER_ICR) = 0;
+	if (!counted) {
+		kprintf("lightpath: error: the local APIC timer does not count\n");
+		return -1;
+	}
+	lapic_per_tsc_q32 = ((uint64_t)counted << 32) / tsc_window;
+	if (!lapic_per_tsc_q32)
+		lapic_per_tsc_q32 = 1;
+	*lapic_reg(LAPIC_LVT_TIMER) = IDT_VECTOR_TIMER;  /* one-shot, unmasked */
+	return 0;
+}
+
+void timer_program(uint64_t deadline_tsc)
+{
+	if (!deadline_tsc) {
+		*lapic_reg(LAPIC_TIMER_ICR) = 0;
+		return;
+	}
+	uint64_t now = rdtsc();
+	uint64_t delta = deadline_tsc > now ? deadline_tsc - now : 1;
+	unsigned __int128 counts = ((unsigned __int128)delta * lapic_per_tsc_q32) >> 32;
+	if (counts == 0)
+		counts = 1;
+	if (counts > 0xffffffffu)
+		counts = 0xffffffffu;       /* fires early; the caller re-arms */
+	*lapic_reg(LAPIC_TIMER_ICR) = (uint32_t)counts;
+}
+
+bool timer_take_fired(void)
+{
+	bool f = fired;
+	fired = false;
+	return f;
+}
+
+void timer_interrupt(void)
+{
+	fired = true;
+	*lapic_reg(LAPIC_EOI) = 0;
+}

@@ -1,0 +1,20 @@
+/* The host's one-shot timer: the xAPIC timer (MMIO at 0xFEE00000), which is
+ * what QEMU's emulated AMD CPUs have (no x2APIC, no TSC-deadline). Deadlines
+ * are in TSC ticks; the interrupt only sets a flag, the heavy path acts on it. */
+#ifndef CORE_TIMER_H
+#define CORE_TIMER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Enables the local APIC and calibrates its timer against the TSC. Returns
+ * negative (with a message printed) if there is no usable local APIC. */
+int timer_init(void);
+/* Fires IDT_VECTOR_TIMER at (or soon after) `deadline_tsc`; 0 stops it. */
+void timer_program(uint64_t deadline_tsc);
+/* True once since the last call if the timer interrupt arrived. */
+bool timer_take_fired(void);
+/* Called by the interrupt stub. */
+void timer_interrupt(void);
+
+#endif

@@ -186,4 +186,7 @@ void exit_print_stats(const struct vcpu *v)
 		total - heavy, heavy, share);
 	kprintf("  denied: %lu port reads, %lu port writes, %lu MSR accesses\n",
 		v->stats.denied_port_reads, v->stats.denied_port_writes, v->stats.denied_msrs);
+	if (v->stats.emulated || v->stats.denied_mmio_reads || v->stats.denied_mmio_writes)
+		kprintf("  emulated: %lu instructions; unclaimed MMIO: %lu reads, %lu writes\n",
+			v->stats.emulated, v->stats.denied_mmio_reads, v->stats.denied_mmio_writes);
 }

@@ -26,6 +26,53 @@ int vm_register_io(struct vm *vm, const struct io_range *r)
 	return 0;
 }
 
+int vm_register_mmio(struct vm *vm, const struct io_range *r)
+{
+	if (vm->nr_mmio == VM_MAX_MMIO_RANGES || r->base < vm->mem_size)
+		return -1;
+	vm->mmio[vm->nr_mmio++] = *r;
+	return 0;
+}
+
+const struct io_range *vm_find_mmio(const struct vm *vm, uint64_t gpa)
+{
+	for (unsigned i = 0; i < vm->nr_mmio; i++)
+		if (gpa - vm->mmio[i].base < vm->mmio[i].len)
+			return &vm->mmio[i];
+	return 0;
+}
+
+int vm_mmio_access(struct vcpu *v, uint64_t gpa, uint64_t *data, unsigned size, bool is_write)
+{
+	const struct io_range *r = vm_find_mmio(v->vm, gpa);
+	if (!r) {
+		if (is_write) {
+			v->stats.denied_mmio_writes++;
+		} else {
+			v->stats.denied_mmio_reads++;
+			*data = ~0ull;
+		}
+		return IO_OK;
+	}
+	return r->fn(v, gpa, data, size, is_write, r->opaque);
+}
+
+int vm_port_access(struct vcpu *v, uint16_t port, uint64_t *data, unsigned size, bool is_write)
+{
+	struct vm *vm = v->vm;
+	unsigned idx = vm->port_map[port];
+	if (!idx) {
+		if (is_write) {
+			v->stats.denied_port_writes++;
+		} else {
+			v->stats.denied_port_reads++;
+			*data = ~0ull;
+		}
+		return IO_OK;
+	}
+	return vm->io[idx].fn(v, port, data, size, is_write, vm->io[idx].opaque);
+}
+
 int vm_register_msr(struct vm *vm, uint32_t base, uint32_t count, msr_handler_fn fn)
 {
 	if (vm->nr_msr == VM_MAX_MSR_RANGES)
@@ -163,6 +210,10 @@ static void vm_create_devices(struct vm *vm)
 	postcode_init(&vm->postcode, vm);
 	postcode_range(&vm->postcode, &r);
 	add_device(vm, &r);
+	mmio_test_init(&vm->mmio_test, vm, LP_MMIO_TEST_BASE);
+	mmio_test_range(&vm->mmio_test, &r);
+	if (vm_register_mmio(vm, &r))
+		panic("too many MMIO ranges");
 }
 
 /* vcpu_run: the outer (heavy) loop; the light loop lives in the backend. */

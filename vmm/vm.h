@@ -7,6 +7,7 @@
 
 #include "core/options.h"
 #include "dev/debug_exit.h"
+#include "dev/mmio_test.h"
 #include "dev/device.h"
 #include "dev/pmtimer.h"
 #include "dev/postcode.h"
@@ -18,6 +19,7 @@
 #define CPUID_CACHED_LEAVES 0x20
 
 #define VM_MAX_IO_RANGES  16
+#define VM_MAX_MMIO_RANGES 8
 #define VM_MAX_TIMERS     16
 #define VM_MAX_MSR_RANGES 16
 
@@ -42,6 +44,8 @@ struct exit_stats {
 	uint64_t exits[LP_EXIT_COUNT];   /* counted once per exit */
 	uint64_t heavy[LP_EXIT_COUNT];   /* of those, the ones that took the heavy path */
 	uint64_t denied_port_reads, denied_port_writes, denied_msrs;
+	uint64_t denied_mmio_reads, denied_mmio_writes;
+	uint64_t emulated;       /* instructions the emulator performed */
 };
 
 /* vcpu->pending: hazard bits tested once at the end of every light exit. */
@@ -107,6 +111,8 @@ struct vm {
 	uint8_t port_map[65536];    /* port -> index into io[] (0 = nobody) */
 	unsigned nr_io;
 	struct io_range io[VM_MAX_IO_RANGES];
+	unsigned nr_mmio;
+	struct io_range mmio[VM_MAX_MMIO_RANGES];   /* guest-physical, above RAM */
 	unsigned nr_msr;
 	struct msr_range msr[VM_MAX_MSR_RANGES];
 	uint64_t mtrr_def_type;
@@ -115,6 +121,7 @@ struct vm {
 	struct debug_exit debug_exit;
 	struct pmtimer pmtimer;
 	struct postcode postcode;
+	struct mmio_test mmio_test;
 
 	struct vm_timer *timers[VM_MAX_TIMERS];  /* armed ones */
 	unsigned nr_timers;
@@ -136,6 +143,13 @@ static inline void *gpa_to_host(struct vm *vm, uint64_t gpa, uint64_t len)
 }
 
 int vm_register_io(struct vm *vm, const struct io_range *r);
+int vm_register_mmio(struct vm *vm, const struct io_range *r);
+const struct io_range *vm_find_mmio(const struct vm *vm, uint64_t gpa);
+/* One device access as the instruction emulator makes it: *data in/out,
+ * size 1/2/4(/8 for MMIO). Nobody there: reads all-ones, writes dropped
+ * (counted as denied). Returns IO_OK, IO_VM_END or a negative error. */
+int vm_mmio_access(struct vcpu *v, uint64_t gpa, uint64_t *data, unsigned size, bool is_write);
+int vm_port_access(struct vcpu *v, uint16_t port, uint64_t *data, unsigned size, bool is_write);
 int vm_register_msr(struct vm *vm, uint32_t base, uint32_t count, msr_handler_fn fn);
 /* Fires every armed timer whose deadline has passed and reprograms the host
  * timer for the next one. Returns true if any fired. */

@@ -73,6 +73,10 @@ enum lp_exit_reason {
 #define LP_PMTIMER_HZ          3579545u
 #define LP_DEBUG_EXIT_PORT     0xf4u
 
+/* The emulator's MMIO test device (dev/mmio_test.h): 4 KiB, present in every
+ * VM; the first 2 KiB read back what was written. */
+#define LP_MMIO_TEST_BASE      0xfeb00000u
+
 /* VM end statuses lightpath itself uses (QEMU exit code = (status << 1) | 1). */
 #define LP_STATUS_VM_FAULT     0x70u /* VM stopped for misbehaving (QEMU: 225) */
 #define LP_STATUS_HV_ERROR     0x7fu /* hypervisor could not run (QEMU: 255) */

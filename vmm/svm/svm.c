@@ -8,6 +8,8 @@
 #include "core/pmem.h"
 #include "emul/pio_decode.h"
 #include "emul/svm_ioio.h"
+#include "emul/x86_emulate.h"
+#include "lib/printf.h"
 #include "lib/string.h"
 #include "vmm/exit.h"
 #include "vmm/guest_mem.h"
@@ -780,6 +782,8 @@ uint64_t vendor_guest_rip(struct vcpu *v)
 
 /* ---- the heavy path ---- */
 
+static void heavy_emulate(struct vcpu *v, uint64_t fault_gpa, const struct io_intercept *io);
+
 static void heavy_io(struct vcpu *v)
 {
 	struct vmcb *vmcb = &v->arch.vmcb;
@@ -802,12 +806,131 @@ static void heavy_io(struct vcpu *v)
 		}
 	}
 	if (io.string) {
-		vm_fault(v->vm, "string port I/O (INS/OUTS) on port 0x%x is not supported yet",
-			 io.port);
+		heavy_emulate(v, 0, &io);
 		return;
 	}
 	exit_port_io(v, io.port, io.size, io.in, &vmcb->rax);
 	vmcb->rip = io.next_rip;
+}
+
+/* ---- the instruction emulator (MMIO and string I/O), heavy path only ---- */
+
+static void *emul_gpa_ptr(struct emul_ctx *c, uint64_t gpa, size_t len)
+{
+	struct vcpu *v = c->opaque;
+	return gpa_to_host(v->vm, gpa, len);
+}
+
+static int emul_mmio_cb(struct emul_ctx *c, uint64_t gpa, uint64_t *data, unsigned size,
+			bool is_write)
+{
+	return vm_mmio_access(c->opaque, gpa, data, size, is_write);
+}
+
+static int emul_pio_cb(struct emul_ctx *c, uint16_t port, uint64_t *data, unsigned size,
+		       bool is_write)
+{
+	return vm_port_access(c->opaque, port, data, size, is_write);
+}
+
+static void emul_ctx_load(struct vcpu *v, struct emul_ctx *c)
+{
+	const struct vmcb *vmcb = &v->arch.vmcb;
+	const struct guest_regs *r = &v->regs;
+	memset(c, 0, sizeof(*c));
+	c->gpr[X86_RAX] = vmcb->rax;  c->gpr[X86_RCX] = r->rcx;  c->gpr[X86_RDX] = r->rdx;
+	c->gpr[X86_RBX] = r->rbx;     c->gpr[X86_RSP] = vmcb->rsp; c->gpr[X86_RBP] = r->rbp;
+	c->gpr[X86_RSI] = r->rsi;     c->gpr[X86_RDI] = r->rdi;  c->gpr[X86_R8] = r->r8;
+	c->gpr[X86_R9] = r->r9;       c->gpr[X86_R10] = r->r10;  c->gpr[X86_R11] = r->r11;
+	c->gpr[X86_R12] = r->r12;     c->gpr[X86_R13] = r->r13;  c->gpr[X86_R14] = r->r14;
+	c->gpr[X86_R15] = r->r15;
+	c->rip = vmcb->rip;
+	c->rflags = vmcb->rflags;
+	c->seg_base[0] = vmcb->es.base; c->seg_base[1] = vmcb->cs.base;
+	c->seg_base[2] = vmcb->ss.base; c->seg_base[3] = vmcb->ds.base;
+	c->seg_base[4] = vmcb->fs.base; c->seg_base[5] = vmcb->gs.base;
+	fill_guest_paging(v, &c->pg);
+	c->cpl = vmcb->cpl;
+	c->gpa_ptr = emul_gpa_ptr;
+	c->mmio = emul_mmio_cb;
+	c->pio = emul_pio_cb;
+	c->opaque = v;
+}
+
+static void emul_ctx_store(struct vcpu *v, const struct emul_ctx *c)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	struct guest_regs *r = &v->regs;
+	vmcb->rax = c->gpr[X86_RAX];  r->rcx = c->gpr[X86_RCX];  r->rdx = c->gpr[X86_RDX];
+	r->rbx = c->gpr[X86_RBX];     vmcb->rsp = c->gpr[X86_RSP]; r->rbp = c->gpr[X86_RBP];
+	r->rsi = c->gpr[X86_RSI];     r->rdi = c->gpr[X86_RDI];  r->r8 = c->gpr[X86_R8];
+	r->r9 = c->gpr[X86_R9];       r->r10 = c->gpr[X86_R10];  r->r11 = c->gpr[X86_R11];
+	r->r12 = c->gpr[X86_R12];     r->r13 = c->gpr[X86_R13];  r->r14 = c->gpr[X86_R14];
+	r->r15 = c->gpr[X86_R15];
+	vmcb->rip = c->rip;
+	vmcb->rflags = c->rflags;
+}
+
+/* Runs the emulator for an NPF on MMIO (io == 0) or a string I/O exit and
+ * acts on its result. */
+static void heavy_emulate(struct vcpu *v, uint64_t fault_gpa, const struct io_intercept *io)
+{
+	struct emul_ctx c;
+	struct emul_result res;
+	enum emul_status st;
+	emul_ctx_load(v, &c);
+	memset(&res, 0, sizeof(res));
+	st = io ? emul_string_io(&c, io, &res) : emul_mmio(&c, fault_gpa, &res);
+	switch (st) {
+	case EMUL_DONE:
+		emul_ctx_store(v, &c);
+		v->stats.emulated++;
+		break;
+	case EMUL_EXCEPTION:
+		emul_ctx_store(v, &c);
+		if (res.vector == EMUL_VEC_PF)
+			v->arch.vmcb.cr2 = res.cr2;
+		inject_exception(v, res.vector, res.has_error_code, res.error_code);
+		break;
+	case EMUL_RETRY:
+		break;
+	case EMUL_VM_END:
+		emul_ctx_store(v, &c);
+		break;
+	case EMUL_UNSUPPORTED: {
+		char bytes[3 * X86_MAX_INSN_LEN + 1];
+		unsigned n = 0;
+		for (unsigned i = 0; i < res.nbytes && n + 4 < sizeof(bytes); i++)
+			n += snprintf(bytes + n, sizeof(bytes) - n, "%s%02x", i ? " " : "", res.bytes[i]);
+		bytes[n] = 0;
+		vm_fault(v->vm, "cannot emulate the %s at rip 0x%lx (%s; bytes %s)",
+			 io ? "string I/O" : "MMIO access", res.rip, res.reason ? res.reason : "?",
+			 n ? bytes : "none");
+		break;
+	}
+	case EMUL_IO_ERROR:
+		vm_fault(v->vm, "device error %d during emulation at rip 0x%lx", res.io_error,
+			 v->arch.vmcb.rip);
+		break;
+	}
+}
+
+static void heavy_npf(struct vcpu *v)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	uint64_t gpa = vmcb->exitinfo2;
+	bool final_access = vmcb->exitinfo1 & (1ull << 32);
+	if (vm_find_mmio(v->vm, gpa)) {
+		if (final_access) {
+			heavy_emulate(v, gpa, 0);
+			return;
+		}
+		vm_fault(v->vm, "the guest's page tables point into MMIO at 0x%lx (rip 0x%lx)", gpa,
+			 vmcb->rip);
+		return;
+	}
+	vm_fault(v->vm, "guest-physical access to 0x%lx outside its RAM and devices at rip 0x%lx",
+		 gpa, vmcb->rip);
 }
 
 static void heavy_skip(struct vcpu *v, const uint8_t *op, unsigned len)
@@ -890,8 +1013,7 @@ void vendor_handle_heavy(struct vcpu *v)
 		vm_fault(v->vm, "triple fault (SHUTDOWN exit) at rip 0x%lx", vmcb->rip);
 		break;
 	case SVM_EXIT_NPF:
-		vm_fault(v->vm, "guest-physical access to 0x%lx outside its RAM and devices at rip 0x%lx",
-			 vmcb->exitinfo2, vmcb->rip);
+		heavy_npf(v);
 		break;
 	case SVM_EXIT_INVALID:
 		vm_fault(v->vm, "VMRUN refused the guest state (exit code -1) at rip 0x%lx", vmcb->rip);

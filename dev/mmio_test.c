@@ -1,0 +1,55 @@
+#include "dev/mmio_test.h"
+
+#include "lib/string.h"
+
+void mmio_test_init(struct mmio_test *dev, struct vm *vm, uint64_t base)
+{
+	memset(dev, 0, sizeof(*dev));
+	dev->vm = vm;
+	dev->base = base;
+}
+
+int mmio_test_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size, bool is_write,
+		 void *opaque)
+{
+	(void)vcpu;
+	struct mmio_test *dev = opaque;
+	uint64_t off = addr - dev->base;
+	uint64_t mask = size >= 8 ? ~0ull : (1ull << (size * 8)) - 1;
+	uint64_t record = size | (uint64_t)is_write << 8 | off << 16;
+
+	if (off + size <= MMIO_TEST_SCRATCH_END) {
+		if (is_write) {
+			uint64_t v = *data;
+			memcpy(dev->scratch + off, &v, size);
+		} else {
+			uint64_t v = 0;
+			memcpy(&v, dev->scratch + off, size);
+			*data = v;
+		}
+	} else if (!is_write && off == MMIO_TEST_COUNT) {
+		*data = dev->count & mask;
+	} else if (!is_write && off == MMIO_TEST_LAST) {
+		*data = dev->last & mask;
+	} else if (is_write && off == MMIO_TEST_RESET) {
+		memset(dev->scratch, 0, sizeof(dev->scratch));
+		dev->count = 0;
+		dev->last = 0;
+		return IO_OK;
+	} else if (!is_write) {
+		*data = ~0ull & mask;
+	}
+	dev->count++;
+	dev->last = record;
+	return IO_OK;
+}
+
+void mmio_test_range(struct mmio_test *dev, struct io_range *r)
+{
+	r->base = dev->base;
+	r->len = MMIO_TEST_SIZE;
+	r->fn = mmio_test_io;
+	r->opaque = dev;
+	r->light = false;
+	r->name = "mmio-test";
+}

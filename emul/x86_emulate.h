@@ -1,0 +1,214 @@
+/* x86 instruction emulator for MMIO and string port I/O (heavy exit path).
+ *
+ * Under SVM without decode assists (QEMU TCG) a guest access to emulated
+ * MMIO arrives as a nested page fault (#VMEXIT_NPF) that gives only the
+ * faulting guest-physical address, and a string I/O intercept gives no
+ * memory address at all. The emulator fetches the instruction at CS:RIP by
+ * walking the guest's own page tables (paging off, 32-bit, PAE, 4-level),
+ * decodes it (emul/x86_decode.h), performs the access on the device through
+ * a callback and updates registers, flags and RIP.
+ *
+ * ----------------------------------------------------------------------
+ * How the hypervisor wires it (heavy path only):
+ *
+ *  1. Fill a struct emul_ctx from the VMCB and the saved guest GPRs:
+ *       gpr[16]       guest RAX..R15 (RAX and RSP come from the VMCB)
+ *       rip, rflags   VMCB save area
+ *       seg_base[6]   ES, CS, SS, DS, FS, GS bases (VMCB segment bases)
+ *       pg            struct guest_paging: cr0, cr3, cr4, efer (VMCB),
+ *                     cs_long = EFER.LMA && CS.L, cs_32 = CS.D
+ *       cpl           VMCB CPL
+ *       maxphyaddr    guest MAXPHYADDR (CPUID 0x80000008 EAX[7:0]); 0 = 52
+ *       gpa_ptr       RAM: host pointer for [gpa, gpa+len) (never crosses a
+ *                     4 KiB page), or NULL when the GPA is not RAM (MMIO or
+ *                     unbacked). This is the "classify GPA" helper: NULL
+ *                     routes the access to `mmio`. Wrap gpa_to_host().
+ *       mmio          device MMIO dispatch: (ctx, gpa, &data, size 1/2/4/8,
+ *                     is_write) -> IO_OK / IO_VM_END / negative error, the
+ *                     same contract as dev/device.h io_handler_fn. Must
+ *                     accept any GPA (unbacked: read all-ones, drop writes).
+ *       pio           port I/O dispatch (ctx, port, &data, size 1/2/4,
+ *                     is_write), same return contract.
+ *       opaque        anything (the vcpu); callbacks reach it through ctx.
+ *       rep_max       REP iterations per call, 0 = EMUL_REP_MAX (256).
+ *
+ *  2. Call
+ *       #VMEXIT_NPF on an MMIO GPA  -> emul_mmio(ctx, EXITINFO2, &res)
+ *          (only for a fault on the final access, EXITINFO1 bit 32 set; a
+ *          fault during the guest's page walk (bit 33) on MMIO is a guest
+ *          bug: stop the VM)
+ *       #VMEXIT_IOIO with STR set   -> emul_string_io(ctx, &io, &res)
+ *          (io from svm_ioio_decode(); the port, size and direction are
+ *          cross-checked with the decoded INS/OUTS)
+ *
+ *  3. Act on the result:
+ *       EMUL_DONE         copy gpr[], rip, rflags back (RAX/RSP/RIP/RFLAGS
+ *                         into the VMCB) and resume. For a REP string
+ *                         instruction that is not finished, rip is unchanged
+ *                         and rCX/rSI/rDI have advanced: the guest re-executes
+ *                         it and exits again (interrupts can come in between).
+ *       EMUL_EXCEPTION    registers are as the architecture requires at the
+ *                         fault (completed REP iterations are kept): copy them
+ *                         back, then inject res.vector (VMCB EVENTINJ, type
+ *                         exception) with res.error_code if res.has_error_code;
+ *                         for #PF (14) also set the guest CR2 = res.cr2.
+ *       EMUL_UNSUPPORTED  the instruction is outside the supported set (or
+ *                         code is fetched from MMIO, or a guest page table
+ *                         lies outside RAM). Nothing was changed. Stop the VM
+ *                         with one line naming res.reason and the bytes
+ *                         res.bytes[0..res.nbytes) at res.rip (or inject #UD:
+ *                         vector 6, no error code, if that suits the VM).
+ *       EMUL_RETRY        nothing was changed: the instruction at RIP does not
+ *                         access the faulting GPA / is not the intercepted
+ *                         string I/O (another vCPU changed the code or the
+ *                         guest page tables). Resume the guest; it re-executes.
+ *       EMUL_VM_END       a device callback returned IO_VM_END; the VM ends.
+ *       EMUL_IO_ERROR     a device callback returned res.io_error < 0: stop
+ *                         the VM with that error.
+ *
+ * Not modelled: segment limits and attributes (the CPU checked them for
+ * the faulting access; later REP iterations are not re-checked), alignment
+ * checks, protection keys, RFLAGS.TF single-step after an emulated
+ * instruction, and accessed/dirty bits are set in the guest page tables only
+ * when they live in RAM (they always do in practice). Accesses are not
+ * atomic with respect to other vCPUs (LOCK and XCHG on MMIO are a read and a
+ * write).
+ * ---------------------------------------------------------------------- */
+#ifndef EMUL_X86_EMULATE_H
+#define EMUL_X86_EMULATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "emul/x86_decode.h"
+#include "vmm/guest_mem.h"      /* struct guest_paging */
+#include "vmm/io_intercept.h"   /* struct io_intercept */
+
+#define EMUL_REP_MAX 256u
+
+/* Control-register and RFLAGS bits the emulator looks at. */
+#define EMUL_CR0_PE     (1ull << 0)
+#define EMUL_CR0_WP     (1ull << 16)
+#define EMUL_CR0_PG     (1ull << 31)
+#define EMUL_CR4_PSE    (1ull << 4)
+#define EMUL_CR4_PAE    (1ull << 5)
+#define EMUL_CR4_SMEP   (1ull << 20)
+#define EMUL_CR4_SMAP   (1ull << 21)
+#define EMUL_EFER_LMA   (1ull << 10)
+#define EMUL_EFER_NXE   (1ull << 11)
+
+#define EMUL_RFLAGS_CF  (1ull << 0)
+#define EMUL_RFLAGS_PF  (1ull << 2)
+#define EMUL_RFLAGS_AF  (1ull << 4)
+#define EMUL_RFLAGS_ZF  (1ull << 6)
+#define EMUL_RFLAGS_SF  (1ull << 7)
+#define EMUL_RFLAGS_DF  (1ull << 10)
+#define EMUL_RFLAGS_OF  (1ull << 11)
+#define EMUL_RFLAGS_RF  (1ull << 16)
+#define EMUL_RFLAGS_VM  (1ull << 17)
+#define EMUL_RFLAGS_AC  (1ull << 18)
+#define EMUL_RFLAGS_STATUS (EMUL_RFLAGS_CF | EMUL_RFLAGS_PF | EMUL_RFLAGS_AF | \
+			    EMUL_RFLAGS_ZF | EMUL_RFLAGS_SF | EMUL_RFLAGS_OF)
+
+/* Exception vectors the emulator injects. */
+#define EMUL_VEC_UD 6
+#define EMUL_VEC_SS 12
+#define EMUL_VEC_GP 13
+#define EMUL_VEC_PF 14
+
+/* #PF error code bits. */
+#define EMUL_PFEC_P    (1u << 0)
+#define EMUL_PFEC_W    (1u << 1)
+#define EMUL_PFEC_U    (1u << 2)
+#define EMUL_PFEC_RSVD (1u << 3)
+#define EMUL_PFEC_I    (1u << 4)
+
+enum emul_status {
+	EMUL_DONE = 0,
+	EMUL_EXCEPTION,
+	EMUL_UNSUPPORTED,
+	EMUL_RETRY,
+	EMUL_VM_END,
+	EMUL_IO_ERROR,
+};
+
+enum emul_access { EMUL_ACC_READ = 0, EMUL_ACC_WRITE, EMUL_ACC_FETCH };
+
+struct emul_ctx;
+
+/* RAM: host pointer for [gpa, gpa + len), len <= bytes left in the page;
+ * NULL: not RAM (the access goes to mmio). */
+typedef void *(*emul_gpa_ptr_fn)(struct emul_ctx *ctx, uint64_t gpa, size_t len);
+/* Device access; returns 0 (IO_OK), 1 (IO_VM_END) or a negative error. For a
+ * read, store the value in *data (low `size` bytes are used). */
+typedef int (*emul_mmio_fn)(struct emul_ctx *ctx, uint64_t gpa, uint64_t *data,
+			    unsigned size, bool is_write);
+typedef int (*emul_pio_fn)(struct emul_ctx *ctx, uint16_t port, uint64_t *data,
+			   unsigned size, bool is_write);
+
+struct emul_ctx {
+	uint64_t gpr[16];          /* enum x86_gpr order */
+	uint64_t rip;
+	uint64_t rflags;
+	uint64_t seg_base[6];      /* enum x86_seg order: ES CS SS DS FS GS */
+	struct guest_paging pg;
+	uint8_t cpl;
+	uint8_t maxphyaddr;        /* 0 means 52 */
+	unsigned rep_max;          /* 0 means EMUL_REP_MAX */
+	emul_gpa_ptr_fn gpa_ptr;
+	emul_mmio_fn mmio;
+	emul_pio_fn pio;
+	void *opaque;
+};
+
+struct emul_result {
+	/* EMUL_EXCEPTION */
+	uint8_t vector;
+	bool has_error_code;
+	uint32_t error_code;
+	uint64_t cr2;              /* #PF: faulting linear address */
+	/* EMUL_UNSUPPORTED (and filled whenever the bytes were fetched) */
+	uint8_t bytes[X86_MAX_INSN_LEN];
+	uint8_t nbytes;
+	uint64_t rip;              /* RIP of the instruction */
+	const char *reason;        /* one short phrase, for the report */
+	/* EMUL_IO_ERROR */
+	int io_error;
+	/* statistics */
+	unsigned iterations;       /* element accesses performed (REP) */
+	struct x86_insn insn;      /* the decoded instruction (when decoded) */
+};
+
+/* Nested page fault on an MMIO GPA: emulate the instruction at CS:RIP,
+ * whose memory access must touch fault_gpa's page. */
+enum emul_status emul_mmio(struct emul_ctx *ctx, uint64_t fault_gpa, struct emul_result *res);
+
+/* String port I/O intercept (INS/OUTS, possibly REP). exit_io may be NULL;
+ * otherwise its port/size/in are checked against the decoded instruction. */
+enum emul_status emul_string_io(struct emul_ctx *ctx, const struct io_intercept *exit_io,
+				struct emul_result *res);
+
+/* Building blocks, exported for the hypervisor and the tests. */
+
+/* The mode the CPU decodes in: 64 (long mode, CS.L), 32 (CS.D) or 16 (real,
+ * virtual-8086, 16-bit protected mode). */
+enum x86_mode emul_cpu_mode(const struct emul_ctx *ctx);
+
+/* Translates a linear address for one access of the given kind at the
+ * context's CPL, checking present/write/user/NX/SMEP/SMAP/reserved bits like
+ * the CPU, and setting accessed (and dirty, for writes) bits. Returns
+ * EMUL_DONE with *gpa, EMUL_EXCEPTION (#PF in *res), or EMUL_UNSUPPORTED (a
+ * page-table entry outside RAM). */
+enum emul_status emul_translate(struct emul_ctx *ctx, uint64_t lin, enum emul_access acc,
+				uint64_t *gpa, struct emul_result *res);
+
+/* Fetches up to X86_MAX_INSN_LEN bytes at CS:RIP into res->bytes and
+ * decodes them. */
+enum emul_status emul_fetch_decode(struct emul_ctx *ctx, struct emul_result *res);
+
+/* Arithmetic with flags exactly as the CPU: returns the result (truncated
+ * to size) and updates the status flags in *rflags. op is enum x86_alu_op. */
+uint64_t emul_alu(unsigned op, unsigned size, uint64_t a, uint64_t b, uint64_t *rflags);
+
+#endif

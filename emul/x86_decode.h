@@ -104,7 +104,7 @@ struct x86_insn {
 	uint8_t dst, src;      /* enum x86_operand; NONE for string instructions */
 
 	/* Prefixes */
-	bool rep;              /* F3 seen (string insns: REP; F2 also sets rep_any) */
+	bool rep;              /* F3 seen (string insns: REP; x86_has_rep() counts F2 too) */
 	bool repne;            /* F2 seen */
 	bool lock;             /* F0 seen (only accepted where the CPU allows it) */
 	bool opsize_prefix;    /* 66 seen */

@@ -62,6 +62,8 @@
  *                         access the faulting GPA / is not the intercepted
  *                         string I/O (another vCPU changed the code or the
  *                         guest page tables). Resume the guest; it re-executes.
+ *                         (A VM that keeps retrying at the same RIP should be
+ *                         stopped after a few tries: that would be a bug.)
  *       EMUL_VM_END       a device callback returned IO_VM_END; the VM ends.
  *       EMUL_IO_ERROR     a device callback returned res.io_error < 0: stop
  *                         the VM with that error.

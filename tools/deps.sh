@@ -7,9 +7,15 @@ set -euo pipefail
 packages=(
 	gcc make binutils python3
 	qemu-system-x86
-	libcmocka-dev
+	libcmocka-dev libzydis-dev
 	grub-pc-bin grub-common xorriso mtools
+	bochs bochsbios vgabios
 )
+# `make fuzz` only (LP_DEPS_FUZZ=1): clang with its sanitizer/libFuzzer
+# runtime, which clang only recommends.
+if [[ "${LP_DEPS_FUZZ:-0}" == 1 ]]; then
+	packages+=(clang libclang-rt-14-dev)
+fi
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
 	echo "lightpath: error: dpkg-query not found; this script needs Debian (12) or a derivative." >&2

@@ -91,6 +91,9 @@ struct vcpu {
 	/* seed 001: debug registers */
 	uint64_t guest_dr[4];
 	bool dr_dirty;
+	/* instruction emulator: consecutive RETRY results at one RIP */
+	uint64_t emul_retry_rip;
+	unsigned emul_retries;
 	/* seed 002: perf-counter MSRs */
 	uint64_t guest_pmu[8], host_pmu[8];
 };

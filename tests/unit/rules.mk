@@ -2,6 +2,8 @@
 # dev/, emul/ and core/options.c, built hosted with sanitizers.
 #   make unit-tests   build build/unit/test_*
 #   make unit-check   run them all; non-zero exit if any test failed
+#   make zydis-diff N=1000000   longer decoder differential run against Zydis
+#   make fuzz FUZZ_SECONDS=60   libFuzzer run of decode+emulate (clang)
 
 UNIT_DIR     := $(BUILD)/unit
 UNIT_CC      ?= gcc
@@ -15,6 +17,11 @@ UNIT_SUT_OBJS := $(patsubst %,$(UNIT_DIR)/obj/%.o,$(UNIT_SUT_SRCS))
 UNIT_TEST_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_TESTS     := $(patsubst tests/unit/%.c,$(UNIT_DIR)/%,$(UNIT_TEST_SRCS))
 
+# The decoder's differential test against Zydis (libzydis-dev): a cmocka
+# program too, run by unit-check with a bounded sample (ZYDIS_DIFF_N).
+UNIT_ZYDIS     := $(UNIT_DIR)/diff_zydis
+UNIT_TESTS     += $(UNIT_ZYDIS)
+
 .PHONY: unit-tests unit-check
 unit-tests: $(UNIT_TESTS)
 
@@ -24,6 +31,9 @@ $(UNIT_DIR)/obj/%.c.o: %.c
 
 $(UNIT_DIR)/test_%: $(UNIT_DIR)/obj/tests/unit/test_%.c.o $(UNIT_SUT_OBJS)
 	$(UNIT_CC) $(UNIT_CFLAGS) -o $@ $^ $(UNIT_LDLIBS)
+
+$(UNIT_ZYDIS): $(UNIT_DIR)/obj/tests/unit/diff_zydis.c.o $(UNIT_DIR)/obj/emul/x86_decode.c.o
+	$(UNIT_CC) $(UNIT_CFLAGS) -o $@ $^ $(UNIT_LDLIBS) -lZydis
 
 # Runs every binary even after a failure, so one run shows all failures.
 unit-check: unit-tests
@@ -36,6 +46,39 @@ unit-check: unit-tests
 	echo "unit-check: all $(words $(UNIT_TESTS)) test programs passed"
 
 -include $(UNIT_SUT_OBJS:.o=.d) $(UNIT_TEST_SRCS:tests/unit/%.c=$(UNIT_DIR)/obj/tests/unit/%.c.d)
+-include $(UNIT_DIR)/obj/tests/unit/diff_zydis.c.d
 
 # Keep the objects make would otherwise delete as intermediates.
-.SECONDARY: $(UNIT_SUT_OBJS) $(UNIT_TEST_SRCS:tests/unit/%.c=$(UNIT_DIR)/obj/tests/unit/%.c.o)
+.SECONDARY: $(UNIT_SUT_OBJS) $(UNIT_TEST_SRCS:tests/unit/%.c=$(UNIT_DIR)/obj/tests/unit/%.c.o) \
+            $(UNIT_DIR)/obj/tests/unit/diff_zydis.c.o
+
+# Longer differential run: `make zydis-diff N=2000000 [SEED=n]`.
+.PHONY: zydis-diff
+zydis-diff: N ?= 2000000
+zydis-diff: SEED ?=
+zydis-diff: $(UNIT_ZYDIS)
+	ZYDIS_DIFF_N=$(N) ZYDIS_DIFF_SEED=$(SEED) $(UNIT_ZYDIS)
+
+# libFuzzer target for decode + emulate against a fake guest memory:
+# `make fuzz FUZZ_SECONDS=60`. Needs clang and its libFuzzer/sanitizer
+# runtime (Debian 12: clang + libclang-rt-14-dev, installed by
+# LP_DEPS_FUZZ=1 tools/deps.sh). The corpus grows in build/fuzz/corpus,
+# seeded from tests/fuzz/seeds; crashing inputs land in build/fuzz/artifacts/.
+FUZZ_DIR      := $(BUILD)/fuzz
+FUZZ_CC       ?= clang
+FUZZ_SECONDS  ?= 60
+FUZZ_CFLAGS   := -std=gnu11 -O1 -g -Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined \
+                 -fno-sanitize-recover=all -fno-omit-frame-pointer -I. -Iinclude
+FUZZ_SRCS     := tests/fuzz/fuzz_emulate.c emul/x86_decode.c emul/x86_emulate.c
+.PHONY: fuzz fuzz-build
+fuzz-build: $(FUZZ_DIR)/fuzz_emulate
+$(FUZZ_DIR)/fuzz_emulate: $(FUZZ_SRCS) $(wildcard emul/*.h)
+	@mkdir -p $(dir $@)
+	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: $(FUZZ_CC) not found (apt-get install clang)"; exit 1; }
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(FUZZ_SRCS)
+fuzz:
+	@LP_DEPS_FUZZ=1 tools/deps.sh
+	@$(MAKE) --no-print-directory fuzz-build
+	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/artifacts
+	$(FUZZ_DIR)/fuzz_emulate -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+		-artifact_prefix=$(FUZZ_DIR)/artifacts/ $(FUZZ_DIR)/corpus tests/fuzz/seeds

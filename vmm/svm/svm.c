@@ -881,6 +881,8 @@ static void heavy_emulate(struct vcpu *v, uint64_t fault_gpa, const struct io_in
 	emul_ctx_load(v, &c);
 	memset(&res, 0, sizeof(res));
 	st = io ? emul_string_io(&c, io, &res) : emul_mmio(&c, fault_gpa, &res);
+	if (st != EMUL_RETRY)
+		v->emul_retries = 0;
 	switch (st) {
 	case EMUL_DONE:
 		emul_ctx_store(v, &c);
@@ -893,7 +895,18 @@ static void heavy_emulate(struct vcpu *v, uint64_t fault_gpa, const struct io_in
 		inject_exception(v, res.vector, res.has_error_code, res.error_code);
 		break;
 	case EMUL_RETRY:
-		break;
+		/* the code or page tables changed under us; a guest that keeps
+		 * doing that at one RIP would loop here forever */
+		if (v->arch.vmcb.rip == v->emul_retry_rip && ++v->emul_retries >= 16) {
+			vm_fault(v->vm, "the instruction at rip 0x%lx keeps changing under the emulator",
+				 v->emul_retry_rip);
+			return;
+		}
+		if (v->arch.vmcb.rip != v->emul_retry_rip) {
+			v->emul_retry_rip = v->arch.vmcb.rip;
+			v->emul_retries = 1;
+		}
+		return;
 	case EMUL_VM_END:
 		emul_ctx_store(v, &c);
 		break;

@@ -15,12 +15,12 @@ G_RT64 := $(patsubst %,$(G_DIR)/obj64/%.o,guests/rt/entry64.S guests/rt/rt.c \
           lib/string.c lib/printf.c)
 
 # 32-bit self tests (flat protected mode, paging off): guests/selftest/NAME.c
-G_TESTS32 := hello cpuid ports msrs virtinsn triple stats dr hlt
+G_TESTS32 := hello cpuid ports msrs virtinsn triple stats dr hlt mmio_bad
 # 64-bit self tests (long mode, paging on): guests/selftest/NAME.c
-G_TESTS64 := nextrip64
+G_TESTS64 := nextrip64 syscall64
 
 G_ELFS := $(G_TESTS32:%=$(G_DIR)/%.elf) $(G_TESTS64:%=$(G_DIR)/%.elf) \
-          $(G_DIR)/bench32.elf $(G_DIR)/bench64.elf
+          $(G_DIR)/bench32.elf $(G_DIR)/bench64.elf $(G_DIR)/mmio32.elf $(G_DIR)/mmio64.elf
 
 .PHONY: guests guests-native
 guests: $(G_ELFS)
@@ -53,6 +53,13 @@ $(G_DIR)/bench32.elf: $(G_DIR)/obj32/guests/bench/bench.c.o $(G_RT32) guests/rt/
 	$(CC) -m32 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
 
 $(G_DIR)/bench64.elf: $(G_DIR)/obj64/guests/bench/bench.c.o $(G_RT64) guests/rt/guest.ld
+	$(CC) -m64 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
+
+# The emulator self-test, one source built for both modes.
+$(G_DIR)/mmio32.elf: $(G_DIR)/obj32/guests/selftest/mmio.c.o $(G_RT32) guests/rt/guest.ld
+	$(CC) -m32 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
+
+$(G_DIR)/mmio64.elf: $(G_DIR)/obj64/guests/selftest/mmio.c.o $(G_RT64) guests/rt/guest.ld
 	$(CC) -m64 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
 
 # ELF32 copies of the 64-bit guests, only so that QEMU's own multiboot

@@ -32,9 +32,13 @@ OUT = os.path.join(ROOT, "build", "test")
 GUESTS = "build/guests"
 TIMEOUT = int(os.environ.get("LP_TEST_TIMEOUT", "60"))
 
-SELFTESTS = ("cpuid", "ports", "msrs", "virtinsn", "stats", "dr", "hlt", "nextrip64")
+SELFTESTS = ("cpuid", "ports", "msrs", "virtinsn", "stats", "dr", "hlt", "nextrip64",
+             "mmio32", "mmio64")
 # Guests whose results must not depend on the lazy/always code paths.
 SWITCHED_GUESTS = ("msrs", "dr", "hlt", "nextrip64", "ports")
+# The instruction emulator self-tests, under the switches that change its path.
+MMIO_GUESTS = ("mmio32", "mmio64")
+MMIO_SWITCHES = ("io-emulate", "light-off")
 SWITCHES = bench.SWITCHES  # (name, on value, off value)
 ALL_OFF = " ".join("%s=%s" % (k, off) for k, _, off in SWITCHES)
 SWITCH_CONFIGS = (
@@ -267,6 +271,23 @@ def t_isolation():
     return b
 
 
+def t_mmio_bad():
+    b = Boot("mmio-bad-isolation", [guest("mmio_bad"), guest("hello", "status=3")])
+    b.expect(r"^\[vm0\] mmio_bad: about to use an unsupported MMIO instruction\s*$",
+             "'[vm0] mmio_bad: about to use an unsupported MMIO instruction'")
+    m = b.expect(r"^lightpath: vm0: stopped: cannot emulate the MMIO access at rip 0x[0-9a-fA-F]+ "
+                 r"\(([^;]+); bytes ([0-9a-f ]+)\)\s*$",
+                 "'lightpath: vm0: stopped: cannot emulate the MMIO access at rip 0x... (...; bytes ...)'")
+    check(m.group(2).startswith("0f b1"), "the bytes named are not the CMPXCHG (0f b1): " + m.group(2))
+    b.expect_not(r"^\[vm0\] mmio_bad: still running", "mmio_bad ran on after the unsupported access")
+    check(len(b.findall(r"^lightpath: vm0: stopped:")) == 1, "more than one 'vm0: stopped' line")
+    b.expect(r"^\[vm1\] hello from lightpath guest\s*$", "'[vm1] hello from lightpath guest'")
+    b.expect(r"^lightpath: vm1: ended with status 3 ", "'lightpath: vm1: ended with status 3 (...)'")
+    b.expect_rc(7)
+    b.expect_powered_off(3)
+    return b
+
+
 def t_virtinsn():
     b = Boot("virtinsn-then-hello", [guest("virtinsn"), guest("hello")])
     selftest_result(b, "virtinsn")
@@ -451,6 +472,7 @@ def all_tests():
     t.append((1, "hello-status", t_hello_status))
     t.append((1, "isolation", t_isolation))
     t.append((1, "virtinsn-stays-up", t_virtinsn))
+    t.append((1, "mmio-bad-isolation", t_mmio_bad))
     t.append((1, "stats-table", t_stats))
     t.append((1, "bad-option", t_bad_option))
     t.append((1, "bad-value", t_bad_value))
@@ -462,6 +484,10 @@ def all_tests():
     for g in SWITCHED_GUESTS:
         for cfg, opts in SWITCH_CONFIGS:
             t.append((2, "switch-%s-%s" % (g, cfg), t_switched(g, cfg, opts)))
+    for g in MMIO_GUESTS:
+        for cfg, opts in SWITCH_CONFIGS:
+            if cfg in MMIO_SWITCHES:
+                t.append((2, "switch-%s-%s" % (g, cfg), t_switched(g, cfg, opts)))
     for bits in range(1 << len(SWITCHES)):
         t.append((2, combo_name(bits), t_combo(bits)))
     return t

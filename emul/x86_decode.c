@@ -302,6 +302,28 @@ opcode:;
 			d->len = (uint8_t)i;
 			return X86_DECODE_OK;
 		}
+		case 0xe4: case 0xe5: case 0xe6: case 0xe7:
+		case 0xec: case 0xed: case 0xee: case 0xef: {
+			/* IN/OUT: no ModRM; an imm8 port (E4-E7) or DX (EC-EF).
+			 * The CPU ignores REX.W, F2/F3, 67 and segment overrides
+			 * here; LOCK is #UD. */
+			bool imm_port = op < 0xe8;
+			bool in = !(op & 2);
+			if (d->lock)
+				return X86_DECODE_UNSUPPORTED;
+			d->cls = in ? X86_CLASS_IN : X86_CLASS_OUT;
+			d->reg = X86_RAX;
+			d->dst = in ? X86_OP_REG : imm_port ? X86_OP_IMM : X86_OP_DX;
+			d->src = in ? (imm_port ? X86_OP_IMM : X86_OP_DX) : X86_OP_REG;
+			if (imm_port) {
+				NEED(1);
+				d->imm_size = 1;
+				d->imm = bytes[i++]; /* port number: zero-extended */
+			}
+			d->opsize = d->mem_size = byte_op ? 1 : (uint8_t)(opsize == 8 ? 4 : opsize);
+			d->len = (uint8_t)i;
+			return X86_DECODE_OK;
+		}
 		case 0xa4: case 0xa5: d->cls = X86_CLASS_MOVS; break;
 		case 0xaa: case 0xab: d->cls = X86_CLASS_STOS; break;
 		case 0xac: case 0xad: d->cls = X86_CLASS_LODS; break;

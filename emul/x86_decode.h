@@ -1,8 +1,9 @@
-/* x86 instruction decoder for the MMIO and string I/O emulator.
+/* x86 instruction decoder for the MMIO and port I/O emulator.
  *
  * Decodes exactly the instructions a guest uses to touch emulated MMIO or to
- * do string port I/O, and refuses everything else (the caller then stops the
- * VM or injects #UD; it never guesses):
+ * do port I/O (string I/O always; IN/OUT for io=emulate), and refuses
+ * everything else (the caller then stops the VM or injects #UD; it never
+ * guesses):
  *
  *   MOV      88 89 8A 8B, A0-A3 (moffs), C6 /0, C7 /0
  *   MOVZX    0F B6, 0F B7          MOVSX  0F BE, 0F BF
@@ -12,6 +13,7 @@
  *   XCHG     86 87
  *   BT*      BT BTS BTR BTC: 0F A3 AB B3 BB (r/m, reg), 0F BA /4../7 (r/m, imm8)
  *   strings  MOVS A4 A5, STOS AA AB, LODS AC AD, INS 6C 6D, OUTS 6E 6F (REP: F3 or F2)
+ *   IN/OUT   E4 E5 E6 E7 (imm8 port), EC ED EE EF (DX port), for io=emulate
  *
  * with any legacy prefixes (66, 67, segment overrides, F0 where the CPU
  * allows LOCK, F2/F3), REX, ModRM/SIB in 16-, 32- and 64-bit addressing,
@@ -58,6 +60,9 @@ enum x86_class {
 	X86_CLASS_ALU,     /* dst <- dst op src, flags (op: enum x86_alu_op); CMP/TEST: flags only */
 	X86_CLASS_XCHG,    /* r/m <-> reg */
 	X86_CLASS_BT,      /* bit test on r/m (op: enum x86_bt_op), bit offset in src */
+	X86_CLASS_IN,      /* AL/AX/EAX <- port (imm8 or DX); no memory operand */
+	X86_CLASS_OUT,     /* port (imm8 or DX) <- AL/AX/EAX */
+	/* String instructions last: x86_is_string() tests cls >= X86_CLASS_MOVS. */
 	X86_CLASS_MOVS,    /* [rDI] <- seg:[rSI] */
 	X86_CLASS_STOS,    /* [rDI] <- rAX */
 	X86_CLASS_LODS,    /* rAX <- seg:[rSI] */
@@ -79,9 +84,10 @@ enum x86_bt_op { X86_BT_BT = 0, X86_BT_BTS, X86_BT_BTR, X86_BT_BTC };
 /* Where an explicit operand lives. */
 enum x86_operand {
 	X86_OP_NONE = 0,
-	X86_OP_REG,   /* register insn.reg (ModRM.reg, or rAX for moffs MOV) */
+	X86_OP_REG,   /* register insn.reg (ModRM.reg, or rAX for moffs MOV and IN/OUT) */
 	X86_OP_RM,    /* ModRM r/m: memory insn.mem if insn.has_mem, else register insn.rm */
-	X86_OP_IMM,   /* insn.imm */
+	X86_OP_IMM,   /* insn.imm (IN/OUT: the imm8 port, zero-extended) */
+	X86_OP_DX,    /* IN/OUT: the port is DX */
 };
 
 struct x86_mem {

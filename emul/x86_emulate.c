@@ -780,6 +780,26 @@ enum emul_status emul_mmio(struct emul_ctx *ctx, uint64_t fault_gpa, struct emul
 	}
 }
 
+/* The port of a decoded IN/OUT/INS/OUTS. */
+static uint16_t io_port(const struct emul_ctx *ctx, const struct x86_insn *d)
+{
+	if (d->cls == X86_CLASS_IN || d->cls == X86_CLASS_OUT)
+		return d->imm_size ? (uint16_t)d->imm : (uint16_t)ctx->gpr[X86_RDX];
+	return (uint16_t)ctx->gpr[X86_RDX];
+}
+
+/* The decoded instruction is the intercepted one (exit_io NULL: nothing to
+ * check). A mismatch means the code changed under the exit. */
+static bool io_matches(const struct emul_ctx *ctx, const struct x86_insn *d,
+		       const struct io_intercept *exit_io)
+{
+	if (!exit_io)
+		return true;
+	bool in = d->cls == X86_CLASS_IN || d->cls == X86_CLASS_INS;
+	return exit_io->port == io_port(ctx, d) && exit_io->size == d->mem_size &&
+	       exit_io->in == in && exit_io->string == x86_is_string(d);
+}
+
 enum emul_status emul_string_io(struct emul_ctx *ctx, const struct io_intercept *exit_io,
 				struct emul_result *res)
 {
@@ -792,11 +812,57 @@ enum emul_status emul_string_io(struct emul_ctx *ctx, const struct io_intercept 
 		res->reason = "the instruction at RIP is not INS/OUTS";
 		return EMUL_RETRY;
 	}
-	if (exit_io && (exit_io->port != (uint16_t)ctx->gpr[X86_RDX] ||
-			exit_io->size != d->mem_size ||
+	/* Callers of the string path may leave exit_io->string unset. */
+	if (exit_io && (exit_io->port != io_port(ctx, d) || exit_io->size != d->mem_size ||
 			exit_io->in != (d->cls == X86_CLASS_INS))) {
 		res->reason = "INS/OUTS at RIP does not match the intercepted I/O";
 		return EMUL_RETRY;
 	}
 	return exec_string(ctx, d, ~0ull, res);
+}
+
+enum emul_status emul_port_io(struct emul_ctx *ctx, const struct io_intercept *exit_io,
+			      struct emul_result *res)
+{
+	result_init(res);
+	enum emul_status st = emul_fetch_decode(ctx, res);
+	if (st != EMUL_DONE)
+		return st;
+	const struct x86_insn *d = &res->insn;
+	bool in;
+	switch (d->cls) {
+	case X86_CLASS_IN:
+		in = true;
+		break;
+	case X86_CLASS_OUT:
+		in = false;
+		break;
+	case X86_CLASS_INS:
+	case X86_CLASS_OUTS:
+		if (!io_matches(ctx, d, exit_io)) {
+			res->reason = "INS/OUTS at RIP does not match the intercepted I/O";
+			return EMUL_RETRY;
+		}
+		return exec_string(ctx, d, ~0ull, res);
+	default:
+		res->reason = "the instruction at RIP is not port I/O";
+		return EMUL_RETRY;
+	}
+	if (!io_matches(ctx, d, exit_io)) {
+		res->reason = "IN/OUT at RIP does not match the intercepted I/O";
+		return EMUL_RETRY;
+	}
+
+	unsigned size = d->mem_size;
+	uint16_t port = io_port(ctx, d);
+	uint64_t v = in ? 0 : ctx->gpr[X86_RAX] & size_mask(size);
+	st = io_status(res, ctx->pio(ctx, port, &v, size, !in));
+	if (st != EMUL_DONE)
+		return st;
+	/* AL/AX merge into RAX, EAX zero-extends: reg_write does as the CPU. */
+	if (in)
+		reg_write(ctx, X86_RAX, false, size, v);
+	res->iterations = 1;
+	finish(ctx, d);
+	return EMUL_DONE;
 }

@@ -1,9 +1,10 @@
-/* x86 instruction emulator for MMIO and string port I/O (heavy exit path).
+/* x86 instruction emulator for MMIO and port I/O (heavy exit path).
  *
  * Under SVM without decode assists (QEMU TCG) a guest access to emulated
  * MMIO arrives as a nested page fault (#VMEXIT_NPF) that gives only the
  * faulting guest-physical address, and a string I/O intercept gives no
- * memory address at all. The emulator fetches the instruction at CS:RIP by
+ * memory address at all. With io=emulate (seed 004's "before") every port
+ * I/O intercept is emulated from the instruction bytes too. The emulator fetches the instruction at CS:RIP by
  * walking the guest's own page tables (paging off, 32-bit, PAE, 4-level),
  * decodes it (emul/x86_decode.h), performs the access on the device through
  * a callback and updates registers, flags and RIP.
@@ -40,6 +41,10 @@
  *       #VMEXIT_IOIO with STR set   -> emul_string_io(ctx, &io, &res)
  *          (io from svm_ioio_decode(); the port, size and direction are
  *          cross-checked with the decoded INS/OUTS)
+ *       #VMEXIT_IOIO, io=emulate    -> emul_port_io(ctx, &io, &res)
+ *          (any IN/OUT/INS/OUTS; port, size, direction and the string bit
+ *          are cross-checked with io, which may be NULL to trust the bytes
+ *          alone; IN updates AL/AX/EAX, RIP advances; then as below)
  *
  *  3. Act on the result:
  *       EMUL_DONE         copy gpr[], rip, rflags back (RAX/RSP/RIP/RFLAGS
@@ -60,7 +65,7 @@
  *                         vector 6, no error code, if that suits the VM).
  *       EMUL_RETRY        nothing was changed: the instruction at RIP does not
  *                         access the faulting GPA / is not the intercepted
- *                         string I/O (another vCPU changed the code or the
+ *                         port or string I/O (another vCPU changed the code or the
  *                         guest page tables). Resume the guest; it re-executes.
  *                         (A VM that keeps retrying at the same RIP should be
  *                         stopped after a few tries: that would be a bug.)
@@ -69,8 +74,10 @@
  *                         the VM with that error.
  *
  * Not modelled: segment limits and attributes (the CPU checked them for
- * the faulting access; later REP iterations are not re-checked), alignment
- * checks, protection keys, RFLAGS.TF single-step after an emulated
+ * the faulting access; later REP iterations are not re-checked), I/O
+ * permission (IOPL, TSS bitmap: the CPU checks them before the IOIO
+ * intercept), alignment checks, protection keys, RFLAGS.TF single-step
+ * after an emulated
  * instruction, and accessed/dirty bits are set in the guest page tables only
  * when they live in RAM (they always do in practice). Accesses are not
  * atomic with respect to other vCPUs (LOCK and XCHG on MMIO are a read and a
@@ -190,6 +197,14 @@ enum emul_status emul_mmio(struct emul_ctx *ctx, uint64_t fault_gpa, struct emul
  * otherwise its port/size/in are checked against the decoded instruction. */
 enum emul_status emul_string_io(struct emul_ctx *ctx, const struct io_intercept *exit_io,
 				struct emul_result *res);
+
+/* Any port I/O intercept (io=emulate): IN/OUT (E4-E7, EC-EF) or INS/OUTS
+ * at CS:RIP. The string forms run as in emul_string_io. exit_io may be NULL;
+ * otherwise its port, size, direction and string bit must match the decoded
+ * instruction (else EMUL_RETRY). IN writes AL/AX (merged) or EAX
+ * (zero-extended into RAX); OUT sends AL/AX/EAX; RIP advances past it. */
+enum emul_status emul_port_io(struct emul_ctx *ctx, const struct io_intercept *exit_io,
+			      struct emul_result *res);
 
 /* Building blocks, exported for the hypervisor and the tests. */
 

@@ -1,9 +1,24 @@
 #include "lib/string.h"
 
+/* Word at a time when both pointers share an alignment: the emulator and the
+ * loaders copy and clear structures on exit paths. */
+typedef unsigned long __attribute__((may_alias)) word_t;
+
 void *memcpy(void *dst, const void *src, size_t n)
 {
 	unsigned char *d = dst;
 	const unsigned char *s = src;
+	if ((((unsigned long)d ^ (unsigned long)s) & (sizeof(word_t) - 1)) == 0) {
+		while (n && ((unsigned long)d & (sizeof(word_t) - 1))) {
+			*d++ = *s++;
+			n--;
+		}
+		for (; n >= sizeof(word_t); n -= sizeof(word_t)) {
+			*(word_t *)d = *(const word_t *)s;
+			d += sizeof(word_t);
+			s += sizeof(word_t);
+		}
+	}
 	while (n--)
 		*d++ = *s++;
 	return dst;
@@ -26,6 +41,19 @@ void *memmove(void *dst, const void *src, size_t n)
 void *memset(void *dst, int c, size_t n)
 {
 	unsigned char *d = dst;
+	while (n && ((unsigned long)d & (sizeof(word_t) - 1))) {
+		*d++ = (unsigned char)c;
+		n--;
+	}
+	word_t w = (unsigned char)c;
+	w |= w << 8;
+	w |= w << 16;
+	if (sizeof(word_t) > 4)
+		w |= w << 16 << 16;
+	for (; n >= sizeof(word_t); n -= sizeof(word_t)) {
+		*(word_t *)d = w;
+		d += sizeof(word_t);
+	}
 	while (n--)
 		*d++ = (unsigned char)c;
 	return dst;

@@ -250,7 +250,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct io_intercept io = { .port = (uint16_t)ctx.gpr[X86_RDX],
 					   .size = (uint8_t)(1u << ((entry >> 1) & 1)),
 					   .in = entry & 2, .string = true };
-		st = emul_string_io(&ctx, (entry & 2) ? &io : NULL, &res);
+		/* entry bit 5: the io=emulate entry, which also takes IN/OUT */
+		if (entry & 0x20)
+			st = emul_port_io(&ctx, (entry & 2) ? &io : NULL, &res);
+		else
+			st = emul_string_io(&ctx, (entry & 2) ? &io : NULL, &res);
 	} else {
 		uint64_t gpa = MMIO_GPA + ((uint64_t)(entry & 0x02) << 11);
 		st = emul_mmio(&ctx, gpa, &res);

@@ -166,6 +166,8 @@ static bool family(ZydisMnemonic m, unsigned *cls, unsigned *op, unsigned *esize
 	case ZYDIS_MNEMONIC_OUTSB: *cls = X86_CLASS_OUTS; *esize = 1; return true;
 	case ZYDIS_MNEMONIC_OUTSW: *cls = X86_CLASS_OUTS; *esize = 2; return true;
 	case ZYDIS_MNEMONIC_OUTSD: *cls = X86_CLASS_OUTS; *esize = 4; return true;
+	case ZYDIS_MNEMONIC_IN: *cls = X86_CLASS_IN; return true;
+	case ZYDIS_MNEMONIC_OUT: *cls = X86_CLASS_OUT; return true;
 	default: return false;
 	}
 }
@@ -268,6 +270,10 @@ static const char *compare(const struct x86_insn *d, const ZydisDecodedInstructi
 		return NULL;
 	}
 
+	/* IN/OUT: Zydis' operand width is the access size (REX.W ignored). */
+	if ((cls == X86_CLASS_IN || cls == X86_CLASS_OUT) && zi->operand_width != 8u * d->opsize)
+		return "IN/OUT operand size";
+
 	/* Explicit operands, in order: dst, src. */
 	const ZydisDecodedOperand *ex[4];
 	unsigned nex = 0;
@@ -305,10 +311,17 @@ static const char *compare(const struct x86_insn *d, const ZydisDecodedInstructi
 			if (z->type != ZYDIS_OPERAND_TYPE_IMMEDIATE)
 				return "operand kind (immediate)";
 			uint64_t m = d->cls == X86_CLASS_BT ? 0xff : mask_of(d->opsize);
+			if (d->cls == X86_CLASS_IN || d->cls == X86_CLASS_OUT)
+				m = ~0ull; /* the port: zero-extended imm8 */
 			if ((z->imm.value.u & m) != (d->imm & m))
 				return "immediate";
 			break;
 		}
+		case X86_OP_DX:
+			if (z->type != ZYDIS_OPERAND_TYPE_REGISTER ||
+			    z->reg.value != ZYDIS_REGISTER_DX)
+				return "port operand (DX)";
+			break;
 		default:
 			return "operand kind";
 		}
@@ -406,12 +419,13 @@ static const uint16_t opcodes[] = {
 	0x30, 0x31, 0x32, 0x33, 0x38, 0x39, 0x3a, 0x3b, 0x80, 0x81, 0x82, 0x83,
 	0x84, 0x85, 0x86, 0x87, 0x88, 0x89, 0x8a, 0x8b, 0xa0, 0xa1, 0xa2, 0xa3,
 	0xa4, 0xa5, 0xaa, 0xab, 0xac, 0xad, 0x6c, 0x6d, 0x6e, 0x6f, 0xc6, 0xc7,
-	0xf6, 0xf7,
+	0xf6, 0xf7, 0xe4, 0xe5, 0xe6, 0xe7, 0xec, 0xed, 0xee, 0xef,
 	0x0fb6, 0x0fb7, 0x0fbe, 0x0fbf, 0x0fa3, 0x0fab, 0x0fb3, 0x0fbb, 0x0fba,
 	/* neighbours that must be refused */
 	0x04, 0x05, 0x3c, 0x3d, 0x8c, 0x8d, 0x8e, 0x8f, 0xa6, 0xa7, 0xae, 0xaf,
 	0xa8, 0xa9, 0xfe, 0xff, 0x63, 0xc4, 0xc5, 0x62, 0x0fb8, 0x0fbc, 0x0fbd,
 	0x0fb0, 0x0fb1, 0x0fc0, 0x0fc1, 0x0fa4, 0x0fa5, 0x0f38, 0x0f3a,
+	0xe3, 0xe8, 0xeb, 0xf1,
 };
 #define NOPCODES (sizeof(opcodes) / sizeof(opcodes[0]))
 

@@ -1,5 +1,6 @@
 #include "tests/unit/stubs.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 int fake_vm_storage;
@@ -16,6 +17,14 @@ struct vm *stub_vm_end_vm;
 uint64_t stub_tsc;
 uint64_t stub_tsc_hz;
 
+bool stub_irq_level[STUB_IRQ_LINES];
+unsigned stub_irq_raises[STUB_IRQ_LINES];
+unsigned stub_irq_calls;
+
+struct vm_timer *stub_timers[STUB_MAX_TIMERS];
+unsigned stub_nr_timers;
+unsigned stub_timer_arms;
+
 void stubs_reset(void)
 {
 	memset(stub_console, 0, sizeof(stub_console));
@@ -27,6 +36,14 @@ void stubs_reset(void)
 	stub_vm_end_vm = NULL;
 	stub_tsc = 0;
 	stub_tsc_hz = 0;
+	memset(stub_irq_level, 0, sizeof(stub_irq_level));
+	memset(stub_irq_raises, 0, sizeof(stub_irq_raises));
+	stub_irq_calls = 0;
+	/* Forget armed timers without touching them: they may belong to a
+	 * previous test's device that no longer exists. Devices clear their
+	 * own timer at init. */
+	stub_nr_timers = 0;
+	stub_timer_arms = 0;
 }
 
 void vm_console_putc(struct vm *vm, char c)
@@ -52,4 +69,80 @@ uint64_t platform_tsc(void)
 uint64_t platform_tsc_hz(void)
 {
 	return stub_tsc_hz;
+}
+
+void vm_irq_line(struct vm *vm, unsigned gsi, bool level)
+{
+	(void)vm;
+	stub_irq_calls++;
+	if (gsi >= STUB_IRQ_LINES)
+		return;
+	stub_irq_level[gsi] = level;
+	if (level)
+		stub_irq_raises[gsi]++;
+}
+
+static void timer_unlink(struct vm_timer *t)
+{
+	for (unsigned i = 0; i < stub_nr_timers; i++) {
+		if (stub_timers[i] == t) {
+			stub_timers[i] = stub_timers[--stub_nr_timers];
+			return;
+		}
+	}
+}
+
+void vm_timer_arm(struct vm *vm, struct vm_timer *t, uint64_t deadline_tsc)
+{
+	(void)vm;
+	stub_timer_arms++;
+	if (!t->armed) {
+		if (stub_nr_timers == STUB_MAX_TIMERS)
+			abort();
+		stub_timers[stub_nr_timers++] = t;
+	}
+	t->armed = true;
+	t->deadline_tsc = deadline_tsc ? deadline_tsc : 1;
+}
+
+void vm_timer_cancel(struct vm *vm, struct vm_timer *t)
+{
+	(void)vm;
+	if (!t->armed)
+		return;
+	t->armed = false;
+	timer_unlink(t);
+}
+
+uint64_t stubs_next_deadline(void)
+{
+	uint64_t next = 0;
+	for (unsigned i = 0; i < stub_nr_timers; i++)
+		if (!next || stub_timers[i]->deadline_tsc < next)
+			next = stub_timers[i]->deadline_tsc;
+	return next;
+}
+
+unsigned stubs_advance_to(uint64_t tsc)
+{
+	unsigned fires = 0;
+	for (;;) {
+		struct vm_timer *t = NULL;
+		for (unsigned i = 0; i < stub_nr_timers; i++)
+			if (!t || stub_timers[i]->deadline_tsc < t->deadline_tsc)
+				t = stub_timers[i];
+		if (!t || t->deadline_tsc > tsc)
+			break;
+		if (t->deadline_tsc > stub_tsc)
+			stub_tsc = t->deadline_tsc;
+		t->armed = false;
+		timer_unlink(t);
+		t->fire(t, stub_tsc);
+		fires++;
+		if (fires > 1000000)
+			abort(); /* a timer that re-arms in the past forever */
+	}
+	if (tsc > stub_tsc)
+		stub_tsc = tsc;
+	return fires;
 }

@@ -3,6 +3,7 @@
 #ifndef TESTS_UNIT_STUBS_H
 #define TESTS_UNIT_STUBS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "dev/device.h"
@@ -22,6 +23,27 @@ extern struct vm *stub_vm_end_vm;
 
 extern uint64_t stub_tsc;          /* what platform_tsc() returns */
 extern uint64_t stub_tsc_hz;       /* what platform_tsc_hz() returns */
+
+/* vm_irq_line: the level each line was last driven to, how many times it
+ * was raised (a call with level = true), and the calls in order. */
+#define STUB_IRQ_LINES 24
+extern bool stub_irq_level[STUB_IRQ_LINES];
+extern unsigned stub_irq_raises[STUB_IRQ_LINES];
+extern unsigned stub_irq_calls;
+
+/* vm_timer_arm/vm_timer_cancel keep the armed timers here, as the
+ * hypervisor does (armed = true, deadline_tsc set; cancel clears armed). */
+#define STUB_MAX_TIMERS 16
+extern struct vm_timer *stub_timers[STUB_MAX_TIMERS];
+extern unsigned stub_nr_timers;
+extern unsigned stub_timer_arms;
+
+/* Moves stub_tsc forward to `tsc`, firing every armed timer whose deadline
+ * is reached on the way, earliest first, each at exactly its deadline (an
+ * ideal hypervisor); fire() may re-arm. Returns the number of fires. */
+unsigned stubs_advance_to(uint64_t tsc);
+/* The earliest armed deadline, or 0 if no timer is armed. */
+uint64_t stubs_next_deadline(void);
 
 void stubs_reset(void);
 

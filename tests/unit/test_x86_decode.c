@@ -303,6 +303,104 @@ static void test_strings(void **state)
 	REFUSED(X86_MODE_64, 0xa6); /* cmpsb: not supported */
 }
 
+static void expect_io(const struct x86_insn *d, unsigned cls, unsigned size, int port)
+{
+	bool in = cls == X86_CLASS_IN;
+	uint8_t port_kind = port < 0 ? X86_OP_DX : X86_OP_IMM;
+	assert_int_equal(d->cls, cls);
+	assert_int_equal(d->opsize, size);
+	assert_int_equal(d->mem_size, size);
+	assert_false(d->has_mem);
+	assert_false(x86_is_string(d));
+	assert_false(x86_has_rep(d));
+	assert_int_equal(d->reg, X86_RAX);
+	assert_false(d->reg_high8);
+	assert_int_equal(d->dst, in ? X86_OP_REG : port_kind);
+	assert_int_equal(d->src, in ? port_kind : X86_OP_REG);
+	if (port >= 0) {
+		assert_int_equal(d->imm_size, 1);
+		assert_int_equal(d->imm, (uint64_t)port); /* zero-extended */
+	} else {
+		assert_int_equal(d->imm_size, 0);
+	}
+}
+
+static void test_in_out(void **state)
+{
+	(void)state;
+	/* 64-bit mode: imm8 forms */
+	struct x86_insn d = DEC(X86_MODE_64, 0xe4, 0x60); /* in al, 0x60 */
+	assert_int_equal(d.len, 2);
+	expect_io(&d, X86_CLASS_IN, 1, 0x60);
+	d = DEC(X86_MODE_64, 0xe5, 0x71); /* in eax, 0x71 */
+	expect_io(&d, X86_CLASS_IN, 4, 0x71);
+	d = DEC(X86_MODE_64, 0x66, 0xe5, 0x71); /* in ax, 0x71 */
+	assert_int_equal(d.len, 3);
+	expect_io(&d, X86_CLASS_IN, 2, 0x71);
+	d = DEC(X86_MODE_64, 0x48, 0xe5, 0xff); /* REX.W ignored: in eax, 0xff */
+	expect_io(&d, X86_CLASS_IN, 4, 0xff);
+	d = DEC(X86_MODE_64, 0xe6, 0x80); /* out 0x80, al */
+	expect_io(&d, X86_CLASS_OUT, 1, 0x80);
+	d = DEC(X86_MODE_64, 0x66, 0x48, 0xe7, 0x70); /* REX.W beats 66, then ignored: out 0x70, eax */
+	assert_int_equal(d.len, 4);
+	expect_io(&d, X86_CLASS_OUT, 4, 0x70);
+	/* DX forms */
+	d = DEC(X86_MODE_64, 0xec); /* in al, dx */
+	assert_int_equal(d.len, 1);
+	expect_io(&d, X86_CLASS_IN, 1, -1);
+	d = DEC(X86_MODE_64, 0x66, 0xed); /* in ax, dx */
+	expect_io(&d, X86_CLASS_IN, 2, -1);
+	d = DEC(X86_MODE_64, 0x4f, 0xed); /* in eax, dx (REX ignored) */
+	expect_io(&d, X86_CLASS_IN, 4, -1);
+	d = DEC(X86_MODE_64, 0xee); /* out dx, al */
+	expect_io(&d, X86_CLASS_OUT, 1, -1);
+	d = DEC(X86_MODE_64, 0xef); /* out dx, eax */
+	expect_io(&d, X86_CLASS_OUT, 4, -1);
+	/* F2/F3, 67 and segment overrides are accepted and change nothing */
+	d = DEC(X86_MODE_64, 0xf3, 0xec);
+	assert_true(d.rep);
+	expect_io(&d, X86_CLASS_IN, 1, -1);
+	d = DEC(X86_MODE_64, 0xf2, 0x67, 0x65, 0xe6, 0x42);
+	assert_int_equal(d.len, 5);
+	expect_io(&d, X86_CLASS_OUT, 1, 0x42);
+	/* 32-bit mode */
+	d = DEC(X86_MODE_32, 0xed);
+	expect_io(&d, X86_CLASS_IN, 4, -1);
+	d = DEC(X86_MODE_32, 0x66, 0xef);
+	expect_io(&d, X86_CLASS_OUT, 2, -1);
+	d = DEC(X86_MODE_32, 0x2e, 0x67, 0xe5, 0x40);
+	expect_io(&d, X86_CLASS_IN, 4, 0x40);
+	/* 16-bit mode: 66 selects 32 bits */
+	d = DEC(X86_MODE_16, 0xed);
+	expect_io(&d, X86_CLASS_IN, 2, -1);
+	d = DEC(X86_MODE_16, 0x66, 0xed);
+	expect_io(&d, X86_CLASS_IN, 4, -1);
+	d = DEC(X86_MODE_16, 0xe7, 0x92);
+	expect_io(&d, X86_CLASS_OUT, 2, 0x92);
+	d = DEC(X86_MODE_16, 0x66, 0xe7, 0x92);
+	expect_io(&d, X86_CLASS_OUT, 4, 0x92);
+	d = DEC(X86_MODE_16, 0xe4, 0x92);
+	expect_io(&d, X86_CLASS_IN, 1, 0x92);
+	d = DEC(X86_MODE_16, 0xf3, 0xee);
+	expect_io(&d, X86_CLASS_OUT, 1, -1);
+	/* LOCK is #UD */
+	REFUSED(X86_MODE_64, 0xf0, 0xe4, 0x60);
+	REFUSED(X86_MODE_64, 0xf0, 0xec);
+	REFUSED(X86_MODE_32, 0x66, 0xf0, 0xef);
+	REFUSED(X86_MODE_16, 0xf0, 0xe7, 0x10);
+	/* 48 is DEC eax outside 64-bit mode */
+	REFUSED(X86_MODE_32, 0x48, 0xec);
+	/* the 15-byte limit: 14 prefixes + EC fits, 14 + E4 imm8 does not */
+	d = DEC(X86_MODE_64, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66,
+		0x66, 0x66, 0x66, 0x66, 0xec);
+	assert_int_equal(d.len, 15);
+	REFUSED(X86_MODE_64, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66,
+		0x66, 0x66, 0x66, 0x66, 0xe4, 0x60);
+	/* neighbours: not I/O */
+	REFUSED(X86_MODE_64, 0xe3, 0x00);      /* jrcxz */
+	REFUSED(X86_MODE_64, 0xe8, 0, 0, 0, 0); /* call */
+}
+
 static void test_addr16(void **state)
 {
 	(void)state;
@@ -404,6 +502,7 @@ int main(void)
 		cmocka_unit_test(test_xchg),
 		cmocka_unit_test(test_bt),
 		cmocka_unit_test(test_strings),
+		cmocka_unit_test(test_in_out),
 		cmocka_unit_test(test_addr16),
 		cmocka_unit_test(test_sib),
 		cmocka_unit_test(test_prefixes),

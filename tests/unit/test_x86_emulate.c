@@ -28,6 +28,8 @@ static uint8_t port_out[4096];
 static unsigned port_out_len;
 static unsigned port_in_count;
 static uint16_t last_port;
+static unsigned pio_calls;
+static int pio_rc;                  /* what the port callback returns */
 
 enum pmode { PM_OFF, PM_32, PM_PAE, PM_LONG };
 static enum pmode pmode;
@@ -74,6 +76,9 @@ static int cb_pio(struct emul_ctx *c, uint16_t port, uint64_t *data, unsigned si
 	(void)c;
 	assert_true(size == 1 || size == 2 || size == 4);
 	last_port = port;
+	pio_calls++;
+	if (pio_rc)
+		return pio_rc;
 	if (write) {
 		memcpy(port_out + port_out_len, data, size);
 		port_out_len += size;
@@ -161,6 +166,9 @@ static void setup(enum pmode pm, bool cs64)
 	mmio_rc = 0;
 	port_out_len = 0;
 	port_in_count = 0;
+	pio_calls = 0;
+	pio_rc = 0;
+	last_port = 0;
 	pmode = pm;
 	next_table = 0x100000;
 	ctx.gpa_ptr = cb_gpa_ptr;
@@ -502,6 +510,178 @@ static void test_string_io(void **state)
 	/* Not INS/OUTS at RIP */
 	CODE(0x89, 0x08);
 	assert_int_equal(emul_string_io(&ctx, NULL, &res), EMUL_RETRY);
+}
+
+/* IN/OUT through emul_port_io (io=emulate): register semantics, RIP, the
+ * cross-check with the intercept. */
+static void test_port_io(void **state)
+{
+	(void)state;
+	const uint64_t rax0 = 0x1122334455667788ull;
+	setup(PM_LONG, true);
+
+	/* in al, 0x60: AL merges */
+	CODE(0xe4, 0x60);
+	ctx.gpr[X86_RAX] = rax0;
+	struct io_intercept io = { .port = 0x60, .size = 1, .in = true };
+	assert_int_equal(emul_port_io(&ctx, &io, &res), EMUL_DONE);
+	assert_int_equal(last_port, 0x60);
+	assert_int_equal(ctx.gpr[X86_RAX], 0x1122334455667710ull);
+	assert_int_equal(ctx.rip, CODE_GPA + 2);
+	assert_int_equal(res.insn.cls, X86_CLASS_IN);
+
+	/* in ax, dx: AX merges */
+	CODE(0x66, 0xed);
+	ctx.rip = CODE_GPA;
+	ctx.gpr[X86_RAX] = rax0;
+	ctx.gpr[X86_RDX] = 0xffffffff00001234ull; /* only DX counts */
+	port_in_count = 0;
+	assert_int_equal(emul_port_io(&ctx, NULL, &res), EMUL_DONE);
+	assert_int_equal(last_port, 0x1234);
+	assert_int_equal(ctx.gpr[X86_RAX], 0x1122334455661110ull);
+	assert_int_equal(ctx.rip, CODE_GPA + 2);
+
+	/* in eax, dx (REX.W ignored): EAX zero-extends into RAX */
+	CODE(0x48, 0xed);
+	ctx.rip = CODE_GPA;
+	ctx.gpr[X86_RAX] = rax0;
+	port_in_count = 0;
+	io = (struct io_intercept){ .port = 0x1234, .size = 4, .in = true };
+	assert_int_equal(emul_port_io(&ctx, &io, &res), EMUL_DONE);
+	assert_int_equal(ctx.gpr[X86_RAX], 0x13121110ull);
+	assert_int_equal(ctx.rip, CODE_GPA + 2);
+
+	/* in al, dx leaves AH alone */
+	CODE(0xec);
+	ctx.rip = CODE_GPA;
+	ctx.gpr[X86_RAX] = 0xff00;
+	port_in_count = 0;
+	assert_int_equal(emul_port_io(&ctx, NULL, &res), EMUL_DONE);
+	assert_int_equal(ctx.gpr[X86_RAX], 0xff10);
+	assert_int_equal(ctx.rip, CODE_GPA + 1);
+
+	/* out 0x80, al: one byte, RAX unchanged */
+	CODE(0xe6, 0x80);
+	ctx.rip = CODE_GPA;
+	ctx.gpr[X86_RAX] = 0xdeadbeef12345678ull;
+	port_out_len = 0;
+	io = (struct io_intercept){ .port = 0x80, .size = 1, .in = false };
+	assert_int_equal(emul_port_io(&ctx, &io, &res), EMUL_DONE);
+	assert_int_equal(last_port, 0x80);
+	assert_int_equal(port_out_len, 1);
+	assert_int_equal(port_out[0], 0x78);
+	assert_int_equal(ctx.gpr[X86_RAX], 0xdeadbeef12345678ull);
+	assert_int_equal(ctx.rip, CODE_GPA + 2);
+
+	/* out dx, eax and out dx, ax (F3 ignored) */
+	static const uint8_t want4[] = { 0x78, 0x56, 0x34, 0x12, 0x78, 0x56 };
+	CODE(0xef, 0xf3, 0x66, 0xef);
+	ctx.rip = CODE_GPA;
+	ctx.gpr[X86_RDX] = 0xcf8;
+	port_out_len = 0;
+	assert_int_equal(emul_port_io(&ctx, NULL, &res), EMUL_DONE);
+	assert_int_equal(ctx.rip, CODE_GPA + 1);
+	assert_int_equal(emul_port_io(&ctx, NULL, &res), EMUL_DONE);
+	assert_int_equal(ctx.rip, CODE_GPA + 4);
+	assert_int_equal(port_out_len, 6);
+	assert_memory_equal(port_out, want4, 6);
+	assert_int_equal(last_port, 0xcf8);
+
+	/* A mismatch with the intercept: RETRY, no port access, nothing changed */
+	CODE(0xe5, 0x71);
+	static const struct io_intercept bad[] = {
+		{ .port = 0x70, .size = 4, .in = true },                  /* port */
+		{ .port = 0x71, .size = 2, .in = true },                  /* size */
+		{ .port = 0x71, .size = 4, .in = false },                 /* direction */
+		{ .port = 0x71, .size = 4, .in = true, .string = true },  /* INS exit */
+	};
+	for (unsigned k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		ctx.rip = CODE_GPA;
+		ctx.gpr[X86_RAX] = rax0;
+		pio_calls = 0;
+		assert_int_equal(emul_port_io(&ctx, &bad[k], &res), EMUL_RETRY);
+		assert_non_null(res.reason);
+		assert_int_equal(pio_calls, 0);
+		assert_int_equal(ctx.rip, CODE_GPA);
+		assert_int_equal(ctx.gpr[X86_RAX], rax0);
+	}
+	/* ... and a plain IN/OUT at RIP for a string exit through the string path */
+	io = (struct io_intercept){ .port = 0x71, .size = 4, .in = true, .string = true };
+	assert_int_equal(emul_string_io(&ctx, &io, &res), EMUL_RETRY);
+
+	/* Not port I/O at RIP: RETRY; not decodable: UNSUPPORTED; LOCK IN: UNSUPPORTED */
+	CODE(0x89, 0x08);
+	assert_int_equal(emul_port_io(&ctx, NULL, &res), EMUL_RETRY);
+	CODE(0x0f, 0x0b);
+	assert_int_equal(emul_port_io(&ctx, NULL, &res), EMUL_UNSUPPORTED);
+	CODE(0xf0, 0xec);
+	assert_int_equal(emul_port_io(&ctx, NULL, &res), EMUL_UNSUPPORTED);
+	assert_int_equal(ctx.rip, CODE_GPA);
+	/* IN/OUT has no memory operand: never an MMIO access */
+	CODE(0xe4, 0x60);
+	assert_int_equal(mmio_at(0), EMUL_UNSUPPORTED);
+
+	/* The device ends the VM / fails: RIP and RAX stay */
+	CODE(0xed);
+	ctx.gpr[X86_RAX] = rax0;
+	pio_rc = 1;
+	assert_int_equal(emul_port_io(&ctx, NULL, &res), EMUL_VM_END);
+	pio_rc = -7;
+	assert_int_equal(emul_port_io(&ctx, NULL, &res), EMUL_IO_ERROR);
+	assert_int_equal(res.io_error, -7);
+	assert_int_equal(ctx.rip, CODE_GPA);
+	assert_int_equal(ctx.gpr[X86_RAX], rax0);
+	pio_rc = 0;
+
+	/* String forms go through the string path: rep outsb with the intercept */
+	CODE(0xf3, 0x6e);
+	memcpy(ram + DATA_GPA, "abc", 3);
+	ctx.gpr[X86_RSI] = DATA_GPA;
+	ctx.gpr[X86_RCX] = 3;
+	ctx.gpr[X86_RDX] = 0x3f8;
+	port_out_len = 0;
+	io = (struct io_intercept){ .port = 0x3f8, .size = 1, .in = false, .string = true,
+				    .rep = true };
+	assert_int_equal(emul_port_io(&ctx, &io, &res), EMUL_DONE);
+	assert_int_equal(port_out_len, 3);
+	assert_memory_equal(port_out, "abc", 3);
+	assert_int_equal(ctx.gpr[X86_RCX], 0);
+	assert_int_equal(ctx.rip, CODE_GPA + 2);
+	/* ... and a string exit whose instruction is OUTS but the exit said OUT */
+	ctx.rip = CODE_GPA;
+	ctx.gpr[X86_RCX] = 3;
+	io.string = false;
+	assert_int_equal(emul_port_io(&ctx, &io, &res), EMUL_RETRY);
+
+	/* 16-bit real mode: IP wraps at 64 KiB; 66 selects EAX */
+	setup(PM_OFF, false);
+	ctx.pg.cr0 = 0;
+	ctx.seg_base[SEG_CS] = CODE_GPA - 0xfffe;
+	ctx.rip = 0xfffe;
+	CODE(0xe5, 0x40); /* in ax, 0x40 */
+	ctx.gpr[X86_RAX] = rax0;
+	assert_int_equal(emul_port_io(&ctx, NULL, &res), EMUL_DONE);
+	assert_int_equal(ctx.gpr[X86_RAX], 0x1122334455661110ull);
+	assert_int_equal(ctx.rip, 0);
+	ctx.rip = 0xfffe;
+	CODE(0x66, 0xed); /* in eax, dx */
+	ctx.gpr[X86_RDX] = 0x1f0;
+	port_in_count = 0;
+	io = (struct io_intercept){ .port = 0x1f0, .size = 4, .in = true };
+	assert_int_equal(emul_port_io(&ctx, &io, &res), EMUL_DONE);
+	assert_int_equal(ctx.gpr[X86_RAX], 0x13121110ull);
+	assert_int_equal(ctx.rip, 0);
+
+	/* 32-bit paged guest: out dx, ax */
+	setup(PM_32, false);
+	CODE(0x66, 0xef);
+	ctx.gpr[X86_RAX] = 0xbeef;
+	ctx.gpr[X86_RDX] = 0x402;
+	io = (struct io_intercept){ .port = 0x402, .size = 2, .in = false };
+	assert_int_equal(emul_port_io(&ctx, &io, &res), EMUL_DONE);
+	assert_int_equal(port_out_len, 2);
+	assert_int_equal(port_out[0] | port_out[1] << 8, 0xbeef);
+	assert_int_equal(ctx.rip, CODE_GPA + 2);
 }
 
 static void test_real_mode(void **state)
@@ -880,6 +1060,7 @@ int main(void)
 		cmocka_unit_test(test_rep_stos_bounded),
 		cmocka_unit_test(test_rep_movs_df),
 		cmocka_unit_test(test_string_io),
+		cmocka_unit_test(test_port_io),
 		cmocka_unit_test(test_real_mode),
 		cmocka_unit_test(test_paging_modes),
 		cmocka_unit_test(test_fetch_across_pages),

@@ -6,7 +6,6 @@
 #include "core/console.h"
 #include "core/cpu.h"
 #include "core/pmem.h"
-#include "emul/pio_decode.h"
 #include "emul/svm_ioio.h"
 #include "emul/x86_emulate.h"
 #include "lib/printf.h"
@@ -782,38 +781,37 @@ uint64_t vendor_guest_rip(struct vcpu *v)
 
 /* ---- the heavy path ---- */
 
-static void heavy_emulate(struct vcpu *v, uint64_t fault_gpa, const struct io_intercept *io);
+/* What the emulator is asked to do. */
+enum heavy_emul {
+	HEAVY_EMUL_MMIO,      /* NPF on MMIO: emul_mmio */
+	HEAVY_EMUL_STRING_IO, /* io=fast, string I/O exit: emul_string_io */
+	HEAVY_EMUL_PORT_IO,   /* io=emulate, any I/O exit: emul_port_io */
+};
+
+static void heavy_emulate(struct vcpu *v, enum heavy_emul what, uint64_t fault_gpa,
+			  const struct io_intercept *io);
 
 static void heavy_io(struct vcpu *v)
 {
 	struct vmcb *vmcb = &v->arch.vmcb;
 	struct io_intercept io;
-	if (v->vm->opt->io_fast) {
-		svm_ioio_decode(vmcb->exitinfo1, vmcb->exitinfo2, &io);
-	} else {
-		/* io=emulate: seed 004's "before", fetch and decode the instruction */
-		struct guest_paging pg;
-		fill_guest_paging(v, &pg);
-		uint64_t lin = (pg.cs_long ? 0 : vmcb->cs.base) + vmcb->rip;
-		uint8_t buf[15];
-		size_t got = guest_read_linear(v->vm, &pg, pg.cs_long ? lin : (lin & 0xffffffffull), buf,
-					       sizeof(buf));
-		unsigned opsize = pg.cs_long || pg.cs_32 ? 4 : 2;
-		if (pio_decode(buf, got, opsize, pg.cs_long, v->regs.rdx, vmcb->rip, &io)) {
-			vm_fault(v->vm, "port I/O exit at rip 0x%lx but no IN/OUT instruction there",
-				 vmcb->rip);
-			return;
-		}
+	svm_ioio_decode(vmcb->exitinfo1, vmcb->exitinfo2, &io);
+	if (!v->vm->opt->io_fast) {
+		/* io=emulate: seed 004's "before", every port I/O is fetched,
+		 * decoded and performed by the instruction emulator; the exit
+		 * information only cross-checks what it decoded */
+		heavy_emulate(v, HEAVY_EMUL_PORT_IO, 0, &io);
+		return;
 	}
 	if (io.string) {
-		heavy_emulate(v, 0, &io);
+		heavy_emulate(v, HEAVY_EMUL_STRING_IO, 0, &io);
 		return;
 	}
 	exit_port_io(v, io.port, io.size, io.in, &vmcb->rax);
 	vmcb->rip = io.next_rip;
 }
 
-/* ---- the instruction emulator (MMIO and string I/O), heavy path only ---- */
+/* ---- the instruction emulator (MMIO and port I/O), heavy path only ---- */
 
 static void *emul_gpa_ptr(struct emul_ctx *c, uint64_t gpa, size_t len)
 {
@@ -871,16 +869,26 @@ static void emul_ctx_store(struct vcpu *v, const struct emul_ctx *c)
 	vmcb->rflags = c->rflags;
 }
 
-/* Runs the emulator for an NPF on MMIO (io == 0) or a string I/O exit and
- * acts on its result. */
-static void heavy_emulate(struct vcpu *v, uint64_t fault_gpa, const struct io_intercept *io)
+/* Runs the emulator for an NPF on MMIO (fault_gpa) or a port I/O exit (io)
+ * and acts on its result. */
+static void heavy_emulate(struct vcpu *v, enum heavy_emul what, uint64_t fault_gpa,
+			  const struct io_intercept *io)
 {
 	struct emul_ctx c;
 	struct emul_result res;
 	enum emul_status st;
 	emul_ctx_load(v, &c);
-	memset(&res, 0, sizeof(res));
-	st = io ? emul_string_io(&c, io, &res) : emul_mmio(&c, fault_gpa, &res);
+	switch (what) {
+	case HEAVY_EMUL_STRING_IO:
+		st = emul_string_io(&c, io, &res);
+		break;
+	case HEAVY_EMUL_PORT_IO:
+		st = emul_port_io(&c, io, &res);
+		break;
+	default:
+		st = emul_mmio(&c, fault_gpa, &res);
+		break;
+	}
 	if (st != EMUL_RETRY)
 		v->emul_retries = 0;
 	switch (st) {
@@ -917,8 +925,9 @@ static void heavy_emulate(struct vcpu *v, uint64_t fault_gpa, const struct io_in
 			n += snprintf(bytes + n, sizeof(bytes) - n, "%s%02x", i ? " " : "", res.bytes[i]);
 		bytes[n] = 0;
 		vm_fault(v->vm, "cannot emulate the %s at rip 0x%lx (%s; bytes %s)",
-			 io ? "string I/O" : "MMIO access", res.rip, res.reason ? res.reason : "?",
-			 n ? bytes : "none");
+			 what == HEAVY_EMUL_MMIO ? "MMIO access" :
+			 what == HEAVY_EMUL_STRING_IO ? "string I/O" : "port I/O",
+			 res.rip, res.reason ? res.reason : "?", n ? bytes : "none");
 		break;
 	}
 	case EMUL_IO_ERROR:
@@ -935,7 +944,7 @@ static void heavy_npf(struct vcpu *v)
 	bool final_access = vmcb->exitinfo1 & (1ull << 32);
 	if (vm_find_mmio(v->vm, gpa)) {
 		if (final_access) {
-			heavy_emulate(v, gpa, 0);
+			heavy_emulate(v, HEAVY_EMUL_MMIO, gpa, 0);
 			return;
 		}
 		vm_fault(v->vm, "the guest's page tables point into MMIO at 0x%lx (rip 0x%lx)", gpa,

@@ -1,0 +1,136 @@
+/* i8042 controller without devices. */
+#include "dev/i8042.h"
+
+void i8042_init(struct i8042 *dev, struct vm *vm)
+{
+	dev->vm = vm;
+	dev->status = I8042_STR_SYSFLAG | I8042_STR_UNLOCK;
+	/* keyboard interrupt and translation on, as firmware leaves it;
+	 * system flag set (POST passed) */
+	dev->config = 0x45;
+	dev->out = 0;
+	dev->out_full = false;
+	dev->pending_cmd = 0;
+	dev->output_port = 0x01; /* bit 0: the reset line is not asserted */
+}
+
+void i8042_ranges(struct i8042 *dev, struct io_range r[2])
+{
+	for (int i = 0; i < 2; i++) {
+		r[i].base = i ? I8042_CMD_PORT : I8042_DATA_PORT;
+		r[i].len = 1;
+		r[i].fn = i8042_io;
+		r[i].opaque = dev;
+		r[i].light = true;
+		r[i].name = i ? "i8042-cmd" : "i8042-data";
+	}
+}
+
+static void reply(struct i8042 *dev, uint8_t v)
+{
+	dev->out = v;
+	dev->out_full = true;
+}
+
+static int reset(struct i8042 *dev)
+{
+	vm_end(dev->vm, 0, "reset requested (i8042)");
+	return IO_VM_END;
+}
+
+static int command(struct i8042 *dev, uint8_t cmd)
+{
+	switch (cmd) {
+	case 0x20:               /* read configuration byte */
+		reply(dev, dev->config);
+		break;
+	case 0x60:               /* write configuration byte: data follows */
+	case 0xd1:               /* write output port: data follows */
+	case 0xd2:               /* write keyboard output buffer */
+	case 0xd3:               /* write aux output buffer */
+	case 0xd4:               /* write to aux device */
+		dev->pending_cmd = cmd;
+		break;
+	case 0xa7:               /* disable aux port */
+		dev->config |= 0x20;
+		break;
+	case 0xa8:               /* enable aux port */
+		dev->config &= ~0x20;
+		break;
+	case 0xa9:               /* aux interface test */
+	case 0xab:               /* keyboard interface test */
+		reply(dev, 0x00);
+		break;
+	case 0xaa:               /* controller self-test */
+		reply(dev, 0x55);
+		break;
+	case 0xad:               /* disable keyboard port */
+		dev->config |= 0x10;
+		break;
+	case 0xae:               /* enable keyboard port */
+		dev->config &= ~0x10;
+		break;
+	case 0xd0:               /* read output port */
+		reply(dev, dev->output_port);
+		break;
+	case 0xfe:               /* pulse the reset line */
+		return reset(dev);
+	default:
+		break;           /* other commands: no reply */
+	}
+	return IO_OK;
+}
+
+static int data_write(struct i8042 *dev, uint8_t v)
+{
+	uint8_t cmd = dev->pending_cmd;
+	dev->pending_cmd = 0;
+	switch (cmd) {
+	case 0x60:
+		dev->config = v;
+		if (v & 0x04)
+			dev->status |= I8042_STR_SYSFLAG;
+		else
+			dev->status &= ~I8042_STR_SYSFLAG;
+		break;
+	case 0xd1:
+		dev->output_port = v;
+		if (!(v & 0x01))
+			return reset(dev);
+		break;
+	case 0xd2:
+	case 0xd3:
+		reply(dev, v);   /* echoed as if the device had sent it */
+		break;
+	default:
+		break;           /* to a device: nobody answers */
+	}
+	return IO_OK;
+}
+
+int i8042_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
+	     bool is_write, void *opaque)
+{
+	struct i8042 *dev = opaque;
+	(void)vcpu;
+	(void)size;
+
+	if (is_write) {
+		uint8_t v = (uint8_t)*data;
+		if (addr == I8042_CMD_PORT) {
+			dev->status |= I8042_STR_CMD;
+			return command(dev, v);
+		}
+		dev->status &= ~I8042_STR_CMD;
+		return data_write(dev, v);
+	}
+	uint8_t v;
+	if (addr == I8042_CMD_PORT) {
+		v = dev->status | (dev->out_full ? I8042_STR_OBF : 0);
+	} else {
+		v = dev->out;
+		dev->out_full = false;
+	}
+	*data = v;
+	return IO_OK;
+}

@@ -1,0 +1,626 @@
+/* Local APIC: one register file, two access paths (MMIO and x2APIC MSRs). */
+#include "dev/lapic.h"
+
+#include "dev/tick_math.h"
+#include "lib/string.h"
+
+#define LAPIC_VERSION_VALUE 0x00050014u /* version 0x14, max LVT entry 5 (6 LVTs) */
+
+/* Writable bits of each LVT entry (delivery status and remote IRR are RO). */
+static const uint32_t lvt_rw_mask[LVT_COUNT] = {
+	[LVT_TIMER] = 0x000700ffu,   /* vector, mask, mode (17-18, 18 = TSC deadline) */
+	[LVT_THERMAL] = 0x000107ffu, /* vector, delivery mode, mask */
+	[LVT_PERF] = 0x000107ffu,
+	[LVT_LINT0] = 0x0001a7ffu,   /* + polarity, trigger */
+	[LVT_LINT1] = 0x0001a7ffu,
+	[LVT_ERROR] = 0x000100ffu,
+};
+
+static void timer_fire(struct vm_timer *t, uint64_t now);
+
+/* ---- bit arrays (ISR/TMR/IRR: 256 bits as eight 32-bit registers) ---- */
+
+static inline void set_bit256(uint32_t *r, unsigned v) { r[v >> 5] |= 1u << (v & 31); }
+static inline void clr_bit256(uint32_t *r, unsigned v) { r[v >> 5] &= ~(1u << (v & 31)); }
+static inline bool test_bit256(const uint32_t *r, unsigned v) { return r[v >> 5] & (1u << (v & 31)); }
+
+static int highest_bit256(const uint32_t *r)
+{
+	for (int i = 7; i >= 0; i--)
+		if (r[i])
+			return i * 32 + 31 - __builtin_clz(r[i]);
+	return -1;
+}
+
+/* ---- state ---- */
+
+static void reset_registers(struct lapic *a)
+{
+	vm_timer_cancel(a->vm, &a->timer);
+	a->tpr = 0;
+	a->svr = 0xff;
+	a->ldr = 0;
+	a->dfr = 0xffffffffu;
+	a->esr = a->esr_pending = 0;
+	a->icr_lo = a->icr_hi = 0;
+	memset(a->isr, 0, sizeof(a->isr));
+	memset(a->tmr, 0, sizeof(a->tmr));
+	memset(a->irr, 0, sizeof(a->irr));
+	for (unsigned i = 0; i < LVT_COUNT; i++)
+		a->lvt[i] = LAPIC_LVT_MASKED;
+	a->timer_init = 0;
+	a->timer_div = 0;
+	a->timer_running = false;
+	a->tsc_deadline = 0;
+	a->nmi_pending = false;
+}
+
+void lapic_init(struct lapic *a, struct vm *vm, uint32_t apic_id, bool bsp)
+{
+	memset(a, 0, sizeof(*a));
+	a->vm = vm;
+	a->id = apic_id;
+	a->apic_base = LAPIC_BASE | APIC_BASE_EN | (bsp ? APIC_BASE_BSP : 0);
+	a->tsc_hz = platform_tsc_hz();
+	if (!a->tsc_hz)
+		a->tsc_hz = TICK_DEFAULT_TSC_HZ;
+	a->timer.fire = timer_fire;
+	a->timer.opaque = a;
+	reset_registers(a);
+}
+
+void lapic_firmware_setup(struct lapic *a)
+{
+	a->svr |= LAPIC_SVR_ENABLE;
+	a->lvt[LVT_LINT0] = (LAPIC_DM_EXTINT << 8) | LAPIC_LVT_LEVEL; /* 0x8700, unmasked */
+	a->lvt[LVT_LINT1] = (LAPIC_DM_NMI << 8) | LAPIC_LVT_LEVEL;    /* 0x8400 */
+}
+
+void lapic_set_eoi_hook(struct lapic *a, lapic_eoi_fn fn, void *ctx)
+{
+	a->eoi_hook = fn;
+	a->eoi_ctx = ctx;
+}
+
+void lapic_range(struct lapic *a, struct io_range *r)
+{
+	(void)a;
+	r->base = LAPIC_BASE;
+	r->len = LAPIC_SIZE;
+	r->fn = lapic_mmio;
+	r->opaque = a;
+	r->light = true;
+	r->name = "lapic";
+}
+
+static uint32_t x2apic_ldr(uint32_t id)
+{
+	return ((id >> 4) << 16) | (1u << (id & 0xf));
+}
+
+/* ---- priority and delivery ---- */
+
+uint32_t lapic_ppr(const struct lapic *a)
+{
+	int isrv = highest_bit256(a->isr);
+	uint32_t isr_class = isrv < 0 ? 0 : ((uint32_t)isrv & 0xf0);
+	if ((a->tpr & 0xf0) >= isr_class)
+		return a->tpr & 0xff;
+	return isr_class;
+}
+
+static void record_error(struct lapic *a, uint32_t bits)
+{
+	a->esr_pending |= bits;
+	uint32_t lvt = a->lvt[LVT_ERROR];
+	uint8_t v = (uint8_t)lvt;
+	if (!(lvt & LAPIC_LVT_MASKED) && v >= 16 && lapic_sw_enabled(a)) {
+		set_bit256(a->irr, v);
+		clr_bit256(a->tmr, v);
+	}
+}
+
+void lapic_accept(struct lapic *a, uint8_t vector, bool level)
+{
+	if (!lapic_hw_enabled(a))
+		return;
+	if (vector < 16) {
+		record_error(a, LAPIC_ESR_RECV_ILLEGAL);
+		return;
+	}
+	if (!lapic_sw_enabled(a))
+		return; /* a software-disabled APIC takes no fixed interrupts */
+	set_bit256(a->irr, vector);
+	if (level)
+		set_bit256(a->tmr, vector);
+	else
+		clr_bit256(a->tmr, vector);
+}
+
+int lapic_highest_pending(struct lapic *a)
+{
+	if (!lapic_hw_enabled(a))
+		return -1;
+	int v = highest_bit256(a->irr);
+	if (v < 0)
+		return -1;
+	if (((uint32_t)v & 0xf0) <= (lapic_ppr(a) & 0xf0))
+		return -1;
+	return v;
+}
+
+void lapic_ack(struct lapic *a, uint8_t vector)
+{
+	clr_bit256(a->irr, vector);
+	set_bit256(a->isr, vector);
+}
+
+int lapic_eoi(struct lapic *a)
+{
+	int v = highest_bit256(a->isr);
+	if (v < 0)
+		return -1;
+	clr_bit256(a->isr, (unsigned)v);
+	if (test_bit256(a->tmr, (unsigned)v) && a->eoi_hook)
+		a->eoi_hook(a->eoi_ctx, (uint8_t)v);
+	return v;
+}
+
+bool lapic_match_dest(const struct lapic *a, uint32_t dest, bool logical)
+{
+	if (lapic_x2apic(a)) {
+		if (dest == 0xffffffffu)
+			return true;
+		if (!logical)
+			return dest == a->id;
+		return (dest >> 16) == (a->ldr >> 16) && (dest & a->ldr & 0xffff);
+	}
+	uint8_t d = (uint8_t)dest;
+	if (d == 0xff)
+		return true;
+	if (!logical)
+		return d == (uint8_t)a->id;
+	uint8_t ldr = (uint8_t)(a->ldr >> 24);
+	if ((a->dfr >> 28) == 0xf)      /* flat model */
+		return d & ldr;
+	/* cluster model: high nibble cluster, low nibble member mask */
+	return (d >> 4) == (ldr >> 4) && (d & ldr & 0xf);
+}
+
+bool lapic_pic_intr_allowed(const struct lapic *a)
+{
+	if (!lapic_hw_enabled(a))
+		return true;
+	uint32_t lint0 = a->lvt[LVT_LINT0];
+	return !(lint0 & LAPIC_LVT_MASKED) && LAPIC_LVT_DM(lint0) == LAPIC_DM_EXTINT;
+}
+
+/* ---- IPIs (one vCPU: only messages that include this APIC do anything) ---- */
+
+static void send_ipi(struct lapic *a)
+{
+	uint32_t lo = a->icr_lo;
+	unsigned shorthand = (lo >> 18) & 3, dm = (lo >> 8) & 7;
+	uint8_t vector = (uint8_t)lo;
+	bool logical = lo & (1u << 11);
+	uint32_t dest = lapic_x2apic(a) ? a->icr_hi : a->icr_hi >> 24;
+	bool to_self;
+
+	switch (shorthand) {
+	case 1: /* self */
+	case 2: /* all including self */
+		to_self = true;
+		break;
+	case 3: /* all excluding self */
+		to_self = false;
+		break;
+	default:
+		to_self = lapic_match_dest(a, dest, logical);
+		break;
+	}
+	if ((dm == 0 || dm == 1) && vector < 16) {
+		record_error(a, LAPIC_ESR_SEND_ILLEGAL);
+		return;
+	}
+	if (!to_self)
+		return;
+	switch (dm) {
+	case 0: /* fixed */
+	case 1: /* lowest priority */
+		lapic_accept(a, vector, false);
+		break;
+	case 4: /* NMI */
+		a->nmi_pending = true;
+		break;
+	default: /* SMI, INIT, SIPI: nothing to do with one vCPU */
+		break;
+	}
+}
+
+/* ---- timer ---- */
+
+static unsigned divide_shift(uint32_t div)
+{
+	unsigned v = (div & 3) | ((div & 8) >> 1);
+	return (v + 1) & 7; /* 0b111 -> divide by 1 */
+}
+
+static uint64_t bus_ticks(const struct lapic *a, uint64_t tsc_delta)
+{
+	return muldiv64(tsc_delta, LAPIC_BUS_HZ, a->tsc_hz);
+}
+
+static uint64_t tsc_for_ticks(const struct lapic *a, uint64_t ticks)
+{
+	return muldiv64_ceil(ticks, a->tsc_hz, LAPIC_BUS_HZ);
+}
+
+static uint64_t timer_period(const struct lapic *a)
+{
+	return (uint64_t)a->timer_init << divide_shift(a->timer_div);
+}
+
+static void timer_deliver(struct lapic *a)
+{
+	uint32_t lvt = a->lvt[LVT_TIMER];
+	a->timer_fires++;
+	if (!(lvt & LAPIC_LVT_MASKED))
+		lapic_accept(a, (uint8_t)lvt, false);
+}
+
+static void timer_start(struct lapic *a, uint64_t now)
+{
+	vm_timer_cancel(a->vm, &a->timer);
+	a->timer_running = a->timer_init != 0;
+	if (!a->timer_running)
+		return;
+	a->timer_start = now;
+	vm_timer_arm(a->vm, &a->timer, now + tsc_for_ticks(a, timer_period(a)));
+}
+
+static void deadline_arm(struct lapic *a, uint64_t now)
+{
+	vm_timer_cancel(a->vm, &a->timer);
+	if (!a->tsc_deadline)
+		return;
+	uint64_t host = a->tsc_deadline - (uint64_t)a->tsc_offset;
+	if (host <= now) {
+		a->tsc_deadline = 0;
+		timer_deliver(a);
+		return;
+	}
+	vm_timer_arm(a->vm, &a->timer, host);
+}
+
+static void timer_fire(struct vm_timer *t, uint64_t now)
+{
+	struct lapic *a = t->opaque;
+	unsigned mode = LAPIC_TIMER_MODE(a->lvt[LVT_TIMER]);
+
+	if (mode == LAPIC_TIMER_TSCDEADLINE) {
+		if (a->tsc_deadline)
+			deadline_arm(a, now); /* delivers if due, re-arms if early */
+		return;
+	}
+	if (!a->timer_running)
+		return;
+	uint64_t period = timer_period(a);
+	uint64_t elapsed = bus_ticks(a, now - a->timer_start);
+	if (elapsed < period) { /* early: wait for the rest */
+		vm_timer_arm(a->vm, t, a->timer_start + tsc_for_ticks(a, period));
+		return;
+	}
+	timer_deliver(a);
+	if (mode == LAPIC_TIMER_PERIODIC) {
+		/* The next period boundary after now; periods missed while the
+		 * vCPU did not run are coalesced into this one interrupt. */
+		uint64_t k = elapsed / period + 1;
+		vm_timer_arm(a->vm, t, a->timer_start + tsc_for_ticks(a, k * period));
+	} else {
+		a->timer_running = false;
+	}
+}
+
+uint32_t lapic_timer_current(struct lapic *a)
+{
+	unsigned mode = LAPIC_TIMER_MODE(a->lvt[LVT_TIMER]);
+	if (!a->timer_running || mode == LAPIC_TIMER_TSCDEADLINE)
+		return 0;
+	uint64_t counts = bus_ticks(a, platform_tsc() - a->timer_start) >> divide_shift(a->timer_div);
+	if (mode == LAPIC_TIMER_PERIODIC)
+		return a->timer_init - (uint32_t)(counts % a->timer_init);
+	return counts >= a->timer_init ? 0 : a->timer_init - (uint32_t)counts;
+}
+
+static void write_lvt_timer(struct lapic *a, uint32_t v)
+{
+	unsigned old_mode = LAPIC_TIMER_MODE(a->lvt[LVT_TIMER]);
+	unsigned new_mode = LAPIC_TIMER_MODE(v);
+	a->lvt[LVT_TIMER] = v;
+	/* Switching into or out of TSC-deadline mode disarms the timer and
+	 * clears both the initial count and the deadline. One-shot <-> periodic
+	 * keeps counting; the mode applies at the next expiry. */
+	if ((old_mode == LAPIC_TIMER_TSCDEADLINE) != (new_mode == LAPIC_TIMER_TSCDEADLINE)) {
+		vm_timer_cancel(a->vm, &a->timer);
+		a->timer_running = false;
+		a->timer_init = 0;
+		a->tsc_deadline = 0;
+	}
+}
+
+/* A new divisor applies from now on: the current count keeps its value and
+ * goes on counting at the new rate (the period end moves accordingly). */
+static void write_divide(struct lapic *a, uint32_t div)
+{
+	if (!a->timer_running || LAPIC_TIMER_MODE(a->lvt[LVT_TIMER]) == LAPIC_TIMER_TSCDEADLINE) {
+		a->timer_div = div;
+		return;
+	}
+	uint64_t now = platform_tsc();
+	uint32_t cur = lapic_timer_current(a);
+	a->timer_div = div;
+	if (!cur) {
+		a->timer_running = false;
+		vm_timer_cancel(a->vm, &a->timer);
+		return;
+	}
+	/* Pretend the count was loaded when, at the new rate, it would have
+	 * reached `cur` now. */
+	uint64_t done = (uint64_t)(a->timer_init - cur) << divide_shift(div);
+	a->timer_start = now - tsc_for_ticks(a, done);
+	vm_timer_arm(a->vm, &a->timer, a->timer_start + tsc_for_ticks(a, timer_period(a)));
+}
+
+/* ---- register file ---- */
+
+uint64_t lapic_read(struct lapic *a, unsigned off)
+{
+	off &= 0xff0;
+	if (off >= LAPIC_ISR && off < LAPIC_ISR + 0x80)
+		return a->isr[(off - LAPIC_ISR) >> 4];
+	if (off >= LAPIC_TMR && off < LAPIC_TMR + 0x80)
+		return a->tmr[(off - LAPIC_TMR) >> 4];
+	if (off >= LAPIC_IRR && off < LAPIC_IRR + 0x80)
+		return a->irr[(off - LAPIC_IRR) >> 4];
+	if (off >= LAPIC_LVT_TIMER && off <= LAPIC_LVT_ERROR)
+		return a->lvt[(off - LAPIC_LVT_TIMER) >> 4];
+
+	switch (off) {
+	case LAPIC_ID:
+		return lapic_x2apic(a) ? a->id : a->id << 24;
+	case LAPIC_VERSION:
+		return LAPIC_VERSION_VALUE;
+	case LAPIC_TPR:
+		return a->tpr;
+	case LAPIC_PPR:
+		return lapic_ppr(a);
+	case LAPIC_LDR:
+		return a->ldr;
+	case LAPIC_DFR:
+		return a->dfr;
+	case LAPIC_SVR:
+		return a->svr;
+	case LAPIC_ESR:
+		return a->esr;
+	case LAPIC_ICR_LO:
+		if (lapic_x2apic(a))
+			return ((uint64_t)a->icr_hi << 32) | a->icr_lo;
+		return a->icr_lo; /* delivery status: always idle */
+	case LAPIC_ICR_HI:
+		return a->icr_hi;
+	case LAPIC_TIMER_INIT:
+		return a->timer_init;
+	case LAPIC_TIMER_CUR:
+		return lapic_timer_current(a);
+	case LAPIC_TIMER_DIV:
+		return a->timer_div;
+	default: /* APR, EOI, RRD, SELF IPI, reserved */
+		return 0;
+	}
+}
+
+void lapic_write(struct lapic *a, unsigned off, uint64_t value)
+{
+	uint32_t v = (uint32_t)value;
+	off &= 0xff0;
+
+	if (off >= LAPIC_LVT_TIMER && off <= LAPIC_LVT_ERROR) {
+		unsigned i = (off - LAPIC_LVT_TIMER) >> 4;
+		v &= lvt_rw_mask[i];
+		if (!(a->svr & LAPIC_SVR_ENABLE))
+			v |= LAPIC_LVT_MASKED; /* software-disabled: LVTs stay masked */
+		if (i == LVT_TIMER)
+			write_lvt_timer(a, v);
+		else
+			a->lvt[i] = v | (a->lvt[i] & LAPIC_LVT_REMOTE_IRR);
+		return;
+	}
+
+	switch (off) {
+	case LAPIC_ID:
+		if (!lapic_x2apic(a))
+			a->id = v >> 24;
+		break;
+	case LAPIC_TPR:
+		a->tpr = v & 0xff;
+		break;
+	case LAPIC_EOI:
+		lapic_eoi(a);
+		break;
+	case LAPIC_LDR:
+		if (!lapic_x2apic(a))
+			a->ldr = v & 0xff000000u;
+		break;
+	case LAPIC_DFR:
+		if (!lapic_x2apic(a))
+			a->dfr = v | 0x0fffffffu;
+		break;
+	case LAPIC_SVR:
+		/* vector, APIC enable, focus check disable; no EOI-broadcast
+		 * suppression (version bit 24 is clear) */
+		a->svr = v & 0x3ff;
+		if (!(a->svr & LAPIC_SVR_ENABLE))
+			for (unsigned i = 0; i < LVT_COUNT; i++)
+				a->lvt[i] |= LAPIC_LVT_MASKED;
+		break;
+	case LAPIC_ESR:
+		a->esr = a->esr_pending;
+		a->esr_pending = 0;
+		break;
+	case LAPIC_ICR_LO:
+		if (lapic_x2apic(a)) {
+			a->icr_hi = (uint32_t)(value >> 32);
+			a->icr_lo = v & 0x000ccfffu;
+		} else {
+			a->icr_lo = v & 0x000ccfffu;
+		}
+		send_ipi(a);
+		break;
+	case LAPIC_ICR_HI:
+		if (!lapic_x2apic(a))
+			a->icr_hi = v & 0xff000000u;
+		break;
+	case LAPIC_TIMER_INIT:
+		if (LAPIC_TIMER_MODE(a->lvt[LVT_TIMER]) == LAPIC_TIMER_TSCDEADLINE)
+			break; /* ignored in TSC-deadline mode */
+		a->timer_init = v;
+		timer_start(a, platform_tsc());
+		break;
+	case LAPIC_TIMER_DIV:
+		write_divide(a, v & 0xb);
+		break;
+	case LAPIC_SELF_IPI:
+		if (lapic_x2apic(a))
+			lapic_accept(a, (uint8_t)v, false);
+		break;
+	default: /* version, PPR, ISR/TMR/IRR, current count, APR, RRD: RO */
+		break;
+	}
+}
+
+/* ---- MMIO (xAPIC) ---- */
+
+int lapic_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
+	       bool is_write, void *opaque)
+{
+	struct lapic *a = opaque;
+	(void)vcpu;
+	uint64_t off = addr - LAPIC_BASE;
+	bool decoded = lapic_hw_enabled(a) && !lapic_x2apic(a);
+
+	if (is_write) {
+		/* Registers are 32 bits wide, at 16-byte strides. */
+		if (decoded && (off & 0xf) == 0 && size >= 4 && off < LAPIC_SIZE &&
+		    off != LAPIC_SELF_IPI)
+			lapic_write(a, (unsigned)off, (uint32_t)*data);
+		return IO_OK;
+	}
+	uint64_t v;
+	if (!decoded || off >= LAPIC_SIZE)
+		v = ~0ull;
+	else if ((off & 0xf) >= 4)
+		v = 0;
+	else
+		v = (lapic_read(a, (unsigned)off) & 0xffffffffu) >> (8 * (off & 3));
+	if (size < 8)
+		v &= (1ull << (8 * size)) - 1;
+	*data = v;
+	return IO_OK;
+}
+
+/* ---- MSRs (x2APIC) ---- */
+
+enum { R = 1, W = 2 };
+
+static unsigned x2apic_access(unsigned off)
+{
+	if (off >= LAPIC_ISR && off < LAPIC_IRR + 0x80)
+		return R;                       /* ISR, TMR, IRR */
+	if (off >= LAPIC_LVT_TIMER && off <= LAPIC_LVT_ERROR)
+		return R | W;
+	switch (off) {
+	case LAPIC_ID: case LAPIC_VERSION: case LAPIC_PPR: case LAPIC_LDR: case LAPIC_TIMER_CUR:
+		return R;
+	case LAPIC_TPR: case LAPIC_SVR: case LAPIC_ESR: case LAPIC_ICR_LO:
+	case LAPIC_TIMER_INIT: case LAPIC_TIMER_DIV:
+		return R | W;
+	case LAPIC_EOI: case LAPIC_SELF_IPI:
+		return W;
+	default: /* APR, RRD, DFR, CMCI, ICR high, reserved */
+		return 0;
+	}
+}
+
+int lapic_set_base(struct lapic *a, uint64_t value)
+{
+	/* Reserved: bits 0-7, 9, and above the 52-bit physical address. */
+	if (value & (0xffull | (1ull << 9) | 0xfff0000000000000ull))
+		return LAPIC_GP;
+	bool en = value & APIC_BASE_EN, extd = value & APIC_BASE_EXTD;
+	bool was_en = lapic_hw_enabled(a), was_x2 = lapic_x2apic(a);
+
+	if (extd && !en)
+		return LAPIC_GP;                /* invalid state */
+	if (was_x2 && en && !extd)
+		return LAPIC_GP;                /* x2APIC -> xAPIC must go through disabled */
+	if (!was_en && extd)
+		return LAPIC_GP;                /* disabled -> x2APIC must go through xAPIC */
+
+	a->apic_base = (value & ~APIC_BASE_BSP) | (a->apic_base & APIC_BASE_BSP);
+	if (!en && was_en)
+		reset_registers(a);
+	if (extd && !was_x2)
+		a->ldr = x2apic_ldr(a->id);
+	return 0;
+}
+
+int lapic_msr(struct lapic *a, uint32_t msr, uint64_t *value, bool is_write)
+{
+	if (msr == MSR_APIC_BASE) {
+		if (is_write)
+			return lapic_set_base(a, *value);
+		*value = a->apic_base;
+		return 0;
+	}
+	if (msr == MSR_TSC_DEADLINE) {
+		if (!is_write) {
+			*value = a->tsc_deadline;
+			return 0;
+		}
+		/* Outside TSC-deadline mode (or with the APIC disabled) the
+		 * write is ignored. */
+		if (lapic_hw_enabled(a) &&
+		    LAPIC_TIMER_MODE(a->lvt[LVT_TIMER]) == LAPIC_TIMER_TSCDEADLINE) {
+			a->tsc_deadline = *value;
+			deadline_arm(a, platform_tsc());
+		}
+		return 0;
+	}
+	if (msr < MSR_X2APIC_FIRST || msr > MSR_X2APIC_LAST || !lapic_x2apic(a))
+		return LAPIC_GP;
+
+	unsigned off = (msr - MSR_X2APIC_FIRST) << 4;
+	unsigned access = x2apic_access(off);
+	if (!is_write) {
+		if (!(access & R))
+			return LAPIC_GP;
+		*value = lapic_read(a, off);
+		return 0;
+	}
+	if (!(access & W))
+		return LAPIC_GP;
+	uint64_t v = *value;
+	if (off == LAPIC_ICR_LO) {
+		/* reserved: 12-13 (no delivery status in x2APIC), 16-17, 20-31 */
+		if (v & 0xfff33000ull)
+			return LAPIC_GP;
+	} else if (v >> 32) {
+		return LAPIC_GP;
+	}
+	if ((off == LAPIC_EOI || off == LAPIC_ESR) && v)
+		return LAPIC_GP;
+	if (off == LAPIC_SELF_IPI && (v & ~0xffull))
+		return LAPIC_GP;
+	lapic_write(a, off, v);
+	return 0;
+}

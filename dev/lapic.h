@@ -1,0 +1,213 @@
+/* Local APIC register logic for one vCPU, in xAPIC mode (MMIO at
+ * 0xFEE00000) and x2APIC mode (MSRs 0x800-0x8FF), after the Intel SDM vol. 3
+ * ch. 10/11 and AMD APM vol. 2 ch. 16.
+ *
+ * One register file serves both: xAPIC offset `off` is x2APIC MSR
+ * 0x800 + (off >> 4). ID, version, TPR, APR, PPR, EOI, LDR, DFR (xAPIC),
+ * SVR, ISR/TMR/IRR, ESR, ICR (self and broadcast-to-self IPIs; one vCPU),
+ * the LVT (timer, thermal, perf, LINT0, LINT1, error), the timer (one-shot,
+ * periodic, TSC-deadline through MSR 0x6E0; count derived from the TSC; the
+ * timer is driven by the vm_timer service) and SELF IPI (x2APIC).
+ *
+ * The hypervisor's interrupt model:
+ *  - lapic_accept(vector, level) when an interrupt message arrives (I/O APIC,
+ *    self IPI, timer: the device calls it itself);
+ *  - before entering the guest, lapic_highest_pending() gives the vector to
+ *    inject (-1 if none may be delivered now); when the CPU takes it,
+ *    lapic_ack(vector) moves it from IRR to ISR;
+ *  - an EOI of a level-triggered vector calls the eoi hook (-> ioapic_eoi);
+ *  - lapic_pic_intr_allowed() says whether the 8259's INTR reaches the CPU
+ *    (LINT0 in ExtINT mode, or the APIC globally disabled). */
+#ifndef DEV_LAPIC_H
+#define DEV_LAPIC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dev/device.h"
+
+#define LAPIC_BASE           0xfee00000ull
+#define LAPIC_SIZE           0x1000u
+#define LAPIC_BUS_HZ         1000000000ull  /* the APIC timer's clock: 1 tick = 1 ns */
+
+/* Register offsets (xAPIC MMIO). */
+#define LAPIC_ID             0x020
+#define LAPIC_VERSION        0x030
+#define LAPIC_TPR            0x080
+#define LAPIC_APR            0x090
+#define LAPIC_PPR            0x0a0
+#define LAPIC_EOI            0x0b0
+#define LAPIC_RRD            0x0c0
+#define LAPIC_LDR            0x0d0
+#define LAPIC_DFR            0x0e0
+#define LAPIC_SVR            0x0f0
+#define LAPIC_ISR            0x100  /* 8 registers, 0x100-0x170 */
+#define LAPIC_TMR            0x180
+#define LAPIC_IRR            0x200
+#define LAPIC_ESR            0x280
+#define LAPIC_LVT_CMCI       0x2f0
+#define LAPIC_ICR_LO         0x300
+#define LAPIC_ICR_HI         0x310
+#define LAPIC_LVT_TIMER      0x320
+#define LAPIC_LVT_THERMAL    0x330
+#define LAPIC_LVT_PERF       0x340
+#define LAPIC_LVT_LINT0      0x350
+#define LAPIC_LVT_LINT1      0x360
+#define LAPIC_LVT_ERROR      0x370
+#define LAPIC_TIMER_INIT     0x380
+#define LAPIC_TIMER_CUR      0x390
+#define LAPIC_TIMER_DIV      0x3e0
+#define LAPIC_SELF_IPI       0x3f0  /* x2APIC only */
+
+/* MSRs. */
+#define MSR_APIC_BASE        0x1bu
+#define MSR_TSC_DEADLINE     0x6e0u
+#define MSR_X2APIC_FIRST     0x800u
+#define MSR_X2APIC_LAST      0x8ffu
+#define LAPIC_X2APIC_MSR(off) (MSR_X2APIC_FIRST + ((off) >> 4))
+
+#define APIC_BASE_BSP        (1ull << 8)
+#define APIC_BASE_EXTD       (1ull << 10)  /* x2APIC mode */
+#define APIC_BASE_EN         (1ull << 11)  /* globally enabled */
+
+#define LAPIC_SVR_ENABLE     (1u << 8)
+#define LAPIC_LVT_MASKED     (1u << 16)
+#define LAPIC_LVT_LEVEL      (1u << 15)
+#define LAPIC_LVT_REMOTE_IRR (1u << 14)
+#define LAPIC_LVT_DELIVS     (1u << 12)
+#define LAPIC_LVT_DM(v)      (((v) >> 8) & 7)
+#define LAPIC_DM_FIXED       0u
+#define LAPIC_DM_NMI         4u
+#define LAPIC_DM_EXTINT      7u
+
+#define LAPIC_TIMER_ONESHOT     0u
+#define LAPIC_TIMER_PERIODIC    1u
+#define LAPIC_TIMER_TSCDEADLINE 2u
+#define LAPIC_TIMER_MODE(lvt)   (((lvt) >> 17) & 3)
+
+/* ESR bits. */
+#define LAPIC_ESR_SEND_ILLEGAL   (1u << 5)
+#define LAPIC_ESR_RECV_ILLEGAL   (1u << 6)
+#define LAPIC_ESR_ILLEGAL_REG    (1u << 7)
+
+/* lapic_* register accessors return this for an access the CPU answers
+ * with #GP (x2APIC rules); the hypervisor injects #GP(0). */
+#define LAPIC_GP (-1)
+
+enum lapic_lvt { LVT_TIMER, LVT_THERMAL, LVT_PERF, LVT_LINT0, LVT_LINT1, LVT_ERROR, LVT_COUNT };
+
+struct lapic;
+/* EOI of a vector that was accepted level-triggered (TMR set): the
+ * hypervisor passes it on to ioapic_eoi(). */
+typedef void (*lapic_eoi_fn)(void *ctx, uint8_t vector);
+
+struct lapic {
+	struct vm *vm;
+	uint32_t id;            /* APIC ID */
+	uint64_t apic_base;     /* IA32_APIC_BASE */
+	uint32_t tpr, svr, ldr, dfr;
+	uint32_t esr;           /* what ESR reads: latched at the last ESR write */
+	uint32_t esr_pending;   /* errors since then */
+	uint32_t icr_lo, icr_hi;
+	uint32_t isr[8], tmr[8], irr[8];
+	uint32_t lvt[LVT_COUNT];
+	/* timer */
+	uint32_t timer_init;    /* initial count */
+	uint32_t timer_div;     /* divide configuration register */
+	uint64_t timer_start;   /* host TSC at which the current count was loaded */
+	bool timer_running;     /* one-shot/periodic count in progress */
+	uint64_t tsc_deadline;  /* IA32_TSC_DEADLINE in guest TSC, 0 = disarmed */
+	int64_t tsc_offset;     /* guest TSC = host TSC + tsc_offset */
+	uint64_t tsc_hz;
+	struct vm_timer timer;
+	/* hooks */
+	lapic_eoi_fn eoi_hook;
+	void *eoi_ctx;
+	bool nmi_pending;       /* an NMI IPI to self was sent; the hypervisor clears it */
+	uint64_t timer_fires;   /* expiries, for statistics and tests */
+};
+
+/* Power-up state: xAPIC mode, globally enabled, software disabled (SVR =
+ * 0xFF), every LVT masked, timer stopped. `bsp` sets APIC_BASE.BSP. The TSC
+ * frequency is read with platform_tsc_hz(). */
+void lapic_init(struct lapic *a, struct vm *vm, uint32_t apic_id, bool bsp);
+
+/* The state SeaBIOS leaves for an OS (what Linux expects from firmware):
+ * software enabled, LINT0 ExtINT (the 8259 passes through), LINT1 NMI. */
+void lapic_firmware_setup(struct lapic *a);
+
+void lapic_set_eoi_hook(struct lapic *a, lapic_eoi_fn fn, void *ctx);
+
+/* Register file by xAPIC offset (0x000-0x3F0), mode-independent; value is
+ * 32 bits except the x2APIC ICR (64). These do not apply the x2APIC access
+ * rules; lapic_msr() and lapic_mmio() do. */
+uint64_t lapic_read(struct lapic *a, unsigned off);
+void lapic_write(struct lapic *a, unsigned off, uint64_t value);
+
+/* MMIO callback (dev/device.h shape; opaque is the struct lapic), for the
+ * 4 KiB page at 0xFEE00000: 32-bit accesses (narrower reads are served
+ * from the register's low bytes, narrower writes are ignored as on the
+ * hardware). In x2APIC mode, or with the APIC globally disabled, the page
+ * is not decoded: reads all-ones, writes dropped. */
+int lapic_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
+	       bool is_write, void *opaque);
+void lapic_range(struct lapic *a, struct io_range *r);
+
+/* MSRs IA32_APIC_BASE (0x1B), IA32_TSC_DEADLINE (0x6E0) and the x2APIC range
+ * (0x800-0x8FF). Returns 0, or LAPIC_GP for #GP: an x2APIC MSR outside
+ * x2APIC mode, a reserved or absent register, a write to a read-only one
+ * (ID, version, PPR, LDR, ISR/TMR/IRR, current count) or a read of a
+ * write-only one (EOI, SELF IPI), a non-zero write to EOI or ESR, reserved
+ * bits set, an invalid APIC_BASE mode transition. */
+int lapic_msr(struct lapic *a, uint32_t msr, uint64_t *value, bool is_write);
+
+/* IA32_APIC_BASE write with the SDM's transition rules (xAPIC -> x2APIC,
+ * either -> disabled; x2APIC -> xAPIC and disabled -> x2APIC are #GP).
+ * Disabling resets the APIC (ID kept). The base address is recorded but the
+ * MMIO window stays at 0xFEE00000. */
+int lapic_set_base(struct lapic *a, uint64_t value);
+
+static inline bool lapic_x2apic(const struct lapic *a)
+{
+	return (a->apic_base & (APIC_BASE_EN | APIC_BASE_EXTD)) == (APIC_BASE_EN | APIC_BASE_EXTD);
+}
+static inline bool lapic_hw_enabled(const struct lapic *a)
+{
+	return a->apic_base & APIC_BASE_EN;
+}
+static inline bool lapic_sw_enabled(const struct lapic *a)
+{
+	return lapic_hw_enabled(a) && (a->svr & LAPIC_SVR_ENABLE);
+}
+
+/* An interrupt message with `vector` arrives (trigger mode level or edge).
+ * Vectors 0-15 are illegal (ESR receive-illegal-vector, dropped); a
+ * disabled APIC drops fixed interrupts. */
+void lapic_accept(struct lapic *a, uint8_t vector, bool level);
+
+/* The highest vector in IRR whose priority class is above the processor
+ * priority (PPR), or -1. */
+int lapic_highest_pending(struct lapic *a);
+
+/* The CPU takes `vector`: IRR -> ISR. */
+void lapic_ack(struct lapic *a, uint8_t vector);
+
+/* An EOI: clears the highest ISR bit; returns its vector (-1 if ISR was
+ * empty). A vector with TMR set calls the eoi hook. */
+int lapic_eoi(struct lapic *a);
+
+/* Processor priority register as the hardware computes it. */
+uint32_t lapic_ppr(const struct lapic *a);
+
+/* Does this APIC accept a message for (dest, logical)? Physical: its ID or
+ * the broadcast ID; logical: flat/cluster model (xAPIC) or x2APIC cluster. */
+bool lapic_match_dest(const struct lapic *a, uint32_t dest, bool logical);
+
+/* Whether the 8259's INTR output is delivered to the CPU: the APIC is
+ * globally disabled, or LINT0 is unmasked in ExtINT mode. */
+bool lapic_pic_intr_allowed(const struct lapic *a);
+
+/* The timer's current count now (0 when stopped or expired). */
+uint32_t lapic_timer_current(struct lapic *a);
+
+#endif

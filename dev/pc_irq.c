@@ -1,0 +1,55 @@
+/* PC interrupt routing glue. */
+#include "dev/pc_irq.h"
+
+void pc_irq_set(struct pic8259 *pic, struct ioapic *io, unsigned line, bool level)
+{
+	if (line == 2 || line >= IOAPIC_PINS)
+		return;
+	if (line < 16)
+		pic_set_irq(pic, line, level);
+	ioapic_set_irq(io, line == 0 ? 2 : line, level);
+}
+
+void pc_ioapic_deliver(void *lapic, const struct ioapic_irq *irq)
+{
+	struct lapic *a = lapic;
+	switch (irq->delivery_mode) {
+	case IOAPIC_DM_FIXED:
+	case IOAPIC_DM_LOWEST:
+		if (lapic_match_dest(a, irq->dest, irq->logical))
+			lapic_accept(a, irq->vector, irq->level);
+		break;
+	case IOAPIC_DM_NMI:
+		if (lapic_match_dest(a, irq->dest, irq->logical))
+			a->nmi_pending = true;
+		break;
+	default:
+		break;
+	}
+}
+
+void pc_lapic_eoi(void *ioapic, uint8_t vector)
+{
+	ioapic_eoi(ioapic, vector);
+}
+
+int pc_intr_pending(struct lapic *a, struct pic8259 *pic, bool *from_pic)
+{
+	int v = lapic_highest_pending(a);
+	*from_pic = false;
+	if (v >= 0)
+		return v;
+	if (!lapic_pic_intr_allowed(a))
+		return -1;
+	v = pic_pending_vector(pic);
+	*from_pic = v >= 0;
+	return v;
+}
+
+int pc_intr_ack(struct lapic *a, struct pic8259 *pic, int vector, bool from_pic)
+{
+	if (from_pic)
+		return pic_ack(pic);
+	lapic_ack(a, (uint8_t)vector);
+	return vector;
+}

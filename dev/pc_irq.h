@@ -1,0 +1,50 @@
+/* The PC interrupt wiring between the device models, as pure glue the
+ * hypervisor calls (one vCPU):
+ *
+ *   devices --vm_irq_line(irq)--> pc_irq_set --> 8259 (ISA IRQ 0-15)
+ *                                            \-> I/O APIC (GSI; IRQ0 -> GSI 2,
+ *                                                the MADT's override)
+ *   I/O APIC --pc_ioapic_deliver--> local APIC (lapic_accept)
+ *   local APIC EOI of a level vector --pc_lapic_eoi--> ioapic_eoi
+ *   before entering the guest: pc_intr_pending() -> vector to inject,
+ *   when it is injected: pc_intr_ack().
+ *
+ * vm_irq_line() must call pc_irq_set() at once (not just record the level):
+ * the PIT sends IRQ0 as a pulse (high then low) and the edge is latched by
+ * the 8259 and the I/O APIC during the call. */
+#ifndef DEV_PC_IRQ_H
+#define DEV_PC_IRQ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dev/ioapic.h"
+#include "dev/lapic.h"
+#include "dev/pic8259.h"
+
+/* A device drives ISA IRQ / GSI `line` (0-23). IRQ2 is the cascade and
+ * cannot be driven. */
+void pc_irq_set(struct pic8259 *pic, struct ioapic *io, unsigned line, bool level);
+
+/* ioapic_deliver_fn for ioapic_init(..., pc_ioapic_deliver, lapic): fixed and
+ * lowest-priority messages addressed to this APIC go to lapic_accept(), NMI
+ * sets lapic->nmi_pending; ExtINT is the 8259's business (pc_intr_pending),
+ * SMI/INIT are ignored. */
+void pc_ioapic_deliver(void *lapic, const struct ioapic_irq *irq);
+
+/* lapic_eoi_fn for lapic_set_eoi_hook(lapic, pc_lapic_eoi, ioapic). */
+void pc_lapic_eoi(void *ioapic, uint8_t vector);
+
+/* The vector to deliver next, or -1: the local APIC's highest deliverable
+ * vector, else the 8259's INTR when lapic_pic_intr_allowed(). *from_pic
+ * says which it was. Whether the guest can take it now (RFLAGS.IF, the
+ * interrupt shadow) is the hypervisor's check. */
+int pc_intr_pending(struct lapic *a, struct pic8259 *pic, bool *from_pic);
+
+/* The guest takes the interrupt pc_intr_pending() returned: LAPIC IRR ->
+ * ISR, or the 8259's INTA cycle. Returns the vector to inject (for the 8259
+ * it may differ from what was pending: a spurious IRQ7/15 if the request
+ * went away). */
+int pc_intr_ack(struct lapic *a, struct pic8259 *pic, int vector, bool from_pic);
+
+#endif

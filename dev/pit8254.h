@@ -1,0 +1,79 @@
+/* 8254 programmable interval timer (ports 0x40-0x43) and the PC's port 0x61
+ * (system control port B: channel 2 gate, speaker enable, refresh toggle,
+ * channel 2 OUT). Counts at 1.193182 MHz derived from the TSC.
+ *
+ * Modes 0-5 (6 and 7 alias 2 and 3), LSB/MSB/LSB-then-MSB access, the
+ * counter-latch command and the read-back command (count and status).
+ * Channel 0's OUT drives ISA IRQ0: at each rising edge the PIT pulses the
+ * line (vm_irq_line(vm, 0, true) then false), scheduled with a vm_timer.
+ * Channel 2's OUT is port 0x61 bit 5, which Linux polls to calibrate the
+ * TSC. Channel 2's gate is port 0x61 bit 0; channels 0 and 1 are always
+ * gated on. BCD counting is recorded in the status but counts are binary
+ * (as in QEMU).
+ *
+ * After reset every channel is in mode 3 with count 65536 and counting, as
+ * the BIOS leaves it, but channel 0 raises no IRQ0 until the guest loads a
+ * count (no BIOS tick: nothing to wake a guest that did not ask for it). */
+#ifndef DEV_PIT8254_H
+#define DEV_PIT8254_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dev/device.h"
+
+#define PIT_BASE      0x40u
+#define PIT_PORTS     4u
+#define PIT_PORT61    0x61u
+#define PIT_HZ        1193182ull
+#define PIT_IRQ       0u       /* ISA IRQ of channel 0 */
+
+/* Port 0x61 bits. */
+#define PORT61_GATE2     0x01u
+#define PORT61_SPEAKER   0x02u
+#define PORT61_RW_MASK   0x0fu /* gate, speaker, parity/IOCHK enables */
+#define PORT61_REFRESH   0x10u
+#define PORT61_OUT2      0x20u
+
+struct pit_channel {
+	uint32_t count;          /* reload value, 1..0x10000 (0 written = 0x10000) */
+	uint64_t load_tsc;       /* when counting started (adjusted for gate pauses) */
+	bool loaded;             /* a count was written since the control word */
+	bool gate;
+	bool paused;             /* mode 0/4 with gate low: counting stopped at pause_tsc */
+	uint64_t pause_tsc;
+	uint8_t mode, rw_mode, bcd;
+	uint8_t read_state, write_state, write_latch;
+	uint16_t latched_count;
+	uint8_t count_latched;   /* 0, or the rw state of the latched count */
+	bool status_latched;
+	uint8_t status;
+};
+
+struct pit8254 {
+	struct vm *vm;
+	uint64_t tsc_hz;
+	uint64_t tsc_at_init;
+	struct pit_channel ch[3];
+	uint8_t port61;          /* the RW bits of port 0x61 */
+	struct vm_timer timer;   /* channel 0's next IRQ0 edge */
+	uint64_t irq_tick;       /* the channel-0 tick (since load) it is armed for */
+	uint64_t irqs;           /* IRQ0 pulses sent */
+};
+
+void pit_init(struct pit8254 *pit, struct vm *vm);
+
+/* Port callbacks (dev/device.h shape), opaque = the struct pit8254. */
+int pit_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
+	   bool is_write, void *opaque);
+int pit_port61_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
+		  bool is_write, void *opaque);
+
+/* r[0]: 0x40-0x43, r[1]: 0x61. */
+void pit_ranges(struct pit8254 *pit, struct io_range r[2]);
+
+/* Channel n's counter and OUT at host TSC `now`. */
+uint16_t pit_get_count(struct pit8254 *pit, unsigned n, uint64_t now);
+bool pit_get_out(struct pit8254 *pit, unsigned n, uint64_t now);
+
+#endif

@@ -1,0 +1,482 @@
+/* dev/lapic.c: register file, priorities, EOI, timer modes, x2APIC rules. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "dev/lapic.h"
+#include "tests/unit/stubs.h"
+
+static struct lapic apic;
+static uint8_t eoi_seen[8];
+static unsigned neoi;
+
+static void eoi_hook(void *ctx, uint8_t vector)
+{
+	assert_ptr_equal(ctx, &apic);
+	eoi_seen[neoi++ & 7] = vector;
+}
+
+/* 1 GHz TSC: one TSC cycle per APIC bus tick. */
+static int setup(void **state)
+{
+	(void)state;
+	stubs_reset();
+	stub_tsc_hz = 1000000000ull;
+	stub_tsc = 1000;
+	neoi = 0;
+	lapic_init(&apic, FAKE_VM, 0, true);
+	lapic_set_eoi_hook(&apic, eoi_hook, &apic);
+	return 0;
+}
+
+static uint32_t mr(unsigned off)
+{
+	uint64_t d = 0xdeadbeefdeadbeefull;
+	assert_int_equal(lapic_mmio(NULL, LAPIC_BASE + off, &d, 4, false, &apic), IO_OK);
+	return (uint32_t)d;
+}
+
+static void mw(unsigned off, uint32_t v)
+{
+	uint64_t d = v;
+	assert_int_equal(lapic_mmio(NULL, LAPIC_BASE + off, &d, 4, true, &apic), IO_OK);
+}
+
+static int msr_r(uint32_t msr, uint64_t *v) { return lapic_msr(&apic, msr, v, false); }
+static int msr_w(uint32_t msr, uint64_t v) { return lapic_msr(&apic, msr, &v, true); }
+
+static bool irr_has(uint8_t v) { return mr(LAPIC_IRR + (v >> 5) * 0x10) & (1u << (v & 31)); }
+static bool isr_has(uint8_t v) { return mr(LAPIC_ISR + (v >> 5) * 0x10) & (1u << (v & 31)); }
+
+static void enable(void) { mw(LAPIC_SVR, 0x1ff); }
+
+static void test_reset_state(void **state)
+{
+	(void)state;
+	struct io_range r;
+	lapic_range(&apic, &r);
+	assert_int_equal(r.base, 0xfee00000ull);
+	assert_int_equal(r.len, 0x1000);
+	assert_ptr_equal(r.fn, lapic_mmio);
+
+	uint64_t base;
+	assert_int_equal(msr_r(MSR_APIC_BASE, &base), 0);
+	assert_int_equal(base, 0xfee00900ull);          /* EN | BSP */
+	assert_int_equal(mr(LAPIC_ID), 0);
+	assert_int_equal(mr(LAPIC_VERSION), 0x00050014);
+	assert_int_equal(mr(LAPIC_SVR), 0xff);
+	assert_int_equal(mr(LAPIC_DFR), 0xffffffffu);
+	for (unsigned off = LAPIC_LVT_TIMER; off <= LAPIC_LVT_ERROR; off += 0x10)
+		assert_int_equal(mr(off), LAPIC_LVT_MASKED);
+	assert_int_equal(mr(LAPIC_TPR), 0);
+	assert_false(lapic_pic_intr_allowed(&apic));
+
+	/* xAPIC ID is bits 31:24 and writable */
+	mw(LAPIC_ID, 0x05000000);
+	assert_int_equal(mr(LAPIC_ID), 0x05000000);
+	assert_int_equal(apic.id, 5);
+
+	/* software-disabled: LVT writes stay masked, fixed interrupts dropped */
+	mw(LAPIC_LVT_LINT0, 0x700);
+	assert_int_equal(mr(LAPIC_LVT_LINT0), 0x10700);
+	lapic_accept(&apic, 0x40, false);
+	assert_false(irr_has(0x40));
+
+	/* firmware state: LINT0 ExtINT passes the 8259 through */
+	lapic_firmware_setup(&apic);
+	assert_int_equal(mr(LAPIC_LVT_LINT0), 0x8700);
+	assert_int_equal(mr(LAPIC_LVT_LINT1), 0x8400);
+	assert_true(lapic_pic_intr_allowed(&apic));
+	assert_true(lapic_sw_enabled(&apic));
+	/* a masked LINT0 does not */
+	mw(LAPIC_LVT_LINT0, 0x10700);
+	assert_false(lapic_pic_intr_allowed(&apic));
+	/* nor does a non-ExtINT LINT0 */
+	mw(LAPIC_LVT_LINT0, 0x00000);
+	assert_false(lapic_pic_intr_allowed(&apic));
+	/* remote IRR and delivery status are read-only */
+	mw(LAPIC_LVT_LINT0, 0x5700);
+	assert_int_equal(mr(LAPIC_LVT_LINT0), 0x0700);
+}
+
+static void test_tpr_ppr_priority(void **state)
+{
+	(void)state;
+	enable();
+	lapic_accept(&apic, 0x45, false);
+	assert_true(irr_has(0x45));
+	assert_int_equal(lapic_highest_pending(&apic), 0x45);
+	mw(LAPIC_TPR, 0x50);
+	assert_int_equal(mr(LAPIC_PPR), 0x50);
+	assert_int_equal(lapic_highest_pending(&apic), -1);
+	mw(LAPIC_TPR, 0x40);                 /* same class: still blocked */
+	assert_int_equal(lapic_highest_pending(&apic), -1);
+	mw(LAPIC_TPR, 0x3f);
+	assert_int_equal(lapic_highest_pending(&apic), 0x45);
+	lapic_ack(&apic, 0x45);
+	assert_false(irr_has(0x45));
+	assert_true(isr_has(0x45));
+	assert_int_equal(mr(LAPIC_PPR), 0x40); /* ISR class above TPR */
+	lapic_accept(&apic, 0x42, false);
+	assert_int_equal(lapic_highest_pending(&apic), -1); /* class 4 in service */
+	lapic_accept(&apic, 0x51, false);
+	assert_int_equal(lapic_highest_pending(&apic), 0x51);
+	lapic_ack(&apic, 0x51);
+	assert_int_equal(mr(LAPIC_PPR), 0x50);
+	/* EOI ends the highest in service first */
+	mw(LAPIC_EOI, 0);
+	assert_false(isr_has(0x51));
+	assert_true(isr_has(0x45));
+	assert_int_equal(lapic_eoi(&apic), 0x45);
+	assert_int_equal(lapic_eoi(&apic), -1);
+	assert_int_equal(mr(LAPIC_PPR), 0x3f);
+	assert_int_equal(lapic_highest_pending(&apic), 0x42);
+	assert_int_equal(neoi, 0);           /* all edge: no EOI broadcast */
+}
+
+static void test_level_eoi_hook(void **state)
+{
+	(void)state;
+	enable();
+	lapic_accept(&apic, 0x61, true);
+	assert_true(mr(LAPIC_TMR + 0x30) & 2);
+	lapic_ack(&apic, 0x61);
+	mw(LAPIC_EOI, 0);
+	assert_int_equal(neoi, 1);
+	assert_int_equal(eoi_seen[0], 0x61);
+	/* the same vector accepted edge-triggered clears TMR */
+	lapic_accept(&apic, 0x61, false);
+	assert_false(mr(LAPIC_TMR + 0x30) & 2);
+	lapic_ack(&apic, 0x61);
+	mw(LAPIC_EOI, 0);
+	assert_int_equal(neoi, 1);
+}
+
+static void test_illegal_vector_and_esr(void **state)
+{
+	(void)state;
+	enable();
+	mw(LAPIC_LVT_ERROR, 0xfe);
+	lapic_accept(&apic, 5, false);
+	assert_false(irr_has(5));
+	assert_true(irr_has(0xfe));          /* the error LVT fired */
+	assert_int_equal(mr(LAPIC_ESR), 0);  /* latched only by an ESR write */
+	mw(LAPIC_ESR, 0);
+	assert_int_equal(mr(LAPIC_ESR), LAPIC_ESR_RECV_ILLEGAL);
+	mw(LAPIC_ESR, 0);
+	assert_int_equal(mr(LAPIC_ESR), 0);
+	/* sending an illegal vector */
+	mw(LAPIC_ICR_LO, 0x00040003);        /* self, fixed, vector 3 */
+	mw(LAPIC_ESR, 0);
+	assert_int_equal(mr(LAPIC_ESR), LAPIC_ESR_SEND_ILLEGAL);
+}
+
+static void test_xapic_ipis(void **state)
+{
+	(void)state;
+	enable();
+	mw(LAPIC_ICR_HI, 0x00000000);
+	mw(LAPIC_ICR_LO, 0x00000050);        /* fixed, physical dest 0 = me */
+	assert_true(irr_has(0x50));
+	assert_int_equal(mr(LAPIC_ICR_LO), 0x50); /* delivery status idle */
+	mw(LAPIC_ICR_HI, 0x01000000);
+	mw(LAPIC_ICR_LO, 0x00000051);        /* to APIC 1: nobody */
+	assert_false(irr_has(0x51));
+	assert_int_equal(mr(LAPIC_ICR_HI), 0x01000000);
+	mw(LAPIC_ICR_LO, 0x000c0052);        /* all excluding self */
+	assert_false(irr_has(0x52));
+	mw(LAPIC_ICR_LO, 0x00080053);        /* all including self */
+	assert_true(irr_has(0x53));
+	mw(LAPIC_ICR_LO, 0x00040054);        /* self */
+	assert_true(irr_has(0x54));
+	mw(LAPIC_ICR_HI, 0xff000000);
+	mw(LAPIC_ICR_LO, 0x00000055);        /* broadcast */
+	assert_true(irr_has(0x55));
+	/* logical, flat model */
+	mw(LAPIC_LDR, 0x02000000);
+	assert_int_equal(mr(LAPIC_LDR), 0x02000000);
+	mw(LAPIC_ICR_HI, 0x06000000);
+	mw(LAPIC_ICR_LO, 0x00000856);
+	assert_true(irr_has(0x56));
+	mw(LAPIC_ICR_HI, 0x01000000);
+	mw(LAPIC_ICR_LO, 0x00000857);
+	assert_false(irr_has(0x57));
+	/* cluster model: cluster 0, member bit 1 */
+	mw(LAPIC_DFR, 0x0fffffff);
+	assert_int_equal(mr(LAPIC_DFR), 0x0fffffff);
+	assert_true(lapic_match_dest(&apic, 0x02, true));
+	assert_false(lapic_match_dest(&apic, 0x12, true));
+	/* NMI to self */
+	mw(LAPIC_ICR_LO, 0x00040400);
+	assert_true(apic.nmi_pending);
+	/* SELF IPI is x2APIC-only */
+	mw(LAPIC_SELF_IPI, 0x58);
+	assert_false(irr_has(0x58));
+}
+
+static void test_timer_oneshot(void **state)
+{
+	(void)state;
+	enable();
+	mw(LAPIC_TIMER_DIV, 0xb);            /* divide by 1 */
+	mw(LAPIC_LVT_TIMER, 0x40);           /* one-shot, vector 0x40 */
+	mw(LAPIC_TIMER_INIT, 1000);
+	assert_true(apic.timer.armed);
+	assert_int_equal(apic.timer.deadline_tsc, 2000);
+	stub_tsc = 1400;
+	assert_int_equal(mr(LAPIC_TIMER_CUR), 600);
+	assert_int_equal(stubs_advance_to(1999), 0);
+	assert_false(irr_has(0x40));
+	assert_int_equal(mr(LAPIC_TIMER_CUR), 1);
+	assert_int_equal(stubs_advance_to(2000), 1);
+	assert_true(irr_has(0x40));
+	assert_int_equal(mr(LAPIC_TIMER_CUR), 0);
+	assert_false(apic.timer.armed);
+	assert_int_equal(stubs_advance_to(100000), 0);
+	assert_int_equal(mr(LAPIC_TIMER_INIT), 1000);
+
+	/* 2 GHz TSC, divide by 16: 100 counts = 1600 ns = 3200 cycles */
+	stubs_reset();
+	stub_tsc_hz = 2000000000ull;
+	lapic_init(&apic, FAKE_VM, 0, true);
+	enable();
+	mw(LAPIC_TIMER_DIV, 0x3);
+	assert_int_equal(mr(LAPIC_TIMER_DIV), 3);
+	mw(LAPIC_LVT_TIMER, 0x41);
+	mw(LAPIC_TIMER_INIT, 100);
+	assert_int_equal(apic.timer.deadline_tsc, 3200);
+	stub_tsc = 32;                       /* 16 ns: one count */
+	assert_int_equal(mr(LAPIC_TIMER_CUR), 99);
+	stubs_advance_to(3200);
+	assert_true(irr_has(0x41));
+
+	/* writing 0 stops the timer */
+	mw(LAPIC_TIMER_INIT, 100);
+	assert_true(apic.timer.armed);
+	mw(LAPIC_TIMER_INIT, 0);
+	assert_false(apic.timer.armed);
+	assert_int_equal(mr(LAPIC_TIMER_CUR), 0);
+}
+
+static void test_timer_periodic_and_mask(void **state)
+{
+	(void)state;
+	enable();
+	mw(LAPIC_TIMER_DIV, 0xb);
+	mw(LAPIC_LVT_TIMER, 0x20042);        /* periodic, vector 0x42 */
+	mw(LAPIC_TIMER_INIT, 1000);          /* loaded at 1000 */
+	assert_int_equal(stubs_advance_to(4500), 3);
+	assert_int_equal(apic.timer_fires, 3);
+	assert_true(irr_has(0x42));
+	assert_int_equal(mr(LAPIC_TIMER_CUR), 500);
+	assert_int_equal(apic.timer.deadline_tsc, 5000);
+	/* a late expiry (the vCPU did not run): one interrupt, next boundary */
+	stub_tsc = 10500;
+	vm_timer_cancel(FAKE_VM, &apic.timer);
+	apic.timer.fire(&apic.timer, 10500);
+	assert_int_equal(apic.timer_fires, 4);
+	assert_int_equal(apic.timer.deadline_tsc, 11000);
+	/* masked: it keeps counting but sends nothing */
+	lapic_ack(&apic, 0x42);
+	lapic_eoi(&apic);
+	mw(LAPIC_LVT_TIMER, 0x30042);
+	stubs_advance_to(12999);                 /* fires at 11000 and 12000 */
+	assert_int_equal(apic.timer_fires, 6);
+	assert_false(irr_has(0x42));
+	/* periodic -> one-shot: the current period ends it */
+	mw(LAPIC_LVT_TIMER, 0x00042);
+	stubs_advance_to(20000);                 /* 13000, then stops */
+	assert_int_equal(apic.timer_fires, 7);
+	assert_int_equal(stub_tsc, 20000);
+	assert_true(irr_has(0x42));
+	assert_false(apic.timer.armed);
+}
+
+static void test_timer_divide_change(void **state)
+{
+	(void)state;
+	enable();
+	mw(LAPIC_TIMER_DIV, 0xb);
+	mw(LAPIC_LVT_TIMER, 0x40);
+	mw(LAPIC_TIMER_INIT, 1000);          /* at 1000, ends at 2000 */
+	stub_tsc = 1600;                     /* 400 left */
+	mw(LAPIC_TIMER_DIV, 0x0);            /* divide by 2: 400 counts = 800 cycles */
+	assert_int_equal(mr(LAPIC_TIMER_CUR), 400);
+	assert_int_equal(apic.timer.deadline_tsc, 2400);
+}
+
+static void test_tsc_deadline(void **state)
+{
+	(void)state;
+	uint64_t v;
+	enable();
+	/* outside TSC-deadline mode the MSR ignores writes */
+	assert_int_equal(msr_w(MSR_TSC_DEADLINE, 5000), 0);
+	assert_int_equal(msr_r(MSR_TSC_DEADLINE, &v), 0);
+	assert_int_equal(v, 0);
+	mw(LAPIC_LVT_TIMER, 0x40043);        /* TSC deadline, vector 0x43 */
+	assert_int_equal(msr_w(MSR_TSC_DEADLINE, 5000), 0);
+	assert_int_equal(msr_r(MSR_TSC_DEADLINE, &v), 0);
+	assert_int_equal(v, 5000);
+	assert_int_equal(apic.timer.deadline_tsc, 5000);
+	/* the initial count is ignored in this mode */
+	mw(LAPIC_TIMER_INIT, 10);
+	assert_int_equal(mr(LAPIC_TIMER_INIT), 0);
+	assert_int_equal(mr(LAPIC_TIMER_CUR), 0);
+	stubs_advance_to(4999);
+	assert_false(irr_has(0x43));
+	stubs_advance_to(5000);
+	assert_true(irr_has(0x43));
+	assert_int_equal(msr_r(MSR_TSC_DEADLINE, &v), 0);
+	assert_int_equal(v, 0);              /* disarmed once it fired */
+	lapic_ack(&apic, 0x43);
+	lapic_eoi(&apic);
+	/* a deadline in the past fires at once */
+	msr_w(MSR_TSC_DEADLINE, 100);
+	assert_true(irr_has(0x43));
+	assert_false(apic.timer.armed);
+	lapic_ack(&apic, 0x43);
+	lapic_eoi(&apic);
+	/* 0 disarms */
+	msr_w(MSR_TSC_DEADLINE, 90000);
+	assert_true(apic.timer.armed);
+	msr_w(MSR_TSC_DEADLINE, 0);
+	assert_false(apic.timer.armed);
+	/* the guest's TSC is offset from the host's */
+	apic.tsc_offset = 1000;
+	msr_w(MSR_TSC_DEADLINE, 9000);
+	assert_int_equal(apic.timer.deadline_tsc, 8000);
+	/* leaving TSC-deadline mode disarms and clears */
+	mw(LAPIC_LVT_TIMER, 0x00043);
+	assert_false(apic.timer.armed);
+	assert_int_equal(msr_r(MSR_TSC_DEADLINE, &v), 0);
+	assert_int_equal(v, 0);
+}
+
+static void test_x2apic_msrs(void **state)
+{
+	(void)state;
+	uint64_t v;
+	lapic_init(&apic, FAKE_VM, 3, true);
+	/* not in x2APIC mode: every x2APIC MSR is #GP */
+	assert_int_equal(msr_r(0x802, &v), LAPIC_GP);
+	assert_int_equal(msr_w(0x808, 0), LAPIC_GP);
+	/* xAPIC -> x2APIC */
+	assert_int_equal(msr_w(MSR_APIC_BASE, 0xfee00c00ull), 0);
+	assert_true(lapic_x2apic(&apic));
+	assert_int_equal(msr_r(MSR_APIC_BASE, &v), 0);
+	assert_int_equal(v, 0xfee00d00ull);  /* BSP kept */
+	/* no MMIO in x2APIC mode */
+	assert_int_equal(mr(LAPIC_VERSION), 0xffffffffu);
+	mw(LAPIC_SVR, 0x1ff);
+	assert_int_equal(apic.svr, 0xff);
+
+	assert_int_equal(msr_r(0x802, &v), 0);
+	assert_int_equal(v, 3);              /* ID: the full 32 bits, not << 24 */
+	assert_int_equal(msr_w(0x802, 7), LAPIC_GP); /* read-only */
+	assert_int_equal(msr_r(0x803, &v), 0);
+	assert_int_equal(v, 0x00050014);
+	assert_int_equal(msr_r(0x80d, &v), 0);
+	assert_int_equal(v, 0x00000008);     /* LDR: cluster 0, bit 3 */
+	assert_int_equal(msr_w(0x80d, 0), LAPIC_GP);
+	assert_int_equal(msr_r(0x80e, &v), LAPIC_GP);  /* no DFR */
+	assert_int_equal(msr_r(0x809, &v), LAPIC_GP);  /* no APR */
+	assert_int_equal(msr_r(0x804, &v), LAPIC_GP);  /* reserved */
+	assert_int_equal(msr_r(0x831, &v), LAPIC_GP);  /* no ICR high */
+	assert_int_equal(msr_r(0x80b, &v), LAPIC_GP);  /* EOI is write-only */
+	assert_int_equal(msr_r(0x83f, &v), LAPIC_GP);  /* SELF IPI is write-only */
+	assert_int_equal(msr_w(0x839, 0), LAPIC_GP);   /* current count is RO */
+	assert_int_equal(msr_w(0x80a, 0), LAPIC_GP);   /* PPR is RO */
+	assert_int_equal(msr_w(0x810, 0), LAPIC_GP);   /* ISR is RO */
+
+	assert_int_equal(msr_w(0x80f, 0x1ff), 0);      /* SVR */
+	assert_int_equal(msr_w(0x808, 0x20), 0);       /* TPR */
+	assert_int_equal(msr_r(0x808, &v), 0);
+	assert_int_equal(v, 0x20);
+	assert_int_equal(msr_w(0x808, 1ull << 32), LAPIC_GP); /* reserved high half */
+	assert_int_equal(msr_r(0x80a, &v), 0);
+	assert_int_equal(v, 0x20);
+
+	/* ICR: one 64-bit write, destination in the high half */
+	assert_int_equal(msr_w(0x830, (3ull << 32) | 0x60), 0);
+	assert_true(apic.irr[0x60 >> 5] & (1u << (0x60 & 31)));
+	assert_int_equal(msr_r(0x830, &v), 0);
+	assert_int_equal(v, (3ull << 32) | 0x60);
+	assert_int_equal(msr_w(0x830, (4ull << 32) | 0x61), 0); /* APIC 4: nobody */
+	assert_false(apic.irr[0x61 >> 5] & (1u << (0x61 & 31)));
+	assert_int_equal(msr_w(0x830, 0x1000 | 0x62), LAPIC_GP); /* bit 12 reserved */
+	/* logical x2APIC: cluster 0, member bit 3 */
+	assert_int_equal(msr_w(0x830, (0x00000008ull << 32) | 0x863), 0);
+	assert_true(apic.irr[0x63 >> 5] & (1u << (0x63 & 31)));
+
+	/* SELF IPI */
+	assert_int_equal(msr_w(0x83f, 0x70), 0);
+	assert_int_equal(lapic_highest_pending(&apic), 0x70);
+	assert_int_equal(msr_w(0x83f, 0x170), LAPIC_GP);
+	/* EOI and ESR take only 0 */
+	lapic_ack(&apic, 0x70);
+	assert_int_equal(msr_w(0x80b, 1), LAPIC_GP);
+	assert_int_equal(msr_w(0x80b, 0), 0);
+	assert_false(apic.isr[0x70 >> 5] & (1u << (0x70 & 31)));
+	assert_int_equal(msr_w(0x828, 1), LAPIC_GP);
+	assert_int_equal(msr_w(0x828, 0), 0);
+	/* the timer through MSRs */
+	stub_tsc_hz = 1000000000ull;
+	apic.tsc_hz = stub_tsc_hz;
+	stub_tsc = 0;
+	assert_int_equal(msr_w(0x83e, 0xb), 0);
+	assert_int_equal(msr_w(0x832, 0x44), 0);
+	assert_int_equal(msr_w(0x838, 500), 0);
+	stub_tsc = 100;
+	assert_int_equal(msr_r(0x839, &v), 0);
+	assert_int_equal(v, 400);
+	/* MSRs that are not the APIC's */
+	assert_int_equal(msr_r(0x900, &v), LAPIC_GP);
+	assert_int_equal(msr_r(0x7ff, &v), LAPIC_GP);
+}
+
+static void test_apic_base_transitions(void **state)
+{
+	(void)state;
+	uint64_t v;
+	enable();
+	mw(LAPIC_TPR, 0x30);
+	assert_int_equal(msr_w(MSR_APIC_BASE, 0xfee00100ull | 0x1), LAPIC_GP); /* reserved bit 0 */
+	assert_int_equal(msr_w(MSR_APIC_BASE, 0xfee00400ull), LAPIC_GP);       /* EXTD without EN */
+	assert_int_equal(msr_w(MSR_APIC_BASE, 0xfee00c00ull), 0);              /* -> x2APIC */
+	assert_int_equal(msr_w(MSR_APIC_BASE, 0xfee00800ull), LAPIC_GP);       /* x2APIC -> xAPIC */
+	assert_int_equal(msr_w(MSR_APIC_BASE, 0xfee00000ull), 0);              /* -> disabled */
+	assert_false(lapic_hw_enabled(&apic));
+	assert_true(lapic_pic_intr_allowed(&apic));
+	assert_int_equal(mr(LAPIC_VERSION), 0xffffffffu); /* not decoded */
+	lapic_accept(&apic, 0x50, false);
+	assert_int_equal(lapic_highest_pending(&apic), -1);
+	assert_int_equal(msr_w(MSR_APIC_BASE, 0xfee00c00ull), LAPIC_GP);       /* disabled -> x2APIC */
+	assert_int_equal(msr_w(MSR_APIC_BASE, 0xfee00800ull), 0);              /* -> xAPIC */
+	/* disabling reset the registers */
+	assert_int_equal(mr(LAPIC_SVR), 0xff);
+	assert_int_equal(mr(LAPIC_TPR), 0);
+	assert_int_equal(msr_r(MSR_APIC_BASE, &v), 0);
+	assert_int_equal(v, 0xfee00900ull);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_reset_state, setup),
+		cmocka_unit_test_setup(test_tpr_ppr_priority, setup),
+		cmocka_unit_test_setup(test_level_eoi_hook, setup),
+		cmocka_unit_test_setup(test_illegal_vector_and_esr, setup),
+		cmocka_unit_test_setup(test_xapic_ipis, setup),
+		cmocka_unit_test_setup(test_timer_oneshot, setup),
+		cmocka_unit_test_setup(test_timer_periodic_and_mask, setup),
+		cmocka_unit_test_setup(test_timer_divide_change, setup),
+		cmocka_unit_test_setup(test_tsc_deadline, setup),
+		cmocka_unit_test_setup(test_x2apic_msrs, setup),
+		cmocka_unit_test_setup(test_apic_base_transitions, setup),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,130 @@
+/* dev/pc_irq.c: the devices wired together as the hypervisor wires them:
+ * PIT -> IRQ0 -> 8259 (ExtINT) and I/O APIC pin 2 -> local APIC; a level
+ * SCI through the I/O APIC with its EOI broadcast. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "dev/pc_irq.h"
+#include "dev/pit8254.h"
+#include "tests/unit/stubs.h"
+
+static struct pic8259 pic;
+static struct ioapic io;
+static struct lapic apic;
+static struct pit8254 pit;
+
+static int setup(void **state)
+{
+	(void)state;
+	stubs_reset();
+	stub_tsc_hz = 1000000000ull;
+	pic_init(&pic, FAKE_VM);
+	ioapic_init(&io, FAKE_VM, 0, pc_ioapic_deliver, &apic);
+	lapic_init(&apic, FAKE_VM, 0, true);
+	lapic_set_eoi_hook(&apic, pc_lapic_eoi, &io);
+	lapic_firmware_setup(&apic);
+	/* the 8259 as Linux programs it */
+	uint64_t d;
+	static const uint8_t seq[][2] = {
+		{ 0x20, 0x11 }, { 0x21, 0x30 }, { 0x21, 0x04 }, { 0x21, 0x01 },
+		{ 0xa0, 0x11 }, { 0xa1, 0x38 }, { 0xa1, 0x02 }, { 0xa1, 0x01 },
+		{ 0x21, 0x00 }, { 0xa1, 0x00 },
+	};
+	for (unsigned i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+		d = seq[i][1];
+		pic_io(NULL, seq[i][0], &d, 1, true, &pic);
+	}
+	return 0;
+}
+
+static void test_legacy_path(void **state)
+{
+	(void)state;
+	bool from_pic;
+	assert_int_equal(pc_intr_pending(&apic, &pic, &from_pic), -1);
+	/* IRQ0 as the PIT sends it: a pulse */
+	pc_irq_set(&pic, &io, 0, true);
+	pc_irq_set(&pic, &io, 0, false);
+	assert_int_equal(pc_intr_pending(&apic, &pic, &from_pic), 0x30);
+	assert_true(from_pic);
+	assert_int_equal(pc_intr_ack(&apic, &pic, 0x30, from_pic), 0x30);
+	assert_int_equal(pc_intr_pending(&apic, &pic, &from_pic), -1);
+	/* LINT0 masked: the 8259 no longer reaches the CPU */
+	lapic_write(&apic, LAPIC_LVT_LINT0, LAPIC_LVT_MASKED | 0x700);
+	pc_irq_set(&pic, &io, 1, true);
+	assert_int_equal(pc_intr_pending(&apic, &pic, &from_pic), -1);
+	/* IRQ2 is the cascade: nobody drives it */
+	pc_irq_set(&pic, &io, 2, true);
+	assert_int_equal(io.lines & 4, 0);
+}
+
+static void test_ioapic_path_with_pit(void **state)
+{
+	(void)state;
+	bool from_pic;
+	lapic_write(&apic, LAPIC_LVT_LINT0, LAPIC_LVT_MASKED | 0x700);
+	ioapic_write_reg(&io, 0x10 + 2 * 2, 0x40);   /* GSI 2 (IRQ0) -> vector 0x40 */
+	ioapic_write_reg(&io, 0x11 + 2 * 2, 0);
+	pit_init(&pit, FAKE_VM);
+	uint64_t d = 0x34;                           /* mode 2, 1000 ticks */
+	pit_io(NULL, 0x43, &d, 1, true, &pit);
+	d = 1000 & 0xff;
+	pit_io(NULL, 0x40, &d, 1, true, &pit);
+	d = 1000 >> 8;
+	pit_io(NULL, 0x40, &d, 1, true, &pit);
+	/* the stub vm_irq_line only records; route what it saw by hand */
+	uint64_t deadline = stubs_next_deadline();
+	assert_true(deadline > 0);
+	stubs_advance_to(deadline);
+	assert_int_equal(stub_irq_raises[0], 1);
+	pc_irq_set(&pic, &io, 0, true);
+	pc_irq_set(&pic, &io, 0, false);
+	assert_int_equal(pc_intr_pending(&apic, &pic, &from_pic), 0x40);
+	assert_false(from_pic);
+	assert_int_equal(pc_intr_ack(&apic, &pic, 0x40, from_pic), 0x40);
+	assert_int_equal(lapic_eoi(&apic), 0x40);
+}
+
+static void test_level_sci_eoi_broadcast(void **state)
+{
+	(void)state;
+	bool from_pic;
+	ioapic_write_reg(&io, 0x10 + 2 * 9, 0x49 | IOAPIC_RTE_LEVEL);
+	pc_irq_set(&pic, &io, 9, true);
+	assert_int_equal(pc_intr_pending(&apic, &pic, &from_pic), 0x49);
+	assert_false(from_pic);
+	pc_intr_ack(&apic, &pic, 0x49, false);
+	assert_true(io.rte[9] & IOAPIC_RTE_REMOTE_IRR);
+	/* the line stays high: the EOI re-delivers */
+	lapic_write(&apic, LAPIC_EOI, 0);
+	assert_int_equal(pc_intr_pending(&apic, &pic, &from_pic), 0x49);
+	pc_intr_ack(&apic, &pic, 0x49, false);
+	pc_irq_set(&pic, &io, 9, false);
+	lapic_write(&apic, LAPIC_EOI, 0);
+	assert_false(io.rte[9] & IOAPIC_RTE_REMOTE_IRR);
+	assert_int_equal(lapic_highest_pending(&apic), -1);
+	/* a message for another APIC is not accepted */
+	ioapic_write_reg(&io, 0x11 + 2 * 5, 0x07000000);
+	ioapic_write_reg(&io, 0x10 + 2 * 5, 0x45);
+	pc_irq_set(&pic, &io, 5, true);
+	assert_int_equal(lapic_highest_pending(&apic), -1);
+	/* NMI delivery mode */
+	ioapic_write_reg(&io, 0x11 + 2 * 6, 0);
+	ioapic_write_reg(&io, 0x10 + 2 * 6, 0x400);
+	pc_irq_set(&pic, &io, 6, true);
+	assert_true(apic.nmi_pending);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_legacy_path, setup),
+		cmocka_unit_test_setup(test_ioapic_path_with_pit, setup),
+		cmocka_unit_test_setup(test_level_sci_eoi_broadcast, setup),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -33,7 +33,7 @@ void kmain(uint32_t magic, uint32_t info)
 	console_init();
 	idt_init();
 	mask_legacy_pic();
-	kprintf("lightpath: lightweight-exit hypervisor, AMD SVM backend\n");
+	kprintf("lightpath: lightweight-exit hypervisor, %s backend\n", vendor_name());
 	if (bootinfo_parse(&boot_info, magic, info)) {
 		kprintf("lightpath: error: not started by a multiboot loader (magic 0x%x)\n", magic);
 		power_off(LP_STATUS_HV_ERROR);

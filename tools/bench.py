@@ -12,8 +12,14 @@ RDTSC and print lines such as
 This script collects them into build/bench/exits.json, prints a table and
 regenerates docs/BENCHMARKS.md (keeping its hand-written analysis section).
 
-    tools/bench.py [--n N] [--jobs J] [--no-docs]
+    tools/bench.py [--n N] [--jobs J] [--no-docs] [--backend svm|vmx]
     tools/bench.py --parse LOG     parse one serial log, print JSON (self-check)
+
+--backend vmx (`make bench BACKEND=vmx`) runs the Intel VT-x image under
+Bochs instead (tools/lp-bochs, `clock: sync=none`, where the guest TSC also
+counts executed instructions), without the SVM-only vmload-off config, and
+writes build/bench/exits-vmx.json and the VMX section of docs/BENCHMARKS.md
+(between <!-- vmx --> markers; the rest of the file is left alone).
 """
 
 import argparse
@@ -27,6 +33,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LP_QEMU = os.path.join(ROOT, "tools", "lp-qemu")
+LP_BOCHS = os.path.join(ROOT, "tools", "lp-bochs")
 
 MODES = ("flat32", "paged64")
 # The exits every bench guest must report, in table order. The first seven
@@ -58,6 +65,13 @@ CONFIGS = (
 CPU = "EPYC,+svm"
 ANALYSIS_BEGIN = "<!-- analysis -->"
 ANALYSIS_END = "<!-- /analysis -->"
+
+# Intel VT-x under Bochs: svm.vmload has no VMX meaning (the VMX backend
+# ignores it), so its config is left out.
+VMX_CONFIGS = tuple(c for c in CONFIGS if c[0] != "vmload-off")
+VMX_CPU = "corei7_skylake_x"
+VMX_BEGIN = "<!-- vmx -->"
+VMX_END = "<!-- /vmx -->"
 
 _LINE = re.compile(
     r"^(?:\[vm\d+\] )?bench: mode=(?P<mode>\S+) exit=(?P<exit>\S+) "
@@ -150,12 +164,25 @@ def qemu_version():
         return "unknown"
 
 
-def run_config(name, opts, n, timeout, outdir):
-    log = os.path.join(outdir, name + ".log")
-    cmd = [LP_QEMU, "--icount", "--timeout", str(timeout), "--log", log,
-           "--append", opts,
-           "build/guests/bench32.elf n=%d" % n,
-           "build/guests/bench64.elf n=%d" % n]
+def bochs_version():
+    try:
+        out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "bochs"], check=True,
+                             capture_output=True, text=True).stdout.strip()
+        return "Bochs %s (Debian bochs)" % out if out else "Bochs (unknown version)"
+    except (OSError, subprocess.CalledProcessError):
+        return "Bochs (unknown version)"
+
+
+def run_config(name, opts, n, timeout, outdir, backend="svm"):
+    guests = ["build/guests/bench32.elf n=%d" % n, "build/guests/bench64.elf n=%d" % n]
+    if backend == "vmx":
+        log = os.path.join(outdir, "vmx-" + name + ".log")
+        cmd = [LP_BOCHS, "--timeout", str(timeout), "--log", log, "--name", "bench-" + name,
+               "--cpu", VMX_CPU, "--append", opts] + guests
+    else:
+        log = os.path.join(outdir, name + ".log")
+        cmd = [LP_QEMU, "--icount", "--timeout", str(timeout), "--log", log,
+               "--append", opts] + guests
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
                           stdin=subprocess.DEVNULL)
@@ -165,18 +192,19 @@ def run_config(name, opts, n, timeout, outdir):
         with open(log, errors="replace") as f:
             text = f.read()
     rc = proc.returncode
+    emu = "lp-bochs" if backend == "vmx" else "QEMU"
     if rc != 1:
         if rc == 124:
             why = "timed out after %d s" % timeout
-        elif rc == 2 and proc.stderr.startswith("lp-qemu:"):
+        elif rc == 2 and proc.stderr.startswith(("lp-qemu:", "lp-bochs:")):
             why = proc.stderr.strip()
         elif rc % 2 == 1:
-            why = "QEMU exit %d (status %#x)" % (rc, rc >> 1)
+            why = "%s exit %d (status %#x)" % (emu, rc, rc >> 1)
         else:
-            why = "QEMU exit %d" % rc
+            why = "%s exit %d" % (emu, rc)
         err = [l for l in proc.stderr.splitlines()
                if l.strip() and "TCG doesn't support requested feature" not in l]
-        if err and not why.startswith("lp-qemu"):
+        if err and not why.startswith(("lp-qemu", "lp-bochs")):
             why += "; stderr: " + err[-1]
         raise BenchError("%s: %s (serial log %s)" % (name, why, os.path.relpath(log, ROOT)))
     try:
@@ -224,6 +252,16 @@ def table(results, configs, mode, fmt="text"):
     return "\n".join(out)
 
 
+def json_doc_vmx(results, configs, bochs):
+    doc = json_doc(results, configs, bochs)
+    del doc["qemu"]
+    doc.update({"backend": "vmx", "environment": "bochs-icount", "bochs": bochs,
+                "cpu": VMX_CPU,
+                "note": "hypercall measured with VMCALL; guest TSC = instructions "
+                        "(Bochs clock: sync=none)"})
+    return doc
+
+
 def json_doc(results, configs, qemu):
     def rows(mode):
         out = []
@@ -257,10 +295,71 @@ def read_analysis(path):
     return text[a:b + len(ANALYSIS_END)]
 
 
-def markdown(results, configs, qemu, n, analysis):
+def read_blocks(path, skip=(ANALYSIS_BEGIN,)):
+    """Every <!-- NAME --> ... <!-- /NAME --> block in the file at path except
+    those whose opening marker is in skip, in file order (kept verbatim when
+    the SVM tables are regenerated: the VMX section, a comparison...)."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return []
+    out = []
+    for m in re.finditer(r"<!-- ([A-Za-z0-9_-]+) -->", text):
+        begin = m.group(0)
+        if begin in skip:
+            continue
+        end = "<!-- /%s -->" % m.group(1)
+        b = text.find(end, m.end())
+        if b >= 0:
+            out.append(text[m.start():b + len(end)])
+    return out
+
+
+def vmx_block(results, n, bochs):
+    today = datetime.date.today().isoformat()
+    cfg = ", ".join("`%s`" % c for c, _ in VMX_CONFIGS)
+    return f"""{VMX_BEGIN}
+## Intel VT-x under Bochs (VMX backend)
+
+`make bench BACKEND=vmx` boots `build/lightpath-vmx.elf` under Bochs (`cpu:
+model={VMX_CPU}`) with `clock: sync=none`, where the guest's TSC counts executed
+instructions, guest and hypervisor alike: the same metric as QEMU's icount above
+(VMCALL and VMRESUME count 1 each, the VM exit and entry themselves 0). The
+`hypercall` rows use VMCALL. Configs: {cfg}; `svm.vmload` has no VMX meaning and is
+ignored by the VMX backend, so there is no `vmload-off` column. Cells are the minimum
+over n={n} iterations (`mean` in `build/bench/exits-vmx.json`).
+
+### Flat 32-bit guest (bench32), VMX
+
+{table(results, VMX_CONFIGS, "flat32", "md")}
+
+### Paged 64-bit guest (bench64), VMX
+
+{table(results, VMX_CONFIGS, "paged64", "md")}
+
+Measured on {today} with {bochs}. Reproduce with `make bench BACKEND=vmx`.
+{VMX_END}"""
+
+
+def replace_block(text, begin, end, block, before="## Analysis"):
+    """text with the begin..end block replaced by block (inserted before the
+    `before` heading, or at the end, when absent)."""
+    a = text.find(begin)
+    b = text.find(end, a + 1) if a >= 0 else -1
+    if a >= 0 and b >= 0:
+        return text[:a] + block + text[b + len(end):]
+    i = text.find(before)
+    if i < 0:
+        return text.rstrip("\n") + "\n\n" + block + "\n"
+    return text[:i] + block + "\n\n" + text[i:]
+
+
+def markdown(results, configs, qemu, n, analysis, kept=()):
     today = datetime.date.today().isoformat()
     cfg_lines = "\n".join("| `%s` | %s |" % (c, "`%s`" % o if o else "(defaults)")
                           for c, o in configs)
+    kept_text = "".join("\n" + k + "\n" for k in kept)
     if analysis is None:
         analysis = (ANALYSIS_BEGIN + "\n*(No analysis yet. Text between these markers is kept "
                     "when `make bench` regenerates this file.)*\n" + ANALYSIS_END)
@@ -296,7 +395,7 @@ Columns are configurations (boot options); each `-off` column turns one optimisa
 
 Measured on {today} with {qemu}.
 Reproduce with `make bench` (results also in `build/bench/exits.json`).
-
+{kept_text}
 ## Analysis
 
 {analysis}
@@ -310,6 +409,10 @@ def main():
     ap.add_argument("--no-docs", action="store_true", help="do not rewrite docs/BENCHMARKS.md")
     ap.add_argument("--parse", metavar="LOG", help="only parse LOG and print the results as JSON")
     ap.add_argument("--n-expected", type=int, help="with --parse: require this n")
+    ap.add_argument("--backend", choices=("svm", "vmx"), default="svm",
+                    help="svm: QEMU TCG (default); vmx: Intel VT-x under Bochs")
+    ap.add_argument("--jobs", type=int, default=int(os.environ.get("LP_JOBS", "2")),
+                    help="boots at a time for --backend vmx (default 2)")
     args = ap.parse_args()
 
     if args.parse:
@@ -326,6 +429,8 @@ def main():
 
     outdir = os.path.join(ROOT, "build", "bench")
     os.makedirs(outdir, exist_ok=True)
+    if args.backend == "vmx":
+        return main_vmx(args, outdir)
     qemu = qemu_version()
     print("lightpath bench: %d configurations, n=%d, %s, -icount shift=0"
           % (len(CONFIGS), args.n, qemu), flush=True)
@@ -360,7 +465,65 @@ def main():
 
     if not args.no_docs:
         md = os.path.join(ROOT, "docs", "BENCHMARKS.md")
-        text = markdown(results, CONFIGS, qemu, args.n, read_analysis(md))
+        text = markdown(results, CONFIGS, qemu, args.n, read_analysis(md), read_blocks(md))
+        with open(md + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(md + ".tmp", md)
+        print("wrote %s" % os.path.relpath(md, ROOT))
+    return 0
+
+
+def main_vmx(args, outdir):
+    import concurrent.futures
+    bochs = bochs_version()
+    print("lightpath bench (VMX): %d configurations, n=%d, %s, cpu %s, clock sync=none"
+          % (len(VMX_CONFIGS), args.n, bochs, VMX_CPU), flush=True)
+    results = {}
+    failed = []
+
+    def one(item):
+        name, opts = item
+        return name, run_config(name, opts, args.n, args.timeout, outdir, backend="vmx")
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futs = [pool.submit(one, c) for c in VMX_CONFIGS]
+        for fut in concurrent.futures.as_completed(futs):
+            try:
+                name, (res, secs) = fut.result()
+            except BenchError as e:
+                failed.append(str(e))
+                print("FAILED: %s" % e, flush=True)
+                continue
+            results[name] = res
+            print("%-10s ok (%.1f s)" % (name, secs), flush=True)
+    if failed:
+        for e in failed:
+            print("bench: error: %s" % e, file=sys.stderr)
+        return 1
+
+    doc = json_doc_vmx(results, VMX_CONFIGS, bochs)
+    path = os.path.join(outdir, "exits-vmx.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
+    print()
+    print("instructions per exit (Bochs, sync=none, min of n=%d), VMX, flat 32-bit guest:" % args.n)
+    print(table(results, VMX_CONFIGS, "flat32"))
+    print()
+    print("instructions per exit (Bochs, sync=none, min of n=%d), VMX, paged 64-bit guest:" % args.n)
+    print(table(results, VMX_CONFIGS, "paged64"))
+    print()
+    print("(software path length, not cycles)")
+    print("wrote %s" % os.path.relpath(path, ROOT))
+    if not args.no_docs:
+        md = os.path.join(ROOT, "docs", "BENCHMARKS.md")
+        try:
+            with open(md) as f:
+                text = f.read()
+        except OSError:
+            text = "# lightpath exit benchmarks\n\n## Analysis\n"
+        text = replace_block(text, VMX_BEGIN, VMX_END, vmx_block(results, args.n, bochs))
         with open(md + ".tmp", "w") as f:
             f.write(text)
         os.replace(md + ".tmp", md)

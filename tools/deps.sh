@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
 	gcc make binutils python3
+	libc6-dev	# libc.a: tools/compare/kvmrun is linked -static
 	qemu-system-x86
 	libcmocka-dev libzydis-dev
 	grub-pc-bin grub-common xorriso mtools

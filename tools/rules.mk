@@ -19,10 +19,27 @@ test: deps
 	@$(MAKE) --no-print-directory all unit-tests
 	@tools/test.sh
 
-# Instructions per exit under QEMU -icount, all configurations.
+# Instructions per exit under QEMU -icount, all configurations;
+# BACKEND=vmx: the Intel VT-x image under Bochs (build/bench/exits-vmx.json).
+BACKEND ?= svm
 bench: deps
 	@$(MAKE) --no-print-directory all
-	@$(PYTHON) tools/bench.py
+	@$(PYTHON) tools/bench.py --backend $(BACKEND)
+
+# lightpath vs KVM on the same exits (tools/compare/): the bench guests under
+# lightpath (all on) and under KVM in Debian's Linux, both in the same QEMU
+# -icount configuration -> build/bench/compare.json, docs/BENCHMARKS.md.
+# A few minutes (a Linux boot under TCG); not part of `make test`.
+compare: deps
+	@$(MAKE) --no-print-directory all $(BUILD)/compare/kvmrun
+	@$(PYTHON) tools/compare/compare.py
+
+# The /dev/kvm runner, static so that it runs from a busybox initramfs.
+$(BUILD)/compare/kvmrun: tools/compare/kvmrun.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -static -o $@ $<
+
+.PHONY: compare
 
 # GRUB multiboot2 ISO for real hardware: build/lightpath.iso
 iso: deps

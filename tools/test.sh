@@ -2,9 +2,11 @@
 # lightpath test suite (`make test`, after `make all unit-tests`):
 #   1. host unit tests: `make unit-check` (cmocka), counted per test;
 #   2. integration tests: tests/integration/itest.py boots lightpath under
-#      QEMU with the project's guests (2 at a time; LP_JOBS to change).
+#      QEMU with the project's guests (2 at a time; LP_JOBS to change);
+#   3. VMX integration tests: tests/integration/vmx_tests.py boots the Intel
+#      VT-x image under Bochs (LP_SKIP_VMX=1 skips them).
 # Ends with one line "N passed, M failed"; exit status 0 iff M == 0.
-# Extra arguments go to itest.py (e.g. `-k combo` to run a subset);
+# Extra arguments go to itest.py and vmx_tests.py (e.g. `-k combo`);
 # LP_SKIP_UNIT=1 skips the unit tests.
 set -euo pipefail
 
@@ -73,6 +75,27 @@ if ((irc != 0 && if_ == 0)); then
 fi
 passed=$((passed + ip))
 failed=$((failed + if_))
+
+if [[ "${LP_SKIP_VMX:-0}" != 1 ]]; then
+	echo "== VMX integration tests (Bochs, cpu corei7_skylake_x)"
+	vcounts=build/test/vmx.counts
+	rm -f "$vcounts"
+	vrc=0
+	"$python" tests/integration/vmx_tests.py --counts "$vcounts" "$@" </dev/null || vrc=$?
+	if [[ -s "$vcounts" ]]; then
+		read -r vp vf <"$vcounts"
+	else
+		echo "FAIL vmx-integration: the runner stopped early (exit $vrc)"
+		vp=0
+		vf=1
+	fi
+	if ((vrc != 0 && vf == 0)); then
+		echo "FAIL vmx-integration: the runner exited $vrc"
+		vf=1
+	fi
+	passed=$((passed + vp))
+	failed=$((failed + vf))
+fi
 
 echo "== $((SECONDS - start)) s"
 echo "$passed passed, $failed failed"

@@ -13,6 +13,8 @@ struct lp_options;
 /* Checks the CPU and enables virtualization; prints one clear line and
  * returns negative when it cannot. */
 int vendor_cpu_init(const struct lp_options *opt);
+/* The backend's name for the banner: "AMD SVM" or "Intel VT-x". */
+const char *vendor_name(void);
 int vendor_vm_init(struct vm *vm);
 void vendor_vm_destroy(struct vm *vm);
 /* Multiboot start state: 32-bit protected mode, paging off, flat segments. */

@@ -274,13 +274,25 @@ unsigned wrmsr_safe(uint32_t msr, uint64_t v)
 
 /* ---------------------------------------------------------------- hypercalls */
 
+bool rt_intel;
+
+static void vendor_init(void)
+{
+	struct cpuid_regs r = cpuid(0, 0);
+	rt_intel = r.ebx == 0x756e6547u && r.edx == 0x49656e69u && r.ecx == 0x6c65746eu;
+}
+
 sreg_t lp_hypercall(ureg_t nr, ureg_t a, ureg_t b, ureg_t c,
 		    ureg_t *out_rbx, ureg_t *out_rcx)
 {
 	ureg_t ax = nr, bx = a, cx = b, dx = c;
 	rt_trap_clear();
-	asm volatile(RT_ARM_RESUME "vmmcall\n1:"
-		     : "+a"(ax), "+b"(bx), "+c"(cx), "+d"(dx) : : "memory");
+	if (rt_intel)
+		asm volatile(RT_ARM_RESUME "vmcall\n1:"
+			     : "+a"(ax), "+b"(bx), "+c"(cx), "+d"(dx) : : "memory");
+	else
+		asm volatile(RT_ARM_RESUME "vmmcall\n1:"
+			     : "+a"(ax), "+b"(bx), "+c"(cx), "+d"(dx) : : "memory");
 	rt_resume = 0;
 	if (rt_trap.count)
 		return LP_HC_FAULTED;
@@ -370,6 +382,7 @@ void rt_start(void);
 void rt_start(void)
 {
 	idt_init();
+	vendor_init();
 	rt_trap_clear();
 	cmdline_init();
 	guest_exit((unsigned)guest_main());

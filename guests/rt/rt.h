@@ -95,7 +95,17 @@ void rt_trap_clear(void);
 #endif
 
 /* ---- hypercalls ---- */
-/* VMMCALL with RAX=nr, RBX/RCX/RDX = a/b/c; returns RAX, RBX/RCX into
+/* The CPU vendor, read once from CPUID leaf 0 before guest_main: a guest
+ * under lightpath's VMX backend sees GenuineIntel and must use VMCALL
+ * (0f 01 c1); under SVM it sees AuthenticAMD and uses VMMCALL (0f 01 d9).
+ * Each executes as #UD on the other vendor's CPUs. */
+extern bool rt_intel;
+/* The third byte of the hypercall instruction: 0xc1 (VMCALL) or 0xd9 (VMMCALL). */
+static inline uint8_t rt_hypercall_modrm(void) { return rt_intel ? 0xc1 : 0xd9; }
+/* "vmcall" or "vmmcall", for test descriptions. */
+static inline const char *rt_hypercall_name(void) { return rt_intel ? "vmcall" : "vmmcall"; }
+
+/* VMMCALL (VMCALL on Intel) with RAX=nr, RBX/RCX/RDX = a/b/c; returns RAX, RBX/RCX into
  * out_rbx and out_rcx when non-NULL. If VMMCALL faults (no hypervisor) the
  * fault is recorded in rt_trap and LP_HC_FAULTED is returned. */
 #define LP_HC_FAULTED ((sreg_t)-4095)

@@ -100,6 +100,20 @@ int guest_main(void)
 	uint64_t efer = rdmsr(MSR_EFER);
 	tap_eq(wrmsr_safe(MSR_EFER, efer | EFER_SCE), 0, "wrmsr EFER.SCE accepted");
 	tap_eq(rdmsr(MSR_EFER) & EFER_SCE, EFER_SCE, "EFER.SCE reads back set");
+	if (rt_intel) {
+		/* Intel has SYSCALL in 64-bit mode only: here it is #UD, and
+		 * syscall64.elf checks LSTAR/SFMASK with a real SYSCALL. */
+		rt_trap_clear();
+		asm volatile(RT_ARM_RESUME "syscall\n1:" : : : "ecx", "memory");
+		rt_resume = 0;
+		tap_eq(rt_trap.count ? rt_trap.vector : ~0u, 6,
+		       "legacy-mode SYSCALL raises #UD (Intel: 64-bit mode only)");
+		wrmsr(MSR_STAR, 0x0018001000001234ull);
+		lp_hypercall(LP_HC_NULL_HEAVY, 0, 0, 0, NULL, NULL);
+		tap_eq(rdmsr(MSR_STAR), 0x0018001000001234ull, "STAR reads back after a heavy exit");
+		wrmsr(MSR_EFER, efer);
+		return tap_end();
+	}
 	uint64_t star = ((uint64_t)RT_SEL_CODE_ALT << 48) | ((uint64_t)RT_SEL_CODE_ALT << 32) |
 			(uint32_t)(uintptr_t)syscall_target;
 	wrmsr(MSR_STAR, star);

@@ -71,26 +71,65 @@ static inline void nr_cpuid(const char *what, int variant)
 	       "%s: returns the lightpath signature", what);
 }
 
-/* VMMCALL nr with the given encoding: RAX must come back as expected
- * (LP_HC_NULL -> 0; an unknown number -> -LP_ENOSYS, which also shows the
- * call reached the hypervisor rather than doing nothing). */
-static inline void nr_vmmcall(const char *what, int variant, ureg_t nr, ureg_t expect)
+/* The hypercall instruction nr with the given encoding: VMMCALL (0f 01 d9)
+ * on AMD, VMCALL (0f 01 c1) on Intel, the same prefixes on both. RAX must
+ * come back as expected (LP_HC_NULL -> 0; an unknown number -> -LP_ENOSYS,
+ * which also shows the call reached the hypervisor rather than doing
+ * nothing). `what` names the AMD form; on Intel it is printed as VMCALL. */
+#define NR_HC(r, prefixes)                                                          \
+	do {                                                                        \
+		if (rt_intel)                                                       \
+			NR_RUN(r, ".byte " prefixes "0x0f, 0x01, 0xc1");            \
+		else                                                                \
+			NR_RUN(r, ".byte " prefixes "0x0f, 0x01, 0xd9");            \
+	} while (0)
+
+/* "vmmcall ... (0f 01 d9)" -> "vmcall ... (0f 01 c1)" on Intel. */
+static inline const char *nr_hc_what(const char *what, char *buf, size_t len)
 {
+	if (!rt_intel)
+		return what;
+	size_t n = 0;
+	const char *p = what;
+	if (!strncmp(p, "vmmcall", 7)) {
+		memcpy(buf, "vmcall", 6);
+		n = 6;
+		p += 7;
+	}
+	for (; *p && n + 1 < len; p++) {
+		if (!strncmp(p, "01 d9", 5)) {
+			if (n + 6 >= len)
+				break;
+			memcpy(buf + n, "01 c1", 5);
+			n += 5;
+			p += 4;
+			continue;
+		}
+		buf[n++] = *p;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+static inline void nr_vmmcall(const char *what_amd, int variant, ureg_t nr, ureg_t expect)
+{
+	char buf[128];
+	const char *what = nr_hc_what(what_amd, buf, sizeof(buf));
 	struct nr_regs r = { nr, 0, 0, 0, 0 };
 	switch (variant) {
 	case 0:
-		NR_RUN(&r, ".byte 0x0f, 0x01, 0xd9");
+		NR_HC(&r, "");
 		break;
 	case 1:
-		NR_RUN(&r, ".byte 0x2e, 0x0f, 0x01, 0xd9");
+		NR_HC(&r, "0x2e, ");
 		break;
 #ifdef __x86_64__
 	case 2:
-		NR_RUN(&r, ".byte 0x48, 0x0f, 0x01, 0xd9");	/* REX.W */
+		NR_HC(&r, "0x48, ");	/* REX.W */
 		break;
 #endif
 	default:
-		NR_RUN(&r, ".byte 0x3e, 0x26, 0x0f, 0x01, 0xd9");
+		NR_HC(&r, "0x3e, 0x26, ");
 		break;
 	}
 	nr_report(&r, what);

@@ -19,9 +19,11 @@
 extern uint64_t rt_pdpt[512];
 
 /* Identity-mapped straddles: mov %edi,%eax; vmmcall; ret with the VMMCALL
- * at page_end-2 (0f 01 | d9) and at page_end-1 (0f | 01 d9). */
+ * at page_end-2 (0f 01 | d9) and at page_end-1 (0f | 01 d9). On Intel the
+ * last byte is patched to c1 (VMCALL) before use. */
 sreg_t straddle_at_m2(ureg_t nr);
 sreg_t straddle_at_m1(ureg_t nr);
+extern uint8_t straddle_m2_modrm[], straddle_m1_modrm[];
 asm(".pushsection .text.straddle, \"ax\"\n"
     ".balign 4096\n"
     "straddle_page0:\n"
@@ -29,13 +31,17 @@ asm(".pushsection .text.straddle, \"ax\"\n"
     ".globl straddle_at_m2\n"
     "straddle_at_m2:\n"
     "	mov %edi, %eax\n"
-    "	vmmcall\n"
+    "	.byte 0x0f, 0x01\n"
+    "straddle_m2_modrm:\n"
+    "	.byte 0xd9\n"
     "	ret\n"
     ".org straddle_page0 + 4096 + 4093, 0xcc\n"
     ".globl straddle_at_m1\n"
     "straddle_at_m1:\n"
     "	mov %edi, %eax\n"
-    "	vmmcall\n"
+    "	.byte 0x0f, 0x01\n"
+    "straddle_m1_modrm:\n"
+    "	.byte 0xd9\n"
     "	ret\n"
     ".balign 4096, 0xcc\n"
     ".popsection");
@@ -58,8 +64,10 @@ static sreg_t call_code(uint64_t addr, ureg_t nr)
 	return rt_trap.count ? LP_HC_FAULTED : (sreg_t)rax;
 }
 
-static void check_straddle(uint64_t addr, const char *what)
+static void check_straddle(uint64_t addr, const char *what_amd)
 {
+	char buf[128];
+	const char *what = nr_hc_what(what_amd, buf, sizeof(buf));
 	const ureg_t enosys = (ureg_t)-LP_ENOSYS;
 	sreg_t r = call_code(addr, LP_HC_NULL);
 	tap_ok(r == 0, (uint64_t)r, "0", "%s: LP_HC_NULL returns 0 and continues", what);
@@ -96,7 +104,7 @@ static void alias_tests(void)
 	/* Split 2|1: frames[1] then frames[4]; frames[2] (physically next to
 	 * frames[1]) holds only int3. */
 	static const uint8_t a_tail[] = { 0x89, 0xf8, 0x0f, 0x01 };	/* mov; 0f 01 */
-	static const uint8_t b_head[] = { 0xd9, 0xc3 };			/* d9; ret */
+	const uint8_t b_head[] = { rt_hypercall_modrm(), 0xc3 };	/* d9; ret */
 	memcpy(&frames[1][PAGE - 4], a_tail, 4);
 	memcpy(&frames[4][0], b_head, 2);
 	map_alias(1, 4);
@@ -107,7 +115,7 @@ static void alias_tests(void)
 	 * page to another frame: a stale cached translation would read
 	 * frames[1] (... 0f 01) and see no VMMCALL at page_end-1. */
 	static const uint8_t c_tail[] = { 0x90, 0x89, 0xf8, 0x0f };	/* nop; mov; 0f */
-	static const uint8_t d_head[] = { 0x01, 0xd9, 0xc3 };		/* 01 d9; ret */
+	const uint8_t d_head[] = { 0x01, rt_hypercall_modrm(), 0xc3 };	/* 01 d9; ret */
 	memcpy(&frames[3][PAGE - 4], c_tail, 4);
 	memcpy(&frames[0][0], d_head, 3);
 	map_alias(3, 0);
@@ -170,6 +178,7 @@ int guest_main(void)
 	nr_rdmsr("rdmsr 0x2ff with ES+66 prefixes (26 66 0f 32)", 3, 0xc00);
 	plain_io_msr_tests();
 
+	straddle_m2_modrm[0] = straddle_m1_modrm[0] = rt_hypercall_modrm();
 	check_straddle((uintptr_t)straddle_at_m2, "vmmcall at page_end-2 (identity map)");
 	check_straddle((uintptr_t)straddle_at_m1, "vmmcall at page_end-1 (identity map)");
 	alias_tests();

@@ -1,0 +1,301 @@
+#!/usr/bin/python3
+"""lightpath VMX integration tests: boot the Intel VT-x image under Bochs
+(tools/lp-bochs, cpu corei7_skylake_x) with the project's guests and check
+what it prints and how it ends; the self-test results must match the AMD SVM
+backend's (booted under QEMU for the comparison) except for the documented
+vendor-specific lines.
+
+Run by tools/test.sh (`make test`) after itest.py; on its own:
+
+    tests/integration/vmx_tests.py [-j JOBS] [-k REGEX] [--list] [--counts FILE]
+
+Prints `PASS name` or `FAIL name: reason` per test (serial logs are kept in
+build/test/vmx-<name>.log) and writes "passed failed" to --counts. Each Bochs
+boot runs under `timeout` (LP_VMX_TIMEOUT seconds, default 120).
+"""
+
+import argparse
+import concurrent.futures
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True
+sys.path.insert(0, HERE)
+import itest  # noqa: E402  (Boot, selftest_result, norm: the SVM suite's helpers)
+from itest import Fail, check, guest, PREFIX  # noqa: E402
+
+bench = itest.bench
+ROOT = itest.ROOT
+LP_BOCHS = os.path.join(ROOT, "tools", "lp-bochs")
+TIMEOUT = int(os.environ.get("LP_VMX_TIMEOUT", "120"))
+
+SELFTESTS = ("cpuid", "ports", "msrs", "virtinsn", "stats", "dr", "hlt", "nextrip64", "syscall64",
+             "mmio32", "mmio64")
+# Guests run together (one VM each) in the switched-configuration boots.
+MULTI_GUESTS = ("msrs", "dr", "hlt", "ports", "nextrip64", "syscall64")
+ALL_OFF = " ".join("%s=%s" % (k, off) for k, _, off in bench.SWITCHES)
+# Every switch off but light: the "always" pieces inside the light loop.
+ALWAYS_IN_LIGHT = "dr=always pmu=always msr=always io=emulate"
+
+# Lines that exist on one vendor only (guests/README.md, docs): the VMX
+# instructions tested on Intel, and SYSCALL outside 64-bit mode, which Intel
+# does not have (syscall64 tests seed 000 with a 64-bit SYSCALL on both).
+INTEL_ONLY = re.compile(r"^ok # - (VMXON|VMCLEAR|VMPTRLD|VMPTRST|VMREAD|VMWRITE|VMLAUNCH|"
+                        r"VMRESUME|VMXOFF|INVEPT|INVVPID|VMFUNC) |"
+                        r"^ok # - legacy-mode SYSCALL raises #UD|"
+                        r"^ok # - STAR reads back after a heavy exit$")
+AMD_ONLY = re.compile(r"^ok # - (legacy-mode SYSCALL does not fault|SYSCALL arrives at STAR|"
+                      r"SYSCALL loads CS from STAR|SYSCALL still arrives at the target after a "
+                      r"heavy exit|STAR reads back after SYSCALL)")
+NO_VMX_LINE = "lightpath: this CPU has no Intel VMX"
+NO_EPT_LINE = "lightpath: this CPU's VMX has no EPT"
+# The target the issue sets for the VMX light path (instructions per VMCALL).
+HYPERCALL_TARGET = 60
+
+
+class BochsBoot(itest.Boot):
+    """One Bochs run of the VMX image; the same interface as itest.Boot."""
+
+    def __init__(self, name, modules, append="", cpu=None, timeout=TIMEOUT):
+        safe = re.sub(r"[^A-Za-z0-9._=+-]", "_", name)
+        self.log = os.path.join("build", "test", "vmx-" + safe + ".log")
+        cmd = [LP_BOCHS, "--timeout", str(timeout), "--log", self.log, "--name", "test-" + safe,
+               "--append", append]
+        if cpu:
+            cmd += ["--cpu", cpu]
+        cmd += list(modules)
+        self.cmd = cmd
+        self.timeout = timeout
+        t0 = time.monotonic()
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        self.secs = time.monotonic() - t0
+        self.rc = p.returncode
+        self.stderr = p.stderr
+        try:
+            with open(os.path.join(ROOT, self.log), errors="replace") as f:
+                self.text = f.read().replace("\r", "")
+        except OSError:
+            self.text = ""
+        self.lines = self.text.splitlines()
+        getattr(itest._current, "logs", []).append(self.log)
+
+    def why_rc(self):
+        if self.rc == 124 or self.rc == 137:
+            return "timed out after %d s" % self.timeout
+        if self.rc in (2, 3) and self.stderr.strip().startswith("lp-bochs:"):
+            return self.stderr.strip().splitlines()[-1]
+        s = "lp-bochs exit %d" % self.rc
+        if self.rc % 2 == 1:
+            s += " (status %#x)" % (self.rc >> 1)
+        last = [l for l in self.lines if l.startswith("lightpath:")]
+        if last:
+            s += "; last line: " + last[-1].strip()
+        return s
+
+
+def vendor_neutral(lines, vendor_only):
+    """Normalised ok lines with the vendor's own instruction names mapped to
+    AMD's and the vendor-specific lines left out."""
+    out = []
+    for l in lines:
+        # (numbers are already blanked: "0f 01 c1" reads "#f # c#")
+        l = l.replace("vmcall", "vmmcall").replace("#f # c#", "#f # d#")
+        l = l.replace("GenuineIntel", "AuthenticAMD")
+        if not vendor_only.match(l):
+            out.append(l)
+    return out
+
+
+def diff(a, b):
+    return [l for l in a if l not in b] + ["(missing) " + l for l in b if l not in a]
+
+
+# name -> normalised ok lines of the VMX default-options run (for phase 2)
+BASELINE = {}
+BASELINE_LOCK = threading.Lock()
+
+
+def t_selftest(name):
+    def run():
+        b = BochsBoot("selftest-" + name, [guest(name)])
+        oks = itest.selftest_result(b, name)
+        b.expect_rc(1)
+        b.expect(r"^lightpath: lightweight-exit hypervisor, Intel VT-x backend\s*$",
+                 "'lightpath: lightweight-exit hypervisor, Intel VT-x backend'")
+        b.expect(r"^lightpath: vm0: ended with status 0 ", "'lightpath: vm0: ended with status 0 (...)'")
+        b.expect(r"^\s+total\s+\d+\s", "'total' row of the exit statistics table")
+        b.expect_powered_off(0)
+        with BASELINE_LOCK:
+            BASELINE[name] = oks
+        # The same guest on the SVM backend (QEMU TCG): the same results.
+        s = itest.Boot("vmx-svm-baseline-" + name, [guest(name)])
+        try:
+            svm = itest.selftest_result(s, name)
+        except Fail as e:
+            raise Fail("the SVM run of %s failed, so there is nothing to compare with: %s" % (name, e))
+        d = diff(vendor_neutral(oks, INTEL_ONLY), vendor_neutral(svm, AMD_ONLY))
+        check(not d, "VMX and SVM results differ beyond the vendor-specific lines: " + "; ".join(d[:3]))
+        return b
+    return run
+
+
+def multi_results(b, names):
+    """{guest name: normalised ok lines} from a boot with one VM per guest."""
+    per = {}
+    for i, n in enumerate(names):
+        lines = [l[len("[vm%d] " % i):] for l in b.lines if l.startswith("[vm%d] " % i)]
+        m = [re.match(r"selftest %s: (\d+) passed, (\d+) failed\s*$" % re.escape(n), l) for l in lines]
+        m = [x for x in m if x]
+        check(m, "vm%d (%s): no 'selftest %s:' verdict" % (i, n, n))
+        bad = [l.strip() for l in lines if l.startswith("not ok")]
+        check(int(m[0].group(2)) == 0 and not bad, "vm%d (%s): %s" % (i, n, "; ".join(bad[:3])))
+        per[n] = [itest.norm(l) for l in lines if re.match(r"(not )?ok \d+", l)]
+    return per
+
+
+def t_switched(label, opts):
+    def run():
+        mods = [guest(n) for n in MULTI_GUESTS] + [guest("bench32", "n=20")]
+        b = BochsBoot(label, mods, append=opts)
+        b.expect_options(opts)
+        per = multi_results(b, MULTI_GUESTS)
+        try:
+            bench.parse_bench(b.text, n=20, modes=("flat32",))
+            bench.check_config_bits(b.text, opts)
+        except bench.BenchError as e:
+            raise Fail(str(e))
+        b.expect_rc(1)
+        b.expect_powered_off(0)
+        for n in MULTI_GUESTS:
+            with BASELINE_LOCK:
+                base = BASELINE.get(n)
+            check(base is not None, "no baseline: vmx-selftest-%s (default options) failed" % n)
+            d = diff(per[n], base)
+            check(not d, "%s: results differ from the default options run: %s" % (n, "; ".join(d[:3])))
+        return b
+    return run
+
+
+def t_isolation():
+    b = BochsBoot("isolation", [guest("triple"), guest("hello", "status=3")])
+    b.expect(r"^\[vm0\] triple: about to triple fault\s*$", "'[vm0] triple: about to triple fault'")
+    b.expect(r"^lightpath: vm0: stopped: triple fault \(VM exit 2\) at rip 0x[0-9a-fA-F]+\s*$",
+             "'lightpath: vm0: stopped: triple fault (VM exit 2) at rip 0x...'")
+    b.expect(r"^\[vm1\] hello from lightpath guest\s*$", "'[vm1] hello from lightpath guest'")
+    b.expect(r"^lightpath: vm1: ended with status 3 ", "'lightpath: vm1: ended with status 3 (...)'")
+    b.expect_rc(7)
+    b.expect_powered_off(3)
+    return b
+
+
+def t_bench():
+    b = BochsBoot("bench", [guest("bench32", "n=200"), guest("bench64", "n=200")])
+    b.expect_not(PREFIX + r"bench: check FAILED.*")
+    b.expect_rc(1)
+    try:
+        res = bench.parse_bench(b.text, n=200)
+        bench.check_config_bits(b.text, "")
+    except bench.BenchError as e:
+        raise Fail(str(e))
+    for mode in bench.MODES:
+        hc = res[mode]["hypercall"]["min"]
+        check(hc <= HYPERCALL_TARGET, "%s: VMCALL null hypercall takes %d instructions, target <= %d"
+              % (mode, hc, HYPERCALL_TARGET))
+    b.expect_powered_off(0)
+    return b
+
+
+def t_cpu_refused(label, model, line):
+    def run():
+        b = BochsBoot(label, [guest("hello")], cpu=model, timeout=min(TIMEOUT, 60))
+        b.expect(r"^%s\s*$" % re.escape(line), "'%s'" % line)
+        b.expect_rc(255)
+        b.expect_not(r"^lightpath: vm\d+: loaded .*")
+        return b
+    return run
+
+
+def all_tests():
+    """[(phase, name, fn)]: phase 2 tests need phase 1's baselines."""
+    t = []
+    for g in SELFTESTS:
+        t.append((1, "vmx-selftest-" + g, t_selftest(g)))
+    t.append((1, "vmx-isolation", t_isolation))
+    t.append((1, "vmx-bench", t_bench))
+    t.append((1, "vmx-no-vmx", t_cpu_refused("no-vmx", "athlon64_clawhammer", NO_VMX_LINE)))
+    t.append((1, "vmx-no-ept", t_cpu_refused("no-ept", "core2_penryn_t9600", NO_EPT_LINE)))
+    t.append((2, "vmx-switch-all-off", t_switched("switch-all-off", ALL_OFF)))
+    t.append((2, "vmx-switch-always-in-light", t_switched("switch-always-in-light", ALWAYS_IN_LIGHT)))
+    return t
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-j", "--jobs", type=int, default=int(os.environ.get("LP_JOBS", "2")))
+    ap.add_argument("-k", "--match", help="only tests whose name matches this regex")
+    ap.add_argument("--list", action="store_true", help="list the tests and exit")
+    ap.add_argument("--counts", help="write 'passed failed' to this file")
+    args = ap.parse_args()
+
+    tests = all_tests()
+    if args.match:
+        r = re.compile(args.match)
+        sel = [x for x in tests if r.search(x[1])]
+        needed = set()
+        if any(n.startswith("vmx-switch-") for _, n, _ in sel):
+            needed = set("vmx-selftest-" + g for g in MULTI_GUESTS)
+        tests = [x for x in tests if x in sel or x[1] in needed]
+    if args.list:
+        for _, name, _ in tests:
+            print(name)
+        return 0
+    os.makedirs(itest.OUT, exist_ok=True)
+
+    lock = threading.Lock()
+    passed = failed = 0
+    total = len(tests)
+    started = [0]
+
+    def run(name, fn):
+        with lock:
+            started[0] += 1
+            print("[%3d/%d] %s ..." % (started[0], total, name), flush=True)
+        t0 = time.monotonic()
+        itest._current.logs = []
+        try:
+            fn()
+            return name, None, itest._current.logs, time.monotonic() - t0
+        except Fail as e:
+            return name, str(e), itest._current.logs, time.monotonic() - t0
+        except Exception as e:  # a harness bug is still a failure, never a pass
+            return name, "%s: %s" % (type(e).__name__, e), itest._current.logs, time.monotonic() - t0
+
+    t_start = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for phase in sorted(set(p for p, _, _ in tests)):
+            futs = [pool.submit(run, n, fn) for p, n, fn in tests if p == phase]
+            for fut in concurrent.futures.as_completed(futs):
+                name, err, logs, secs = fut.result()
+                with lock:
+                    if err is None:
+                        passed += 1
+                        print("PASS %s (%.1f s)" % (name, secs), flush=True)
+                    else:
+                        failed += 1
+                        log = " [serial log: %s]" % ", ".join(logs) if logs else ""
+                        print("FAIL %s: %s%s" % (name, err, log), flush=True)
+    print("vmx integration: %d tests in %.0f s" % (passed + failed, time.monotonic() - t_start),
+          flush=True)
+    if args.counts:
+        with open(args.counts, "w") as f:
+            f.write("%d %d\n" % (passed, failed))
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,20 @@
+/* The VMX part of a vCPU: its VMCS region first (page-aligned, as VMPTRLD
+ * wants), then what the backend keeps beside it. The VMCS itself is not
+ * memory-mapped: fields are reached with VMREAD/VMWRITE only. */
+#ifndef VMM_VMX_ARCH_VCPU_H
+#define VMM_VMX_ARCH_VCPU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct vcpu_arch {
+	uint8_t vmcs[4096] __attribute__((aligned(4096)));
+	uint8_t launched;        /* VMLAUNCH done: the stub uses VMRESUME */
+	uint8_t entry_failed;    /* VMLAUNCH/VMRESUME fell through (VMfail) */
+	uint8_t virq;            /* queued virtual interrupt vector, 0 = none */
+	bool smsr_in_cpu;        /* msr=lazy: the guest's syscall MSRs are in the CPU */
+	uint32_t proc;           /* primary processor-based controls as written */
+	uint64_t guest_dr6;      /* DR6 is not in the VMCS: switched with DR0-3 */
+};
+
+#endif

@@ -1,0 +1,33 @@
+/* Inside the VMX backend: the capabilities read at boot, shared by the
+ * setup code and the VM-entry failure report. */
+#ifndef VMM_VMX_VMX_H
+#define VMM_VMX_VMX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct vcpu;
+
+/* A control word's allowed settings: bits in `must` are fixed to 1, bits
+ * outside `may` are fixed to 0 (the capability MSR's low/high halves). */
+struct vmx_ctl_cap {
+	uint32_t must, may;
+};
+
+struct vmx_caps {
+	uint64_t basic, misc, ept_vpid;
+	struct vmx_ctl_cap pin, proc, proc2, exit, entry;
+	uint64_t cr0_fixed0, cr0_fixed1, cr4_fixed0, cr4_fixed1;
+	bool vpid;
+	unsigned pmu_counters;   /* general-purpose counters switched (CPUID 0xA), at most 4 */
+};
+
+extern struct vmx_caps vmx_caps;
+
+/* After a failed VM entry (VMfail with `insn_error`, or an exit reason with
+ * bit 31 set), checks the current VMCS against the entry checks lightpath
+ * knows and writes one line naming the first field that breaks one. */
+void vmx_explain_entry_failure(unsigned insn_error, uint32_t exit_reason, char *buf, size_t len);
+
+#endif

@@ -17,6 +17,7 @@ import itertools
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import threading
@@ -463,10 +464,95 @@ def t_bench_parser():
     return None
 
 
+def t_compare_selfcheck():
+    """`make compare` without its Linux boot: the KVM runner builds (static)
+    and starts, and the compare script reads a recorded KVM serial log."""
+    sys.path.insert(0, os.path.join(ROOT, "tools", "compare"))
+    import compare  # tools/compare/compare.py
+    # 1. The runner, through its make rule.
+    log = os.path.join(OUT, "compare-kvmrun.log")
+    with open(log, "w") as f:
+        p = subprocess.run(["make", "--no-print-directory", "build/compare/kvmrun"], cwd=ROOT,
+                           stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=120)
+    check(p.returncode == 0, "make build/compare/kvmrun exited %d (see build/test/compare-kvmrun.log)"
+          % p.returncode)
+    exe = os.path.join(ROOT, "build", "compare", "kvmrun")
+    with open(exe, "rb") as f:
+        elf = f.read()
+    check(elf[:4] == b"\x7fELF" and elf[4] == 2, "kvmrun is not an ELF64 executable")
+    phoff, = struct.unpack_from("<Q", elf, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", elf, 0x36)
+    types = [struct.unpack_from("<I", elf, phoff + i * phentsize)[0] for i in range(phnum)]
+    check(3 not in types, "kvmrun has a PT_INTERP: not linked statically (it must run from busybox)")
+    p = subprocess.run([exe], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=10)
+    check(p.returncode == 125 and "usage: kvmrun" in p.stderr,
+          "kvmrun without arguments: exit %d, stderr %r" % (p.returncode, p.stderr.strip()))
+    # 2. The parser, on a recorded log of tools/compare/kvmboot.py.
+    sample = os.path.join(ROOT, "tests", "integration", "sample-compare-kvm.log")
+    with open(sample) as f:
+        text = f.read()
+    try:
+        kvm, env = compare.parse_kvm(text, n=1000)
+    except compare.CompareError as e:
+        raise Fail("recorded KVM log rejected: %s" % e)
+    check(kvm["flat32"]["hypercall"] == {"min": 2767, "mean": 2782.65},
+          "flat32 hypercall parsed as %r" % (kvm["flat32"].get("hypercall"),))
+    check(kvm["paged64"]["pio_out"]["min"] == 1624, "paged64 pio_out misparsed")
+    check(env["kernel"] == "6.1.0-57-amd64" and env["kvm_amd"] == "npt=Y nrips=0",
+          "environment misparsed: %r" % env)
+    check(env["cpu_model"] == "AMD EPYC Processor", "cpu model misparsed: %r" % env["cpu_model"])
+    with open(os.path.join(ROOT, "tests", "integration", "sample-bench.log")) as f:
+        lp = bench.parse_bench(f.read(), n=1000)
+    doc = compare.json_doc(lp, kvm, env, {"qemu": "QEMU", "kernel_deb": "k", "n": 1000})
+    check(doc["unit"] == "instructions per exit (icount)", "unit: %r" % doc["unit"])
+    check([r["exit"] for r in doc["results"]] ==
+          ["hypercall", "cpuid", "pio_in_pmtimer", "pio_out", "rdmsr", "wrmsr"],
+          "compare.json exits: %r" % [r["exit"] for r in doc["results"]])
+    check(doc["results"][0] == {"exit": "hypercall", "lightpath": 48, "kvm": 2767},
+          "first row: %r" % doc["results"][0])
+    row = [l for l in compare.table(doc["results"]).splitlines() if l.startswith("hypercall")]
+    check(row and row[0].split() == ["hypercall", "48", "2767", "57.6x"], "table row: %r" % row)
+    # It must reject broken logs, or it checks nothing.
+    broken = {
+        "check FAILED": text.replace("bench: mode=paged64 done",
+                                     "bench: check FAILED: signature\nbench: mode=paged64 done"),
+        "no host=kvm": text.replace("bench: mode=flat32 host=kvm", "bench: mode=flat32 config=0x0"),
+        "status 1": text.replace("kvmrun bench64 status 0", "kvmrun bench64 status 1"),
+        "missing exit": "\n".join(l for l in text.splitlines() if "paged64 exit=wrmsr" not in l),
+        "missing guest": "\n".join(l for l in text.splitlines() if "kvmrun bench32 status" not in l),
+        "wrong n": text.replace("exit=cpuid n=1000", "exit=cpuid n=999"),
+        "no kvm_amd": "\n".join(l for l in text.splitlines() if "init: kvm_amd" not in l),
+    }
+    for what, t in broken.items():
+        try:
+            compare.parse_kvm(t, n=1000)
+        except compare.CompareError:
+            continue
+        raise Fail("compare parser accepted a log with %s" % what)
+    # 3. The docs section goes outside the analysis block, replaces itself,
+    # and tools/bench.py keeps it when it regenerates docs/BENCHMARKS.md.
+    md = "# t\n\n## Analysis\n\n<!-- analysis -->\nx\n<!-- /analysis -->\n"
+    block = compare.doc_section(doc, "2000-01-01")
+    once = compare.replace_block(md, block)
+    check(compare.replace_block(once, block) == once, "replacing the compare section is not idempotent")
+    check(once.index(compare.COMPARE_END) < once.index("<!-- analysis -->"),
+          "the compare section is not placed before the analysis block")
+    tmp = os.path.join(OUT, "compare-docs.md")
+    with open(tmp, "w") as f:
+        f.write(once)
+    check(block in bench.read_blocks(tmp), "tools/bench.py would drop the compare section")
+    # 4. The command-line entry point agrees.
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "compare", "compare.py"),
+                        "--parse-kvm", sample, "--n-expected", "1000"], capture_output=True, text=True)
+    check(p.returncode == 0, "tools/compare/compare.py --parse-kvm failed: " + p.stderr.strip())
+    return None
+
+
 def all_tests():
     """[(phase, name, fn)]: phase 2 tests need phase 1's baselines."""
     t = []
     t.append((0, "bench-parser", t_bench_parser))
+    t.append((0, "compare-selfcheck", t_compare_selfcheck))
     for g in SELFTESTS:
         t.append((1, "selftest-" + g, t_selftest(g)))
     t.append((1, "hello-status", t_hello_status))

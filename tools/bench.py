@@ -40,7 +40,7 @@ MODES = ("flat32", "paged64")
 # are the headline set; hypercall_heavy (LP_HC_NULL_HEAVY) is the extra that
 # shows the cost of the heavy path itself.
 EXITS = ("none", "hypercall", "cpuid", "pio_in_pmtimer", "pio_out", "rdmsr",
-         "wrmsr", "hypercall_heavy")
+         "wrmsr", "hypercall_heavy", "mmio_read", "mmio_write", "pio_rep_outsb")
 
 # (name, boot options). Each "-off" config turns one optimisation off.
 SWITCHES = (

@@ -34,6 +34,9 @@ enum exit_type {
 	EX_PIO_OUT,
 	EX_RDMSR,
 	EX_WRMSR,
+	EX_MMIO_READ,
+	EX_MMIO_WRITE,
+	EX_PIO_REP_OUTSB,
 	EX_COUNT
 };
 
@@ -46,7 +49,16 @@ static const char *const names[EX_COUNT] = {
 	[EX_PIO_OUT] = "pio_out",
 	[EX_RDMSR] = "rdmsr",
 	[EX_WRMSR] = "wrmsr",
+	[EX_MMIO_READ] = "mmio_read",
+	[EX_MMIO_WRITE] = "mmio_write",
+	[EX_PIO_REP_OUTSB] = "pio_rep_outsb",
 };
+
+/* The emulator's rows: a 4-byte read and write of the MMIO test device's
+ * scratch area, and `rep outsb` of REP_OUTSB_LEN bytes to the port 0x80 sink. */
+#define MMIO_SCRATCH (LP_MMIO_TEST_BASE + 0x10u)
+#define REP_OUTSB_LEN 64u
+static uint8_t outsb_buf[REP_OUTSB_LEN];
 
 struct result {
 	bool done;
@@ -129,6 +141,26 @@ static inline uint32_t measure(enum exit_type t)
 			     "mov %4, %%eax\n\txor %%edx, %%edx\n\twrmsr\n\trdtsc"
 			     : "=&r"(t0), "=a"(t1), "=d"(hi)
 			     : "c"(LP_BENCH_MSR), "i"(MTRR_TEST_VALUE) : "memory");
+		break;
+	case EX_MMIO_READ:
+		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+			     "mov (%4), %%ecx\n\trdtsc"
+			     : "=&r"(t0), "=a"(t1), "=d"(hi), "=&c"(c)
+			     : "r"((ureg_t)MMIO_SCRATCH) : "memory");
+		break;
+	case EX_MMIO_WRITE:
+		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+			     "movl $0x5a5a5a5a, (%3)\n\trdtsc"
+			     : "=&r"(t0), "=a"(t1), "=d"(hi)
+			     : "r"((ureg_t)MMIO_SCRATCH) : "memory");
+		break;
+	case EX_PIO_REP_OUTSB:
+		b = (ureg_t)outsb_buf;
+		c = REP_OUTSB_LEN;
+		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+			     "mov %5, %%edx\n\trep outsb\n\trdtsc"
+			     : "=&r"(t0), "=a"(t1), "=d"(hi), "+S"(b), "+c"(c)
+			     : "i"(LP_BENCH_PORT_OUT) : "memory");
 		break;
 	default:
 		return 0;
@@ -257,6 +289,19 @@ int guest_main(void)
 	run(EX_WRMSR, n);
 	check(rdmsr(LP_BENCH_MSR) == MTRR_TEST_VALUE,
 	      "rdmsr 0x2ff did not return what wrmsr wrote (after the loops)");
+
+	if (lp) {	/* lightpath's MMIO test device and its emulator */
+		rt_map_mmio_test();
+		run(EX_MMIO_WRITE, n);
+		check(*(volatile uint32_t *)(uintptr_t)MMIO_SCRATCH == 0x5a5a5a5au,
+		      "MMIO scratch did not read back what was written");
+		run(EX_MMIO_READ, n);
+		for (unsigned i = 0; i < REP_OUTSB_LEN; i++)
+			outsb_buf[i] = (uint8_t)i;
+		run(EX_PIO_REP_OUTSB, n);
+		check(inb(LP_BENCH_PORT_OUT) == REP_OUTSB_LEN - 1,
+		      "port 0x80 did not hold the last byte of the rep outsb");
+	}
 
 	for (int t = 0; t < EX_COUNT; t++) {
 		const struct result *r = &results[t];

@@ -113,6 +113,10 @@ sreg_t lp_hypercall(ureg_t nr, ureg_t a, ureg_t b, ureg_t c,
 		    ureg_t *out_rbx, ureg_t *out_rcx);
 /* True when CPUID 0x40000000 carries the lightpath signature. */
 bool rt_on_lightpath(void);
+/* Makes lightpath's MMIO test device (LP_MMIO_TEST_BASE) reachable: a no-op
+ * with paging off; in 64-bit mode, where entry64 maps only the first GiB,
+ * an identity 2 MiB page for it. */
+void rt_map_mmio_test(void);
 
 /* ---- TAP-style self-test output ---- */
 void tap_begin(const char *name);

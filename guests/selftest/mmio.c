@@ -1115,27 +1115,12 @@ static void test_string_pio(void)
 /* ------------------------------------------------------------------ */
 
 #ifdef __x86_64__
-extern uint64_t rt_pdpt[512];
-static uint64_t mmio_pd[512] __attribute__((aligned(4096)));
-
-/* entry64 maps the first GiB only: add the 2 MiB page holding the device
- * (identity, PCD|PWT) under a PD of our own. */
-static void map_mmio(void)
-{
-	uint64_t va = LP_MMIO_TEST_BASE;
-	mmio_pd[(va >> 21) & 511] = (va & ~0x1fffffull) | 0x80 | 0x18 | 0x3;
-	rt_pdpt[(va >> 30) & 511] = (uintptr_t)mmio_pd | 0x3;
-	ureg_t cr3;
-	asm volatile("mov %%cr3, %0\n\tmov %0, %%cr3" : "=r"(cr3) : : "memory");
-}
 #endif
 
 int guest_main(void)
 {
 	tap_begin(NAME);
-#ifdef __x86_64__
-	map_mmio();
-#endif
+	rt_map_mmio_test();
 	base_flags = read_flags() & ~(ureg_t)(FL_STATUS | FL_DF | FL_TF);
 
 	/* The device itself: scratch reads back, counters count. */

@@ -24,6 +24,18 @@ void uart16550_range(struct uart16550 *dev, struct io_range *r)
 	r->name = "uart16550";
 }
 
+/* The interrupt output: IRQ 4 on a PC, gated by MCR.OUT2 as the board wires it. */
+static void update_irq(struct uart16550 *dev)
+{
+	bool level = (dev->mcr & UART_MCR_OUT2) &&
+		     (((dev->ier & UART_IER_RDI) && dev->rx_count) ||
+		      ((dev->ier & UART_IER_THRI) && dev->thri_pending));
+	if (level != dev->irq_level) {
+		dev->irq_level = level;
+		vm_irq_line(dev->vm, UART16550_COM1_IRQ, level);
+	}
+}
+
 bool uart16550_receive(struct uart16550 *dev, uint8_t byte)
 {
 	if (dev->rx_count == UART16550_RX_FIFO) {
@@ -32,6 +44,7 @@ bool uart16550_receive(struct uart16550 *dev, uint8_t byte)
 	}
 	dev->rx_fifo[(dev->rx_head + dev->rx_count) % UART16550_RX_FIFO] = byte;
 	dev->rx_count++;
+	update_irq(dev);
 	return true;
 }
 
@@ -182,5 +195,6 @@ int uart16550_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
 	}
 	if (!is_write)
 		*data = value;
+	update_irq(dev);
 	return IO_OK;
 }

@@ -10,6 +10,7 @@
 
 #include "dev/device.h"
 
+#define UART16550_COM1_IRQ  4u
 #define UART16550_COM1_BASE 0x3f8u
 #define UART16550_PORTS     8u
 #define UART16550_RX_FIFO   16u /* the 16550A's receive FIFO depth */
@@ -72,6 +73,7 @@ struct uart16550 {
 	uint8_t msr;        /* modem status outside loopback */
 	uint8_t scr;
 	bool thri_pending;  /* THR-empty interrupt condition, cleared by IIR read */
+	bool irq_level;     /* what the interrupt output drives now */
 	uint8_t rx_fifo[UART16550_RX_FIFO];
 	uint8_t rx_head;    /* index of the oldest byte */
 	uint8_t rx_count;

@@ -8,10 +8,12 @@
 #include "core/pmem.h"
 #include "core/timer.h"
 #include "core/tsc.h"
+#include "dev/pc_irq.h"
 #include "lib/printf.h"
 #include "lib/string.h"
 #include "vmm/exit.h"
 #include "vmm/loader.h"
+#include "vmm/platform.h"
 #include "vmm/vendor.h"
 
 int vm_register_io(struct vm *vm, const struct io_range *r)
@@ -182,6 +184,9 @@ void vm_irq_line(struct vm *vm, unsigned gsi, bool level)
 		vm->irq_lines |= 1u << gsi;
 	else
 		vm->irq_lines &= ~(1u << gsi);
+	pc_irq_set(&vm->pic, &vm->ioapic, gsi, level);
+	/* injection happens on the heavy path */
+	vm->vcpu->pending |= VCPU_PENDING_HEAVY;
 }
 
 uint64_t platform_tsc_hz(void)
@@ -214,6 +219,7 @@ static void vm_create_devices(struct vm *vm)
 	mmio_test_range(&vm->mmio_test, &r);
 	if (vm_register_mmio(vm, &r))
 		panic("too many MMIO ranges");
+	platform_create(vm);
 }
 
 /* vcpu_run: the outer (heavy) loop; the light loop lives in the backend. */

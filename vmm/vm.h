@@ -6,11 +6,20 @@
 #include <stdint.h>
 
 #include "core/options.h"
+#include "dev/acpi_pm.h"
 #include "dev/debug_exit.h"
+#include "dev/fwcfg.h"
+#include "dev/i8042.h"
+#include "dev/ioapic.h"
+#include "dev/lapic.h"
 #include "dev/mmio_test.h"
 #include "dev/device.h"
+#include "dev/pci_host.h"
+#include "dev/pic8259.h"
+#include "dev/pit8254.h"
 #include "dev/pmtimer.h"
 #include "dev/postcode.h"
+#include "dev/rtc.h"
 #include "dev/uart16550.h"
 #include "include/lightpath/abi.h"
 #include "arch_vcpu.h"   /* the backend's: -Ivmm/svm or -Ivmm/vmx */
@@ -18,7 +27,7 @@
 #define LIGHT_TABLE_SIZE  0x91
 #define CPUID_CACHED_LEAVES 0x20
 
-#define VM_MAX_IO_RANGES  16
+#define VM_MAX_IO_RANGES  32
 #define VM_MAX_MMIO_RANGES 8
 #define VM_MAX_TIMERS     16
 #define VM_MAX_MSR_RANGES 16
@@ -91,6 +100,10 @@ struct vcpu {
 	/* seed 001: debug registers */
 	uint64_t guest_dr[4];
 	bool dr_dirty;
+	/* interrupts: the local APIC, and the test facility's vector
+	 * (LP_HC_RAISE_IRQ, LP_HC_TIMER), injected like an ExtINT */
+	struct lapic lapic;
+	uint8_t test_irq;
 	/* instruction emulator: consecutive RETRY results at one RIP */
 	uint64_t emul_retry_rip;
 	unsigned emul_retries;
@@ -125,6 +138,15 @@ struct vm {
 	struct pmtimer pmtimer;
 	struct postcode postcode;
 	struct mmio_test mmio_test;
+	struct pic8259 pic;
+	struct ioapic ioapic;
+	struct pit8254 pit;
+	struct rtc rtc;
+	struct pci_host pci;
+	struct i8042 kbd;
+	struct fwcfg fwcfg;
+	struct acpi_pm acpi_pm;
+	struct vm_timer console_timer;
 
 	struct vm_timer *timers[VM_MAX_TIMERS];  /* armed ones */
 	unsigned nr_timers;

@@ -146,13 +146,13 @@ static inline uint32_t measure(enum exit_type t)
 		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
 			     "mov (%4), %%ecx\n\trdtsc"
 			     : "=&r"(t0), "=a"(t1), "=d"(hi), "=&c"(c)
-			     : "r"((ureg_t)MMIO_SCRATCH) : "memory");
+			     : "D"((ureg_t)MMIO_SCRATCH) : "memory");
 		break;
 	case EX_MMIO_WRITE:
 		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
 			     "movl $0x5a5a5a5a, (%3)\n\trdtsc"
 			     : "=&r"(t0), "=a"(t1), "=d"(hi)
-			     : "r"((ureg_t)MMIO_SCRATCH) : "memory");
+			     : "D"((ureg_t)MMIO_SCRATCH) : "memory");
 		break;
 	case EX_PIO_REP_OUTSB:
 		b = (ureg_t)outsb_buf;

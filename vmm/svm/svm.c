@@ -12,6 +12,7 @@
 #include "lib/string.h"
 #include "vmm/exit.h"
 #include "vmm/guest_mem.h"
+#include "vmm/platform.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
 
@@ -765,12 +766,11 @@ int vendor_msr_vmstate(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_writ
 
 int vendor_inject_virq(struct vcpu *v, uint8_t vector)
 {
-	struct vmcb *vmcb = &v->arch.vmcb;
-	if (vmcb->int_ctl & INT_CTL_V_IRQ)
+	if (v->test_irq)
 		return -1;
-	/* a virtual interrupt the CPU delivers itself once the guest has IF=1 */
-	vmcb->int_ctl = (vmcb->int_ctl & ~(0xffull << 32)) | ((uint64_t)vector << 32) | INT_CTL_V_IRQ |
-			INT_CTL_V_IGN_TPR | INT_CTL_V_INTR_PRIO_MAX;
+	/* injected on the heavy path like any other interrupt */
+	v->test_irq = vector;
+	v->pending |= VCPU_PENDING_HEAVY;
 	return 0;
 }
 
@@ -962,11 +962,61 @@ static void heavy_skip(struct vcpu *v, const uint8_t *op, unsigned len)
 		v->arch.vmcb.rip = next;
 }
 
-void vendor_handle_heavy(struct vcpu *v)
+/* Interrupt delivery, at the end of every heavy exit: the platform's next
+ * vector goes in EVENTINJ when the guest can take it (RFLAGS.IF=1, no
+ * interrupt shadow); otherwise a virtual interrupt with the VINTR intercept
+ * asks the CPU to exit as soon as the guest opens an interrupt window. */
+static void svm_inject_interrupts(struct vcpu *v)
 {
 	struct vmcb *vmcb = &v->arch.vmcb;
-	if (v->heavy_action != HEAVY_EXIT || v->vm->ended)
+	bool from_pic, test;
+	if (vmcb->eventinj & SVM_EVTINJ_VALID)
+		return;                       /* an exception or re-injection goes first */
+	int vec = platform_intr_pending(v, &from_pic, &test);
+	if (vec < 0) {
+		vmcb->intercept_misc1 &= ~SVM_INTERCEPT_VINTR;
+		vmcb->int_ctl &= ~INT_CTL_V_IRQ;
 		return;
+	}
+	if ((vmcb->rflags & RFLAGS_IF) && !(vmcb->int_state & 1)) {
+		vec = platform_intr_ack(v, vec, from_pic, test);
+		if (vec < 0)
+			return;
+		vmcb->eventinj = SVM_EVTINJ_VALID | SVM_EVTINJ_TYPE_INTR | (uint8_t)vec;
+		vmcb->intercept_misc1 &= ~SVM_INTERCEPT_VINTR;
+		vmcb->int_ctl &= ~INT_CTL_V_IRQ;
+		return;
+	}
+	vmcb->int_ctl |= INT_CTL_V_IRQ | INT_CTL_V_IGN_TPR | INT_CTL_V_INTR_PRIO_MAX;
+	vmcb->intercept_misc1 |= SVM_INTERCEPT_VINTR;
+}
+
+/* An exit in the middle of delivering an event (EXITINTINFO valid, e.g. a
+ * nested page fault on the guest's IDT or stack): deliver it again. */
+static void svm_reinject_interrupted_event(struct vcpu *v)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	if (vmcb->exitintinfo & SVM_EVTINJ_VALID) {
+		vmcb->eventinj = vmcb->exitintinfo;
+		vmcb->exitintinfo = 0;
+	}
+}
+
+static void heavy_exit(struct vcpu *v);
+
+void vendor_handle_heavy(struct vcpu *v)
+{
+	if (v->heavy_action == HEAVY_EXIT && !v->vm->ended) {
+		svm_reinject_interrupted_event(v);
+		heavy_exit(v);
+	}
+	if (!v->vm->ended)
+		svm_inject_interrupts(v);
+}
+
+static void heavy_exit(struct vcpu *v)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
 	uint64_t code = vmcb->exitcode;
 	uint64_t next;
 	switch (code) {
@@ -995,13 +1045,17 @@ void vendor_handle_heavy(struct vcpu *v)
 		heavy_io(v);
 		break;
 	case SVM_EXIT_HLT: {
-		/* a blocking HLT: sleep until a timer makes an interrupt pending */
-		bool can_wake = vmcb->rflags & RFLAGS_IF;
-		while (can_wake && !(vmcb->int_ctl & INT_CTL_V_IRQ) && v->vm->nr_timers) {
+		/* a blocking HLT: sleep until a timer or input makes an interrupt
+		 * pending (with IF=0 only an NMI could wake it: stop the VM) */
+		bool can_wake = vmcb->rflags & RFLAGS_IF, from_pic, test;
+		while (can_wake && platform_intr_pending(v, &from_pic, &test) < 0 && v->vm->nr_timers &&
+		       !v->vm->ended) {
 			vendor_host_wait_for_interrupt();
 			vm_timers_run(v->vm);
 		}
-		if (vmcb->int_ctl & INT_CTL_V_IRQ)
+		if (v->vm->ended)
+			break;
+		if (platform_intr_pending(v, &from_pic, &test) >= 0 && can_wake)
 			heavy_skip(v, op_hlt, 1);
 		else
 			vm_fault(v->vm, "HLT at rip 0x%lx with no interrupt pending and no interrupt "
@@ -1009,6 +1063,10 @@ void vendor_handle_heavy(struct vcpu *v)
 				 (unsigned)((vmcb->rflags >> 9) & 1));
 		break;
 	}
+	case SVM_EXIT_VINTR:          /* the interrupt window opened: injected below */
+		vmcb->int_ctl &= ~INT_CTL_V_IRQ;
+		vmcb->intercept_misc1 &= ~SVM_INTERCEPT_VINTR;
+		break;
 	case SVM_EXIT_INTR:
 		vendor_host_interrupt_window();
 		vm_timers_run(v->vm);

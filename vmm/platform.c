@@ -1,0 +1,173 @@
+#include "vmm/platform.h"
+
+#include "core/console.h"
+#include "core/cpu.h"
+#include "core/tsc.h"
+#include "dev/acpi.h"
+#include "dev/pc_irq.h"
+#include "lib/string.h"
+#include "vmm/exit.h"
+#include "vmm/vm.h"
+
+#define CONSOLE_POLL_US 5000u   /* host serial input is polled this often */
+#define COM1 0x3f8
+
+static void add_port(struct vm *vm, const struct io_range *r)
+{
+	if (vm_register_io(vm, r))
+		panic("vm%u: too many port ranges", vm->id);
+}
+
+static void add_mmio(struct vm *vm, const struct io_range *r)
+{
+	if (vm_register_mmio(vm, r))
+		panic("vm%u: too many MMIO ranges", vm->id);
+}
+
+/* x2APIC MSRs, IA32_APIC_BASE, IA32_TSC_DEADLINE: the local APIC decides. An
+ * EOI, a self-IPI or a TPR change can make an interrupt deliverable, so the
+ * exit ends on the heavy path, where interrupts are injected. */
+static int lapic_msr_handler(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
+{
+	if (lapic_msr(&v->lapic, msr, val, is_write) == LAPIC_GP)
+		return -1;
+	if (is_write)
+		v->pending |= VCPU_PENDING_HEAVY;
+	return 0;
+}
+
+/* The 8259s: an EOI or an unmask can make a waiting IRQ deliverable, so an
+ * access ends on the heavy path, where interrupts are injected. */
+static int pic_io_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size,
+			  bool is_write, void *opaque)
+{
+	int ret = pic_io(v, addr, data, size, is_write, opaque);
+	if (is_write)
+		v->pending |= VCPU_PENDING_HEAVY;
+	return ret;
+}
+
+/* Reads the host's CMOS clock once per VM: the guest's RTC starts there. */
+static uint8_t host_cmos(uint8_t reg)
+{
+	outb(0x70, reg);
+	return inb(0x71);
+}
+
+static unsigned bcd(uint8_t v, bool binary)
+{
+	return binary ? v : (v >> 4) * 10 + (v & 0xf);
+}
+
+static void host_wall_clock(struct rtc_time *t)
+{
+	for (int tries = 0; tries < 1000000 && (host_cmos(0x0a) & 0x80); tries++)
+		;   /* wait out an update in progress */
+	bool binary = host_cmos(0x0b) & 0x04;
+	t->second = (uint8_t)bcd(host_cmos(0x00), binary);
+	t->minute = (uint8_t)bcd(host_cmos(0x02), binary);
+	t->hour = (uint8_t)bcd(host_cmos(0x04) & 0x7f, binary);
+	t->day = (uint8_t)bcd(host_cmos(0x07), binary);
+	t->month = (uint8_t)bcd(host_cmos(0x08), binary);
+	t->year = (uint16_t)(2000 + bcd(host_cmos(0x09), binary));
+	if (!t->day || t->day > 31 || !t->month || t->month > 12 || t->hour > 23)
+		*t = (struct rtc_time){ 2026, 1, 1, 0, 0, 0 };   /* no usable host RTC */
+}
+
+void platform_create(struct vm *vm)
+{
+	struct vcpu *v = vm->vcpu;
+	struct io_range r[3];
+
+	pic_init(&vm->pic, vm);
+	lapic_init(&v->lapic, vm, 0, true);
+	lapic_firmware_setup(&v->lapic);
+	ioapic_init(&vm->ioapic, vm, 0, pc_ioapic_deliver, &v->lapic);
+	lapic_set_eoi_hook(&v->lapic, pc_lapic_eoi, &vm->ioapic);
+
+	pic_ranges(&vm->pic, r);
+	for (int i = 0; i < 3; i++) {
+		if (r[i].fn == pic_io)
+			r[i].fn = pic_io_checked;
+		add_port(vm, &r[i]);
+	}
+	pit_init(&vm->pit, vm);
+	pit_ranges(&vm->pit, r);
+	add_port(vm, &r[0]);
+	add_port(vm, &r[1]);
+	struct rtc_time now;
+	host_wall_clock(&now);
+	rtc_init(&vm->rtc, vm, &now);
+	rtc_set_memory(&vm->rtc, vm->mem_size, 0, 1);
+	rtc_range(&vm->rtc, &r[0]);
+	add_port(vm, &r[0]);
+	pci_host_init(&vm->pci, vm);
+	pci_host_range(&vm->pci, &r[0]);
+	add_port(vm, &r[0]);
+	i8042_init(&vm->kbd, vm);
+	i8042_ranges(&vm->kbd, r);
+	add_port(vm, &r[0]);
+	add_port(vm, &r[1]);
+	fwcfg_init(&vm->fwcfg, vm, vm->mem_size, 1);
+	fwcfg_range(&vm->fwcfg, &r[0]);
+	add_port(vm, &r[0]);
+	acpi_pm_init(&vm->acpi_pm, vm);
+	acpi_pm_range(&vm->acpi_pm, &r[0]);
+	add_port(vm, &r[0]);
+
+	ioapic_range(&vm->ioapic, &r[0]);
+	add_mmio(vm, &r[0]);
+	lapic_range(&v->lapic, &r[0]);
+	add_mmio(vm, &r[0]);
+
+	vm_register_msr(vm, 0x1b, 1, lapic_msr_handler);     /* IA32_APIC_BASE */
+	vm_register_msr(vm, 0x6e0, 1, lapic_msr_handler);    /* IA32_TSC_DEADLINE */
+	vm_register_msr(vm, 0x800, 0x100, lapic_msr_handler); /* x2APIC */
+}
+
+uint64_t platform_acpi(struct vm *vm)
+{
+	uint64_t rsdp = 0;
+	uint8_t *mem = gpa_to_host(vm, ACPI_RSDP_SCAN_START, ACPI_RSDP_SCAN_END - ACPI_RSDP_SCAN_START);
+	struct acpi_config cfg = { ACPI_DEFAULT_RSDP_GPA, ACPI_DEFAULT_TABLES_GPA, 1, 0 };
+	if (!mem || acpi_build(mem, ACPI_RSDP_SCAN_START, ACPI_RSDP_SCAN_END - ACPI_RSDP_SCAN_START,
+			       &cfg, &rsdp))
+		return 0;
+	return rsdp;
+}
+
+/* Host console input: bytes typed on COM1 go to the guest's UART. */
+static void console_poll(struct vm_timer *t, uint64_t now)
+{
+	struct vm *vm = t->opaque;
+	for (int n = 0; n < 16 && (inb(COM1 + 5) & 1); n++)
+		uart16550_receive(&vm->uart, inb(COM1));
+	vm_timer_arm(vm, t, now + tsc_hz() / (1000000 / CONSOLE_POLL_US));
+}
+
+void platform_start(struct vm *vm)
+{
+	vm->console_timer.fire = console_poll;
+	vm->console_timer.opaque = vm;
+	vm_timer_arm(vm, &vm->console_timer, rdtsc() + tsc_hz() / (1000000 / CONSOLE_POLL_US));
+}
+
+int platform_intr_pending(struct vcpu *v, bool *from_pic, bool *test)
+{
+	*test = false;
+	*from_pic = false;
+	if (v->test_irq) {
+		*test = true;
+		return v->test_irq;
+	}
+	return pc_intr_pending(&v->lapic, &v->vm->pic, from_pic);
+}
+
+int platform_intr_ack(struct vcpu *v, int vector, bool from_pic, bool test)
+{
+	if (test) {
+		v->test_irq = 0;
+		return vector;
+	}
+	return pc_intr_ack(&v->lapic, &v->vm->pic, vector, from_pic);
+}

@@ -11,6 +11,7 @@
 #include "core/timer.h"
 #include "core/tsc.h"
 #include "include/lightpath/abi.h"
+#include "vmm/guests.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
 
@@ -66,12 +67,7 @@ void kmain(uint32_t magic, uint32_t info)
 		power_off(LP_STATUS_HV_ERROR);
 	}
 
-	unsigned status = 0;
-	for (unsigned i = 0; i < boot_info.nr_modules; i++) {
-		const struct boot_module *m = &boot_info.modules[i];
-		status = vm_run_module(i, (const char *)(uintptr_t)m->start, m->end - m->start,
-				       m->cmdline, &options, boot_info.nr_modules > 1);
-	}
+	unsigned status = guests_run_all(&boot_info, &options);
 	kprintf("lightpath: all VMs ended; powering off with status %u\n", status);
 	power_off(status);
 }

@@ -121,11 +121,12 @@ int x86_decode(const uint8_t *bytes, size_t avail, enum x86_mode mode, struct x8
 	uint8_t b;
 	bool long_mode = mode == X86_MODE_64;
 
-	memset(d, 0, sizeof(*d));
-	d->mode = (uint8_t)mode;
-	d->seg_override = SEG_NONE;
-	d->reg = X86_REG_NONE;
-	d->rm = X86_REG_NONE;
+	*d = (struct x86_insn){
+		.mode = (uint8_t)mode,
+		.seg_override = SEG_NONE,
+		.reg = X86_REG_NONE,
+		.rm = X86_REG_NONE,
+	};
 
 	/* Legacy prefixes in any order and number, then at most one REX, which
 	 * only counts right before the opcode (a REX followed by a legacy

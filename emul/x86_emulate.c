@@ -373,12 +373,52 @@ static enum emul_status linear(struct emul_ctx *ctx, enum x86_mode mode, int seg
 	return EMUL_DONE;
 }
 
+/* One-entry translation cache for one operand of a REP string instruction:
+ * the page the last element was in, translated once for all the elements
+ * that follow in it (a TLB entry that lives for one emulated instruction).
+ * A page that is not entirely RAM keeps host NULL and classifies each
+ * element with gpa_ptr. */
+struct xlat_cache {
+	uint64_t lin;     /* page-aligned linear address; 1 = empty */
+	uint64_t gpa;     /* its page-aligned GPA */
+	uint8_t *host;    /* host mapping of the whole page, or NULL */
+};
+
+/* Translates the pages of [lin, lin + size) for an access of kind acc,
+ * every page before any access is made (so a fault never leaves a half-done
+ * element). tc, if not NULL, caches the translation of a single-page
+ * access for the next element. */
 static enum emul_status mem_prepare(struct emul_ctx *ctx, enum x86_mode mode, uint64_t lin,
 				    unsigned size, enum emul_access acc, struct mem_access *m,
-				    struct emul_result *res)
+				    struct emul_result *res, struct xlat_cache *tc)
 {
+	unsigned off = (unsigned)(lin & (PAGE_SIZE - 1));
 	m->lin = lin;
 	m->size = size;
+	if (off + size <= PAGE_SIZE) {
+		/* The common case: the element is within one page. */
+		uint64_t page = lin - off, gpa;
+		void *host;
+		if (tc && tc->lin == page) {
+			gpa = tc->gpa + off;
+			host = tc->host ? tc->host + off : ctx->gpa_ptr(ctx, gpa, size);
+		} else {
+			enum emul_status st = emul_translate(ctx, lin, acc, &gpa, res);
+			if (st != EMUL_DONE)
+				return st;
+			host = ctx->gpa_ptr(ctx, gpa, size);
+			if (tc) {
+				tc->lin = page;
+				tc->gpa = gpa - off;
+				tc->host = host ? ctx->gpa_ptr(ctx, gpa - off, PAGE_SIZE) : NULL;
+			}
+		}
+		m->nparts = 1;
+		m->part[0].gpa = gpa;
+		m->part[0].host = host;
+		m->part[0].len = size;
+		return EMUL_DONE;
+	}
 	m->nparts = 0;
 	unsigned done = 0;
 	while (done < size) {
@@ -409,8 +449,56 @@ static bool mem_touches(const struct mem_access *m, uint64_t gpa)
 	return false;
 }
 
-static enum emul_status mem_rw(struct emul_ctx *ctx, struct mem_access *m, uint64_t *val,
-			       bool write, struct emul_result *res)
+/* Little-endian loads and stores of 1, 2, 4 or 8 bytes at any alignment. */
+static inline uint64_t load_le(const void *p, unsigned size)
+{
+	switch (size) {
+	case 1:
+		return *(const uint8_t *)p;
+	case 2: {
+		uint16_t v;
+		__builtin_memcpy(&v, p, 2);
+		return v;
+	}
+	case 4: {
+		uint32_t v;
+		__builtin_memcpy(&v, p, 4);
+		return v;
+	}
+	default: {
+		uint64_t v;
+		__builtin_memcpy(&v, p, 8);
+		return v;
+	}
+	}
+}
+
+static inline void store_le(void *p, uint64_t v, unsigned size)
+{
+	switch (size) {
+	case 1:
+		*(uint8_t *)p = (uint8_t)v;
+		break;
+	case 2: {
+		uint16_t x = (uint16_t)v;
+		__builtin_memcpy(p, &x, 2);
+		break;
+	}
+	case 4: {
+		uint32_t x = (uint32_t)v;
+		__builtin_memcpy(p, &x, 4);
+		break;
+	}
+	default:
+		__builtin_memcpy(p, &v, 8);
+		break;
+	}
+}
+
+/* A split access (it crosses a page): piece by piece through a buffer, an
+ * MMIO piece byte by byte. */
+static enum emul_status mem_rw_split(struct emul_ctx *ctx, struct mem_access *m, uint64_t *val,
+				     bool write, struct emul_result *res)
 {
 	uint8_t buf[8];
 	unsigned off = 0;
@@ -425,15 +513,7 @@ static enum emul_status mem_rw(struct emul_ctx *ctx, struct mem_access *m, uint6
 				memcpy(m->part[k].host, buf + off, len);
 			else
 				memcpy(buf + off, m->part[k].host, len);
-		} else if (m->nparts == 1) {
-			uint64_t d = write ? *val & size_mask(len) : 0;
-			int rc = ctx->mmio(ctx, m->part[k].gpa, &d, len, write);
-			if (rc)
-				return io_status(res, rc);
-			if (!write)
-				memcpy(buf, &d, len);
 		} else {
-			/* Split MMIO access: byte by byte. */
 			for (unsigned j = 0; j < len; j++) {
 				uint64_t d = write ? buf[off + j] : 0;
 				int rc = ctx->mmio(ctx, m->part[k].gpa + j, &d, 1, write);
@@ -450,6 +530,32 @@ static enum emul_status mem_rw(struct emul_ctx *ctx, struct mem_access *m, uint6
 		memcpy(&v, buf, 8);
 		*val = v & size_mask(m->size);
 	}
+	return EMUL_DONE;
+}
+
+/* Performs a prepared access: *val is written (its low m->size bytes), or
+ * read (zero-extended). */
+static inline enum emul_status mem_rw(struct emul_ctx *ctx, struct mem_access *m, uint64_t *val,
+				      bool write, struct emul_result *res)
+{
+	if (__builtin_expect(m->nparts != 1, 0))
+		return mem_rw_split(ctx, m, val, write, res);
+	/* One piece of 1, 2, 4 or 8 bytes. */
+	unsigned size = m->size;
+	void *host = m->part[0].host;
+	if (host) {
+		if (write)
+			store_le(host, *val, size);
+		else
+			*val = load_le(host, size);
+		return EMUL_DONE;
+	}
+	uint64_t d = write ? *val & size_mask(size) : 0;
+	int rc = ctx->mmio(ctx, m->part[0].gpa, &d, size, write);
+	if (rc)
+		return io_status(res, rc);
+	if (!write)
+		*val = d & size_mask(size);
 	return EMUL_DONE;
 }
 
@@ -495,10 +601,18 @@ enum emul_status emul_fetch_decode(struct emul_ctx *ctx, struct emul_result *res
 		enum emul_status st = emul_translate(ctx, l, EMUL_ACC_FETCH, &gpa, res);
 		if (st != EMUL_DONE)
 			return st;
-		const void *src = ctx->gpa_ptr(ctx, gpa, chunk);
+		const uint8_t *src = ctx->gpa_ptr(ctx, gpa, chunk);
 		if (!src)
 			return unsupported(res, "instruction fetch from a GPA that is not RAM");
-		memcpy(res->bytes + have, src, chunk);
+		if (chunk == X86_MAX_INSN_LEN) {
+			/* The usual case, all 15 bytes in one page: two
+			 * overlapping 8-byte copies. */
+			__builtin_memcpy(res->bytes, src, 8);
+			__builtin_memcpy(res->bytes + X86_MAX_INSN_LEN - 8, src + X86_MAX_INSN_LEN - 8, 8);
+		} else {
+			for (unsigned k = 0; k < chunk; k++)
+				res->bytes[have + k] = src[k];
+		}
 		have += chunk;
 		res->nbytes = (uint8_t)have;
 		int rc = x86_decode(res->bytes, have, mode, &res->insn);
@@ -589,7 +703,7 @@ static enum emul_status exec_modrm(struct emul_ctx *ctx, const struct x86_insn *
 	if (st != EMUL_DONE)
 		return st;
 	st = mem_prepare(ctx, mode, lin, d->mem_size,
-			 writes_mem ? EMUL_ACC_WRITE : EMUL_ACC_READ, &m, res);
+			 writes_mem ? EMUL_ACC_WRITE : EMUL_ACC_READ, &m, res, NULL);
 	if (st != EMUL_DONE)
 		return st;
 	if (check_gpa != ~0ull && !mem_touches(&m, check_gpa)) {
@@ -658,47 +772,83 @@ static enum emul_status exec_modrm(struct emul_ctx *ctx, const struct x86_insn *
 	return EMUL_DONE;
 }
 
-/* rSI/rDI/rCX updates at the address size: 16-bit merges, 32-bit
- * zero-extends (as the CPU writes them). */
-static void addr_reg_write(struct emul_ctx *ctx, int reg, unsigned addr_size, uint64_t v)
+/* Elements, at most `want`, of a run starting at linear address lin
+ * (effective address ea) in the direction of the string: they must stay in
+ * lin's page and the effective address must not wrap at the address size
+ * (am), so that they are contiguous in the page. 0 if the first element
+ * crosses the page end. */
+static uint64_t run_len(uint64_t lin, uint64_t ea, unsigned size, bool down, uint64_t am,
+			uint64_t want)
 {
-	reg_write(ctx, reg, false, addr_size, v);
+	unsigned off = (unsigned)(lin & (PAGE_SIZE - 1));
+	uint64_t n, w;
+	if (off + size > PAGE_SIZE)
+		return 0;
+	if (down) {
+		n = off / size + 1;
+		w = ea / size;              /* more elements before ea wraps */
+	} else {
+		n = (PAGE_SIZE - off) / size;
+		w = (am - ea) / size;
+	}
+	if (w < n - 1)
+		n = w + 1;
+	return n < want ? n : want;
 }
 
+/* String instructions, REP included. Each memory operand keeps the
+ * translation of its current page (struct xlat_cache), so the guest page
+ * tables are walked once per page an operand enters, not once per element.
+ * The first element in a page goes through the general path (translation
+ * with every check, split and MMIO accesses, the faulting-GPA check); the
+ * elements that follow in the same RAM page then run in a tight loop on the
+ * host mapping. A #PF on a later page is raised at that element, with the
+ * completed elements kept. rSI/rDI/rCX are written at the address size:
+ * 16-bit merges, 32-bit zero-extends (as the CPU writes them). */
 static enum emul_status exec_string(struct emul_ctx *ctx, const struct x86_insn *d,
 				    uint64_t check_gpa, struct emul_result *res)
 {
 	enum x86_mode mode = (enum x86_mode)d->mode;
 	unsigned size = d->mem_size;
 	uint64_t am = addr_mask(d->addr_size);
+	uint64_t keep = d->addr_size == 2 ? ~0xffffull : 0;
+	uint64_t lin_mask = mode == X86_MODE_64 ? ~0ull : 0xffffffffull;
 	bool rep = x86_has_rep(d);
 	uint64_t count = rep ? ctx->gpr[X86_RCX] & am : 1;
 	unsigned max = ctx->rep_max ? ctx->rep_max : EMUL_REP_MAX;
-	bool src_mem = d->cls == X86_CLASS_MOVS || d->cls == X86_CLASS_LODS ||
-		       d->cls == X86_CLASS_OUTS;
-	bool dst_mem = d->cls == X86_CLASS_MOVS || d->cls == X86_CLASS_STOS ||
-		       d->cls == X86_CLASS_INS;
-	uint64_t step = (ctx->rflags & EMUL_RFLAGS_DF) ? (uint64_t)-(int64_t)size : size;
+	unsigned cls = d->cls;
+	int sseg = d->mem.seg;
+	bool src_mem = cls == X86_CLASS_MOVS || cls == X86_CLASS_LODS || cls == X86_CLASS_OUTS;
+	bool dst_mem = cls == X86_CLASS_MOVS || cls == X86_CLASS_STOS || cls == X86_CLASS_INS;
+	bool down = ctx->rflags & EMUL_RFLAGS_DF;
+	uint64_t step = down ? (uint64_t)-(int64_t)size : size;
+	/* Segment bases as linear() adds them: only FS/GS in 64-bit mode. */
+	uint64_t sbase = mode != X86_MODE_64 || sseg == SEG_FS || sseg == SEG_GS
+			 ? ctx->seg_base[sseg] : 0;
+	uint64_t dbase = mode != X86_MODE_64 ? ctx->seg_base[SEG_ES] : 0;
 	uint16_t port = (uint16_t)ctx->gpr[X86_RDX];
-	enum emul_status st;
+	uint64_t si = ctx->gpr[X86_RSI], di = ctx->gpr[X86_RDI], cx = ctx->gpr[X86_RCX];
+	struct xlat_cache sc = { .lin = 1 }, dc = { .lin = 1 };
+	enum emul_status st = EMUL_DONE;
+	unsigned it = 0;
 
-	res->iterations = 0;
-	for (unsigned it = 0; count && it < max; it++) {
-		struct mem_access ms = { 0 }, md = { 0 };
+	while (count && it < max) {
+		/* One element, the general way. */
+		struct mem_access ms, md;
 		uint64_t lin, v = 0;
 		if (src_mem) {
-			st = linear(ctx, mode, d->mem.seg, ctx->gpr[X86_RSI] & am, size, &lin, res);
+			st = linear(ctx, mode, sseg, si & am, size, &lin, res);
 			if (st == EMUL_DONE)
-				st = mem_prepare(ctx, mode, lin, size, EMUL_ACC_READ, &ms, res);
+				st = mem_prepare(ctx, mode, lin, size, EMUL_ACC_READ, &ms, res, &sc);
 			if (st != EMUL_DONE)
-				return st;
+				break;
 		}
 		if (dst_mem) {
-			st = linear(ctx, mode, SEG_ES, ctx->gpr[X86_RDI] & am, size, &lin, res);
+			st = linear(ctx, mode, SEG_ES, di & am, size, &lin, res);
 			if (st == EMUL_DONE)
-				st = mem_prepare(ctx, mode, lin, size, EMUL_ACC_WRITE, &md, res);
+				st = mem_prepare(ctx, mode, lin, size, EMUL_ACC_WRITE, &md, res, &dc);
 			if (st != EMUL_DONE)
-				return st;
+				break;
 		}
 		if (it == 0 && check_gpa != ~0ull &&
 		    !((src_mem && mem_touches(&ms, check_gpa)) ||
@@ -707,7 +857,7 @@ static enum emul_status exec_string(struct emul_ctx *ctx, const struct x86_insn 
 			return EMUL_RETRY;
 		}
 
-		switch (d->cls) {
+		switch (cls) {
 		case X86_CLASS_MOVS:
 			st = mem_rw(ctx, &ms, &v, false, res);
 			if (st == EMUL_DONE)
@@ -736,16 +886,94 @@ static enum emul_status exec_string(struct emul_ctx *ctx, const struct x86_insn 
 			break;
 		}
 		if (st != EMUL_DONE)
-			return st;
+			break;
 		if (src_mem)
-			addr_reg_write(ctx, X86_RSI, d->addr_size, ctx->gpr[X86_RSI] + step);
+			si = (si & keep) | ((si + step) & am);
 		if (dst_mem)
-			addr_reg_write(ctx, X86_RDI, d->addr_size, ctx->gpr[X86_RDI] + step);
+			di = (di & keep) | ((di + step) & am);
 		count--;
 		if (rep)
-			addr_reg_write(ctx, X86_RCX, d->addr_size, count);
-		res->iterations++;
+			cx = (cx & keep) | count;
+		it++;
+
+		/* Then the elements that follow in the same RAM page(s), on the
+		 * cached host mapping: no walk, no callback but the port's. */
+		uint64_t n = count < max - it ? count : max - it;
+		int64_t so = 0, doff = 0, pstep = (int64_t)step;
+		if (!n)
+			break;
+		if (src_mem) {
+			uint64_t ea = si & am, l = (sbase + ea) & lin_mask;
+			if ((l & ~(uint64_t)(PAGE_SIZE - 1)) != sc.lin || !sc.host)
+				continue;
+			n = run_len(l, ea, size, down, am, n);
+			so = (int64_t)(l & (PAGE_SIZE - 1));
+		}
+		if (dst_mem) {
+			uint64_t ea = di & am, l = (dbase + ea) & lin_mask;
+			if ((l & ~(uint64_t)(PAGE_SIZE - 1)) != dc.lin || !dc.host)
+				continue;
+			n = run_len(l, ea, size, down, am, n);
+			doff = (int64_t)(l & (PAGE_SIZE - 1));
+		}
+		uint64_t k = 0;
+		int rc = 0;
+		switch (cls) {
+		case X86_CLASS_MOVS:
+			for (; k < n; k++, so += pstep, doff += pstep)
+				store_le(dc.host + doff, load_le(sc.host + so, size), size);
+			break;
+		case X86_CLASS_STOS:
+			v = ctx->gpr[X86_RAX];
+			for (; k < n; k++, doff += pstep)
+				store_le(dc.host + doff, v, size);
+			break;
+		case X86_CLASS_LODS:
+			/* Only the last element stays in rAX. */
+			if (n) {
+				k = n;
+				so += (int64_t)(n - 1) * pstep;
+				reg_write(ctx, X86_RAX, false, size, load_le(sc.host + so, size));
+			}
+			break;
+		case X86_CLASS_INS:
+			for (; k < n; k++, doff += pstep) {
+				v = 0;
+				rc = ctx->pio(ctx, port, &v, size, false);
+				if (rc)
+					break;
+				store_le(dc.host + doff, v, size);
+			}
+			break;
+		default: /* OUTS */
+			for (; k < n; k++, so += pstep) {
+				v = load_le(sc.host + so, size);
+				rc = ctx->pio(ctx, port, &v, size, true);
+				if (rc)
+					break;
+			}
+			break;
+		}
+		if (src_mem)
+			si = (si & keep) | ((si + k * step) & am);
+		if (dst_mem)
+			di = (di & keep) | ((di + k * step) & am);
+		count -= k;
+		if (rep)
+			cx = (cx & keep) | count;
+		it += (unsigned)k;
+		if (rc) {
+			st = io_status(res, rc);
+			break;
+		}
 	}
+	/* The completed elements are architectural, whatever ended the loop. */
+	ctx->gpr[X86_RSI] = si;
+	ctx->gpr[X86_RDI] = di;
+	ctx->gpr[X86_RCX] = cx;
+	res->iterations = it;
+	if (st != EMUL_DONE)
+		return st;
 	if (count == 0)
 		finish(ctx, d);
 	return EMUL_DONE;
@@ -754,9 +982,20 @@ static enum emul_status exec_string(struct emul_ctx *ctx, const struct x86_insn 
 /* ------------------------------------------------------------------ */
 /* Entry points */
 
+/* Only the fields every outcome reads; bytes[] is valid up to nbytes and
+ * insn once decoded (x86_decode fills all of it). */
 static void result_init(struct emul_result *res)
 {
-	memset(res, 0, sizeof(*res));
+	res->vector = 0;
+	res->has_error_code = false;
+	res->error_code = 0;
+	res->cr2 = 0;
+	res->nbytes = 0;
+	res->reason = NULL;
+	res->io_error = 0;
+	res->iterations = 0;
+	res->insn.len = 0;
+	res->insn.cls = X86_CLASS_NONE;
 }
 
 enum emul_status emul_mmio(struct emul_ctx *ctx, uint64_t fault_gpa, struct emul_result *res)

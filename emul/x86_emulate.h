@@ -24,6 +24,9 @@
  *                     4 KiB page), or NULL when the GPA is not RAM (MMIO or
  *                     unbacked). This is the "classify GPA" helper: NULL
  *                     routes the access to `mmio`. Wrap gpa_to_host().
+ *                     A RAM page must be contiguous in host memory: REP
+ *                     string instructions ask for the whole page once and
+ *                     address the elements in it from that pointer.
  *       mmio          device MMIO dispatch: (ctx, gpa, &data, size 1/2/4/8,
  *                     is_write) -> IO_OK / IO_VM_END / negative error, the
  *                     same contract as dev/device.h io_handler_fn. Must
@@ -186,7 +189,9 @@ struct emul_result {
 	int io_error;
 	/* statistics */
 	unsigned iterations;       /* element accesses performed (REP) */
-	struct x86_insn insn;      /* the decoded instruction (when decoded) */
+	struct x86_insn insn;      /* the decoded instruction (when decoded; else len 0) */
+	/* The entry points set only what the outcome needs (not a memset of
+	 * this structure): bytes[] beyond nbytes is stale. */
 };
 
 /* Nested page fault on an MMIO GPA: emulate the instruction at CS:RIP,

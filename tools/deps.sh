@@ -11,6 +11,7 @@ packages=(
 	libcmocka-dev libzydis-dev
 	grub-pc-bin grub-common xorriso mtools
 	bochs bochsbios vgabios
+	cpio	# tools/linux/build.sh: the Linux guest's initramfs
 )
 # `make fuzz` only (LP_DEPS_FUZZ=1): clang with its sanitizer/libFuzzer
 # runtime, which clang only recommends.

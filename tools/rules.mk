@@ -9,10 +9,30 @@ export LP_OPTS
 deps:
 	@tools/deps.sh
 
-# Boot lightpath with the benchmark guests; status 0 -> exit 0.
+# Boot lightpath with the Linux guest, its shell on the terminal; `poweroff`
+# in the guest ends the run (status 0 -> exit 0).
 run: deps
+	@$(MAKE) --no-print-directory all linux-guest
+	@tools/run.sh linux
+
+# The old `make run`: lightpath with the benchmark guests under -icount.
+run-bench: deps
 	@$(MAKE) --no-print-directory all
-	@tools/run.sh
+	@tools/run.sh bench
+
+# The Linux test guest from Debian packages (tools/linux/build.sh):
+# build/linux/{vmlinuz,initrd.cpio.gz,linux.cfg}.
+linux-guest: deps
+	@tools/linux/build.sh
+
+# Linux boot to the shell under lightpath vs plain QEMU (3 runs each): exit
+# reasons, light share, wall-time ratio -> docs/BENCHMARKS.md (<!-- linux -->).
+# A few minutes; not part of `make test`.
+linux-report: deps
+	@$(MAKE) --no-print-directory all linux-guest
+	@$(PYTHON) tools/linux-boot-report.py
+
+.PHONY: run-bench linux-guest linux-report
 
 # Unit tests (cmocka) + integration tests under QEMU; ends "N passed, M failed".
 test: deps

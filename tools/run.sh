@@ -1,19 +1,47 @@
 #!/usr/bin/env bash
-# `make run`: boots lightpath with the two benchmark guests under QEMU
-# (TCG, -cpu EPYC,+svm, -icount shift=0 so the bench numbers are the
-# instructions-per-exit metric) and shows what it prints on COM1.
-# LP_OPTS: boot options (e.g. LP_OPTS="light=off"); LP_RUN_TIMEOUT: seconds.
+# `make run` (tools/run.sh [linux]): boots lightpath under QEMU (TCG,
+# -cpu EPYC,+svm, no -icount: interactive speed) with the Linux guest of
+# tools/linux/build.sh (`make linux-guest`) and gives its serial console to
+# the terminal: a busybox shell once Linux is up; `poweroff` ends the VM,
+# lightpath and QEMU. Ctrl-C goes to the guest; Ctrl-A x quits QEMU at once.
+#
+# `make run-bench` (tools/run.sh bench): boots lightpath with the two
+# benchmark guests under -icount shift=0 (the instructions-per-exit metric)
+# and shows what it prints on COM1.
+#
+# LP_OPTS: boot options (e.g. LP_OPTS="light=off"); LP_RUN_TIMEOUT: seconds
+# (default: none for linux, 600 for bench). The serial output is also kept
+# in build/run.log.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 mkdir -p build
 log=build/run.log
+mode=${1:-linux}
 
 rc=0
-# QEMU warns about every EPYC feature TCG lacks; those lines are noise here.
-tools/lp-qemu --icount --timeout "${LP_RUN_TIMEOUT:-600}" --append "${LP_OPTS:-}" \
-	build/guests/bench32.elf build/guests/bench64.elf \
-	2> >(grep -v "TCG doesn't support requested feature" >&2) | tee "$log" || rc=${PIPESTATUS[0]}
+case "$mode" in
+linux)
+	for f in build/linux/linux.cfg build/linux/vmlinuz build/linux/initrd.cpio.gz; do
+		[[ -f "$f" ]] || { echo "lightpath: no $f (run 'make linux-guest')" >&2; exit 1; }
+	done
+	echo "lightpath: booting Linux under QEMU TCG (about 20-40 s); type 'poweroff' to end it"
+	[[ -t 0 ]] && echo "lightpath: (Ctrl-C goes to the guest; Ctrl-A x quits QEMU at once)"
+	# QEMU warns about every EPYC feature TCG lacks; those lines are noise here.
+	tools/lp-qemu --interactive --mem 512 --timeout "${LP_RUN_TIMEOUT:-0}" --append "${LP_OPTS:-}" \
+		build/linux/linux.cfg build/linux/vmlinuz build/linux/initrd.cpio.gz \
+		2> >(grep -v "TCG doesn't support requested feature" >&2) | tee "$log" || rc=${PIPESTATUS[0]}
+	;;
+bench)
+	tools/lp-qemu --icount --timeout "${LP_RUN_TIMEOUT:-600}" --append "${LP_OPTS:-}" \
+		build/guests/bench32.elf build/guests/bench64.elf \
+		2> >(grep -v "TCG doesn't support requested feature" >&2) | tee "$log" || rc=${PIPESTATUS[0]}
+	;;
+*)
+	echo "usage: tools/run.sh [linux|bench]" >&2
+	exit 2
+	;;
+esac
 
 if ((rc == 1)) && grep -q '^lightpath: ' "$log"; then
 	echo "lightpath: run ended with status 0 (QEMU exit 1); serial output in $log"
@@ -23,6 +51,8 @@ if ((rc == 1)); then
 	echo "lightpath: QEMU exited 1 without lightpath output: QEMU failed to start?" >&2
 elif ((rc == 124)); then
 	echo "lightpath: run timed out after ${LP_RUN_TIMEOUT:-600} s" >&2
+elif ((rc == 0)) && [[ "$mode" == linux ]] && ! grep -q '^lightpath: all VMs ended' "$log"; then
+	echo "lightpath: QEMU exited 0 before lightpath ended: quit with Ctrl-A x, or the machine reset" >&2
 elif ((rc == 0)); then
 	echo "lightpath: QEMU exited 0: the machine reset (lightpath triple-faulted?)" >&2
 elif ((rc % 2 == 1)); then

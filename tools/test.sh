@@ -3,9 +3,14 @@
 #   1. host unit tests: `make unit-check` (cmocka), counted per test;
 #   2. integration tests: tests/integration/itest.py boots lightpath under
 #      QEMU with the project's guests (2 at a time; LP_JOBS to change);
-#   3. VMX integration tests: tests/integration/vmx_tests.py boots the Intel
+#   3. the Linux boot: tests/integration/linux_test.py boots Debian's kernel
+#      in a lightpath VM and uses its shell (LP_SKIP_LINUX=1 skips it; so
+#      does the marker file tests/integration/linux.disabled, which stays
+#      until lightpath can boot Linux);
+#   4. VMX integration tests: tests/integration/vmx_tests.py boots the Intel
 #      VT-x image under Bochs (LP_SKIP_VMX=1 skips them).
-# Ends with one line "N passed, M failed"; exit status 0 iff M == 0.
+# Ends with one line "N passed, M failed" (", K skipped" added when tests
+# were skipped); exit status 0 iff M == 0.
 # Extra arguments go to itest.py and vmx_tests.py (e.g. `-k combo`);
 # LP_SKIP_UNIT=1 skips the unit tests.
 set -euo pipefail
@@ -18,6 +23,7 @@ start=$SECONDS
 
 passed=0
 failed=0
+skipped=0
 
 if [[ "${LP_SKIP_UNIT:-0}" != 1 ]]; then
 	echo "== unit tests (make unit-check)"
@@ -76,6 +82,33 @@ fi
 passed=$((passed + ip))
 failed=$((failed + if_))
 
+echo "== Linux boot (QEMU TCG, Debian's kernel in a lightpath VM)"
+if [[ "${LP_SKIP_LINUX:-0}" == 1 ]]; then
+	echo "SKIP linux-boot: LP_SKIP_LINUX=1"
+	skipped=$((skipped + 1))
+elif [[ -f tests/integration/linux.disabled ]]; then
+	echo "SKIP linux-boot: lightpath cannot boot Linux yet (tests/integration/linux.disabled)"
+	skipped=$((skipped + 1))
+else
+	lcounts=build/test/linux.counts
+	rm -f "$lcounts"
+	lrc=0
+	"$python" tests/integration/linux_test.py --counts "$lcounts" "$@" </dev/null || lrc=$?
+	if [[ -s "$lcounts" ]]; then
+		read -r lp lf <"$lcounts"
+	else
+		echo "FAIL linux-boot: the runner stopped early (exit $lrc)"
+		lp=0
+		lf=1
+	fi
+	if ((lrc != 0 && lf == 0)); then
+		echo "FAIL linux-boot: the runner exited $lrc"
+		lf=1
+	fi
+	passed=$((passed + lp))
+	failed=$((failed + lf))
+fi
+
 if [[ "${LP_SKIP_VMX:-0}" != 1 ]]; then
 	echo "== VMX integration tests (Bochs, cpu corei7_skylake_x)"
 	vcounts=build/test/vmx.counts
@@ -98,5 +131,9 @@ if [[ "${LP_SKIP_VMX:-0}" != 1 ]]; then
 fi
 
 echo "== $((SECONDS - start)) s"
-echo "$passed passed, $failed failed"
+if ((skipped > 0)); then
+	echo "$passed passed, $failed failed, $skipped skipped"
+else
+	echo "$passed passed, $failed failed"
+fi
 ((failed == 0))

@@ -94,9 +94,11 @@ void exit_cpuid(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4]
 	case 1:
 		out[1] &= 0x00ffffffu;                 /* initial APIC ID 0 */
 		out[2] &= ~((1u << 3) | (1u << 5) |    /* MONITOR, VMX */
-			    (1u << 21) | (1u << 24) |  /* x2APIC, TSC-deadline: no APIC yet */
 			    (1u << 27));               /* OSXSAVE follows the guest's CR4 */
-		out[2] |= 1u << 31;                    /* hypervisor present */
+		/* the emulated local APIC has both, whatever the host has */
+		out[2] |= (1u << 21) | (1u << 24) | (1u << 31); /* x2APIC, TSC-deadline, hypervisor */
+		out[3] |= 1u << 9;                     /* APIC */
+		out[3] &= ~((1u << 7) | (1u << 14));   /* no machine-check MSRs (MCE, MCA) */
 		break;
 	case 0x80000001:
 		out[2] &= ~(1u << 2);                  /* no nested SVM */
@@ -135,6 +137,30 @@ static int msr_mtrr_def_type(struct vcpu *v, uint32_t msr, uint64_t *val, bool i
 	return 0;
 }
 
+/* IA32_MTRRCAP: write-combining, no fixed and no variable ranges, so the
+ * guest's memory types come from PAT alone (guest RAM is ordinary WB RAM). */
+static int msr_mtrrcap(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
+{
+	(void)v;
+	(void)msr;
+	if (is_write)
+		return -1;
+	*val = 1u << 10;
+	return 0;
+}
+
+/* AMD NB_CFG (0xC001001F): Linux sets EnableCf8ExtCfg (bit 46) for extended
+ * PCI config cycles through CF8/CFC; the bus is empty, so only remember it. */
+static int msr_nb_cfg(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
+{
+	(void)msr;
+	if (is_write)
+		v->vm->nb_cfg = *val;
+	else
+		*val = v->vm->nb_cfg;
+	return 0;
+}
+
 void exit_register_msrs(struct vm *vm)
 {
 	/* first: the benchmark's MSR is looked up first */
@@ -144,6 +170,8 @@ void exit_register_msrs(struct vm *vm)
 	vm_register_msr(vm, MSR_KERNEL_GS_BASE, 1, vendor_msr_vmstate);
 	vm_register_msr(vm, 0x174, 3, vendor_msr_vmstate);             /* SYSENTER_CS/ESP/EIP */
 	vm_register_msr(vm, 0x277, 1, vendor_msr_vmstate);             /* PAT */
+	vm_register_msr(vm, 0xfe, 1, msr_mtrrcap);
+	vm_register_msr(vm, 0xc001001f, 1, msr_nb_cfg);
 }
 
 static const char *const reason_names[LP_EXIT_COUNT] = {

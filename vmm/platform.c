@@ -141,7 +141,7 @@ static void console_poll(struct vm_timer *t, uint64_t now)
 {
 	struct vm *vm = t->opaque;
 	for (int n = 0; n < 16 && (inb(COM1 + 5) & 1); n++)
-		uart16550_receive(&vm->uart, inb(COM1));
+		uart16550_receive(&vm->uart, inb(COM1));   /* a full FIFO flags an overrun, as a UART does */
 	vm_timer_arm(vm, t, now + tsc_hz() / (1000000 / CONSOLE_POLL_US));
 }
 

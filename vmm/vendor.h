@@ -19,6 +19,9 @@ int vendor_vm_init(struct vm *vm);
 void vendor_vm_destroy(struct vm *vm);
 /* Multiboot start state: 32-bit protected mode, paging off, flat segments. */
 void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx);
+struct linux_boot_state;
+/* Linux 64-bit boot protocol start state (long mode, paging on). */
+void vendor_vcpu_init_linux(struct vcpu *v, const struct linux_boot_state *st);
 /* Loads what the heavy path took away (VMLOAD state, DRs, PMU MSRs). */
 void vendor_state_enter(struct vcpu *v);
 /* Runs the guest in the light loop until an exit needs the heavy path. */

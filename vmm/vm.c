@@ -12,6 +12,7 @@
 #include "lib/printf.h"
 #include "lib/string.h"
 #include "vmm/exit.h"
+#include "vmm/linux_boot.h"
 #include "vmm/loader.h"
 #include "vmm/platform.h"
 #include "vmm/vendor.h"
@@ -244,26 +245,61 @@ static void report_end(struct vm *vm)
 			vm->end_reason);
 }
 
-unsigned vm_run_module(unsigned id, const char *image, uint64_t size, const char *cmdline,
-		       const struct lp_options *opt, bool prefix_output)
+/* Guest RAM layout both loaders describe: conventional memory, the EBDA,
+ * the BIOS area (ACPI tables at 0xE0000-0xFFFFF), then RAM from 1 MiB. */
+static unsigned linux_memory_map(uint64_t mem, struct e820_entry *map)
 {
-	char err[160];
-	char name[64];
-	size_t n = 0;
-	while (cmdline[n] && cmdline[n] != ' ' && n + 1 < sizeof(name)) {
-		name[n] = cmdline[n];
-		n++;
-	}
-	name[n] = 0;
+	map[0] = (struct e820_entry){ 0, 0x9fc00, 1 };
+	map[1] = (struct e820_entry){ 0x9fc00, 0x400, 2 };
+	map[2] = (struct e820_entry){ 0xe0000, 0x20000, 2 };
+	map[3] = (struct e820_entry){ 0x100000, mem - 0x100000, 1 };
+	return 4;
+}
 
+/* Loads the guest image; fills a one-line description for the log. */
+static int load_guest(struct vm *vm, const struct vm_spec *spec, char *what, size_t whatlen,
+		      char *err, size_t errlen)
+{
+	struct vcpu *v = vm->vcpu;
+	if (!spec->linux_kernel) {
+		struct loaded_guest g;
+		if (load_multiboot_elf(vm, spec->image, spec->image_size, spec->cmdline, &g, err, errlen))
+			return -1;
+		snprintf(what, whatlen, "%s, entry 0x%lx", g.format, g.entry);
+		vendor_vcpu_init(v, g.entry, 0x2BADB002u, g.info_gpa);
+		return 0;
+	}
+	struct e820_entry map[4];
+	unsigned nmap = linux_memory_map(vm->mem_size, map);
+	struct linux_boot_state st;
+	uint8_t *ram = gpa_to_host(vm, 0, vm->mem_size);
+	if (linux_boot_prepare(ram, vm->mem_size, spec->image, spec->image_size, spec->initrd,
+			       spec->initrd_size, spec->cmdline, map, nmap, &st, err, errlen))
+		return -1;
+	uint64_t rsdp = platform_acpi(vm);
+	if (!rsdp) {
+		snprintf(err, errlen, "could not write the ACPI tables");
+		return -1;
+	}
+	linux_boot_set_rsdp(ram, &st, rsdp);
+	snprintf(what, whatlen, "Linux bzImage, boot protocol %u.%02u, initrd %lu KiB",
+		 st.version >> 8, st.version & 0xff, spec->initrd_size >> 10);
+	vendor_vcpu_init_linux(v, &st);
+	return 0;
+}
+
+unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options *opt,
+		bool prefix_output)
+{
+	char err[200], what[96];
 	uint64_t vm_pages = (sizeof(struct vm) + 0xfff) & ~0xfffull;
 	struct vm *vm = (struct vm *)(uintptr_t)pmem_alloc(vm_pages, 4096);
 	struct vcpu *v = (struct vcpu *)(uintptr_t)pmem_alloc(sizeof(struct vcpu), 4096);
-	uint64_t mem = (uint64_t)opt->mem_mb << 20;
+	uint64_t mem = (uint64_t)spec->mem_mb << 20;
 	uint64_t mem_hpa = pmem_alloc(mem, 2u << 20);
 	if (!vm || !v || !mem_hpa) {
 		kprintf("lightpath: vm%u: not enough memory for a %u MiB VM (%lu MiB free)\n", id,
-			opt->mem_mb, pmem_free_bytes() >> 20);
+			spec->mem_mb, pmem_free_bytes() >> 20);
 		if (mem_hpa)
 			pmem_free(mem_hpa, mem);
 		if (v)
@@ -273,8 +309,8 @@ unsigned vm_run_module(unsigned id, const char *image, uint64_t size, const char
 		return LP_STATUS_HV_ERROR;
 	}
 	vm->id = id;
-	vm->name = name;
-	vm->cmdline = cmdline;
+	vm->name = spec->name;
+	vm->cmdline = spec->cmdline;
 	vm->opt = opt;
 	vm->mem_hpa = mem_hpa;
 	vm->mem_size = mem;
@@ -284,13 +320,6 @@ unsigned vm_run_module(unsigned id, const char *image, uint64_t size, const char
 	v->vm = vm;
 
 	unsigned status;
-	struct loaded_guest g;
-	if (load_multiboot_elf(vm, (const uint8_t *)(uintptr_t)image, size, cmdline, &g, err,
-			       sizeof(err))) {
-		kprintf("lightpath: vm%u: cannot load guest image '%s': %s\n", id, name, err);
-		status = LP_STATUS_VM_FAULT;
-		goto out;
-	}
 	vm_create_devices(vm);
 	exit_register_msrs(vm);
 	if (vendor_vm_init(vm)) {
@@ -298,9 +327,16 @@ unsigned vm_run_module(unsigned id, const char *image, uint64_t size, const char
 		status = LP_STATUS_HV_ERROR;
 		goto out;
 	}
-	kprintf("lightpath: vm%u: loaded %s (%s, entry 0x%lx), %u MiB, cmdline \"%s\"\n", id, name,
-		g.format, g.entry, opt->mem_mb, cmdline);
-	vendor_vcpu_init(v, g.entry, 0x2BADB002u, g.info_gpa);
+	if (load_guest(vm, spec, what, sizeof(what), err, sizeof(err))) {
+		kprintf("lightpath: vm%u: cannot load guest image '%s': %s\n", id, spec->image_name,
+			err);
+		vendor_vm_destroy(vm);
+		status = LP_STATUS_VM_FAULT;
+		goto out;
+	}
+	kprintf("lightpath: vm%u: loaded %s (%s), %u MiB, cmdline \"%s\"\n", id, spec->name, what,
+		spec->mem_mb, spec->cmdline);
+	platform_start(vm);
 	vcpu_run(v);
 	while (vm->nr_timers)
 		vm_timer_cancel(vm, vm->timers[0]);

@@ -132,6 +132,7 @@ struct vm {
 	unsigned nr_msr;
 	struct msr_range msr[VM_MAX_MSR_RANGES];
 	uint64_t mtrr_def_type;
+	uint64_t nb_cfg;            /* AMD NB_CFG, remembered only */
 
 	struct uart16550 uart;
 	struct debug_exit debug_exit;
@@ -182,9 +183,23 @@ bool vm_timers_run(struct vm *vm);
 
 /* Stops the VM for misbehaving: one report line, status LP_STATUS_VM_FAULT. */
 void vm_fault(struct vm *vm, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Creates, runs to its end and destroys one VM from a boot module. Returns
- * its end status. */
-unsigned vm_run_module(unsigned id, const char *image, uint64_t size, const char *cmdline,
-		       const struct lp_options *opt, bool prefix_output);
+/* What one VM runs: a multiboot ELF kernel (cmdline = the whole module
+ * string, as a boot loader passes it) or a Linux bzImage (cmdline = the
+ * kernel's command line, initrd optional). */
+struct vm_spec {
+	const char *name;          /* for the log: the config's name or the image path */
+	const char *image_name;
+	const uint8_t *image;
+	uint64_t image_size;
+	const char *cmdline;
+	const uint8_t *initrd;
+	uint64_t initrd_size;
+	unsigned mem_mb;
+	bool linux_kernel;
+};
+
+/* Creates, runs to its end and destroys one VM. Returns its end status. */
+unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options *opt,
+		bool prefix_output);
 
 #endif

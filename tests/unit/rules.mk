@@ -12,7 +12,7 @@ UNIT_CFLAGS  := -std=gnu11 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undef
 UNIT_LDLIBS  := -lcmocka
 
 # Code under test, shared by every test binary (plus the service stubs).
-UNIT_SUT_SRCS := core/options.c $(wildcard dev/*.c emul/*.c) vmm/linux_boot.c tests/unit/stubs.c
+UNIT_SUT_SRCS := core/options.c $(wildcard dev/*.c emul/*.c) vmm/linux_boot.c vmm/vmconfig.c tests/unit/stubs.c
 UNIT_SUT_OBJS := $(patsubst %,$(UNIT_DIR)/obj/%.o,$(UNIT_SUT_SRCS))
 UNIT_TEST_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_TESTS     := $(patsubst tests/unit/%.c,$(UNIT_DIR)/%,$(UNIT_TEST_SRCS))
@@ -35,29 +35,21 @@ $(UNIT_DIR)/test_%: $(UNIT_DIR)/obj/tests/unit/test_%.c.o $(UNIT_SUT_OBJS)
 $(UNIT_ZYDIS): $(UNIT_DIR)/obj/tests/unit/diff_zydis.c.o $(UNIT_DIR)/obj/emul/x86_decode.c.o
 	$(UNIT_CC) $(UNIT_CFLAGS) -o $@ $^ $(UNIT_LDLIBS) -lZydis
 
-# test_linux_boot loads a real bzImage: Debian's kernel, unpacked (only
-# boot/vmlinuz-*) from the package linux-image-amd64 depends on, fetched with
-# apt-get download (nothing is installed). Offline, the fetch only warns and
-# the real-kernel tests skip; the fabricated-header tests still run.
+# test_linux_boot loads a real bzImage: Debian's kernel (the package
+# linux-image-amd64 depends on), fetched with apt-get download (nothing is
+# installed) by tools/linux/build.sh --kernel-only, which also builds the
+# Linux test guest from the same .deb (`make linux-guest`): one download,
+# kept in build/linux/debs/. Offline, the fetch only warns and the
+# real-kernel tests skip; the fabricated-header tests still run.
 UNIT_LINUX_DIR    := $(BUILD)/linux
 UNIT_LINUX_KERNEL := $(UNIT_LINUX_DIR)/vmlinuz
 $(UNIT_DIR)/test_linux_boot: | $(UNIT_LINUX_KERNEL)
 $(UNIT_LINUX_KERNEL):
-	@mkdir -p $(UNIT_LINUX_DIR)/pkg
-	@cd $(UNIT_LINUX_DIR)/pkg && \
-	find_pkg() { apt-cache depends linux-image-amd64 2>/dev/null | \
-		sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*\)$$/\1/p' | head -n1; }; \
-	pkg=$$(find_pkg); \
-	if [ -z "$$pkg" ]; then apt-get update -qq >/dev/null 2>&1; pkg=$$(find_pkg); fi; \
-	rm -rf boot *.deb; \
-	if [ -n "$$pkg" ] && apt-get download -q "$$pkg" >/dev/null 2>&1 && \
-	   dpkg-deb --fsys-tarfile "$$pkg"_*.deb | tar -x --wildcards './boot/vmlinuz-*' && \
-	   cp boot/vmlinuz-* ../vmlinuz; then \
-		echo "unit: fetched $$pkg's bzImage -> $@"; \
+	@if tools/linux/build.sh --kernel-only >/dev/null 2>&1 && [ -f $@ ]; then \
+		echo "unit: fetched Debian's bzImage -> $@"; \
 	else \
 		echo "unit: warning: could not fetch a Debian kernel; test_linux_boot skips its real-kernel tests"; \
-	fi; \
-	rm -rf boot *.deb
+	fi
 
 # Runs every binary even after a failure, so one run shows all failures.
 unit-check: unit-tests

@@ -12,6 +12,7 @@
 #include "lib/string.h"
 #include "vmm/exit.h"
 #include "vmm/guest_mem.h"
+#include "vmm/linux_boot.h"
 #include "vmm/platform.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
@@ -116,6 +117,9 @@ int vendor_vm_init(struct vm *vm)
 	/* ...except FS.base/GS.base: VMLOAD state that Linux rewrites on every
 	 * context switch; the guest's values live in the CPU (lazy) or the VMCB. */
 	msrpm[0x800 + (0x100 * 2) / 8] &= ~0x0f;
+	/* ...and TSC_AUX (0xC0000103), which only RDTSCP/RDPID read: the guest
+	 * owns the register, the host never uses it. */
+	msrpm[0x800 + (0x103 * 2) / 8] &= ~0xc0;
 	return 0;
 }
 
@@ -683,6 +687,39 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 		v->guest_smsr[i] = 0;
 }
 
+/* A GDT descriptor's attribute bits in the VMCB's 12-bit format. */
+static uint16_t desc_attrib(uint64_t desc)
+{
+	return (uint16_t)(((desc >> 40) & 0xff) | (((desc >> 52) & 0xf) << 8));
+}
+
+static uint32_t desc_limit(uint64_t desc)
+{
+	uint32_t limit = (uint32_t)((desc & 0xffff) | ((desc >> 32) & 0xf0000));
+	return (desc & (1ull << 55)) ? (limit << 12) | 0xfff : limit;
+}
+
+void vendor_vcpu_init_linux(struct vcpu *v, const struct linux_boot_state *st)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	vendor_vcpu_init(v, st->rip, 0, 0);
+	set_seg(&vmcb->cs, st->cs, desc_attrib(st->cs_desc), desc_limit(st->cs_desc), 0);
+	set_seg(&vmcb->ds, st->ds, desc_attrib(st->ds_desc), desc_limit(st->ds_desc), 0);
+	vmcb->es = vmcb->ss = vmcb->fs = vmcb->gs = vmcb->ds;
+	set_seg(&vmcb->gdtr, 0, 0, st->gdt_limit, st->gdt_base);
+	set_seg(&vmcb->idtr, 0, 0, 0, 0);
+	vmcb->cr0 = st->cr0;
+	vmcb->cr3 = st->cr3;
+	vmcb->cr4 = st->cr4;
+	vmcb->efer = st->efer | EFER_SVME;
+	vmcb->rflags = st->rflags;
+	vmcb->rip = st->rip;
+	vmcb->rsp = st->rsp;
+	vmcb->rax = 0;
+	v->regs.rbx = 0;
+	v->regs.rsi = st->rsi;
+}
+
 /* ---- MSRs that live in VMCB/VMLOAD state ---- */
 
 static uint64_t *vmcb_vmstate_field(struct vmcb *vmcb, uint32_t msr)
@@ -835,7 +872,7 @@ static void emul_ctx_load(struct vcpu *v, struct emul_ctx *c)
 {
 	const struct vmcb *vmcb = &v->arch.vmcb;
 	const struct guest_regs *r = &v->regs;
-	memset(c, 0, sizeof(*c));
+	/* every field is set below: no memset of the 272-byte context */
 	c->gpr[X86_RAX] = vmcb->rax;  c->gpr[X86_RCX] = r->rcx;  c->gpr[X86_RDX] = r->rdx;
 	c->gpr[X86_RBX] = r->rbx;     c->gpr[X86_RSP] = vmcb->rsp; c->gpr[X86_RBP] = r->rbp;
 	c->gpr[X86_RSI] = r->rsi;     c->gpr[X86_RDI] = r->rdi;  c->gpr[X86_R8] = r->r8;
@@ -849,6 +886,8 @@ static void emul_ctx_load(struct vcpu *v, struct emul_ctx *c)
 	c->seg_base[4] = vmcb->fs.base; c->seg_base[5] = vmcb->gs.base;
 	fill_guest_paging(v, &c->pg);
 	c->cpl = vmcb->cpl;
+	c->maxphyaddr = 0;
+	c->rep_max = 0;
 	c->gpa_ptr = emul_gpa_ptr;
 	c->mmio = emul_mmio_cb;
 	c->pio = emul_pio_cb;

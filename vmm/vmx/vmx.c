@@ -16,6 +16,7 @@
 #include "lib/string.h"
 #include "vmm/exit.h"
 #include "vmm/guest_mem.h"
+#include "vmm/linux_boot.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
 #include "vmm/vmx/vmcs.h"
@@ -977,7 +978,7 @@ static int emul_pio_cb(struct emul_ctx *c, uint16_t port, uint64_t *data, unsign
 static void emul_ctx_load(struct vcpu *v, struct emul_ctx *c)
 {
 	const struct guest_regs *r = &v->regs;
-	memset(c, 0, sizeof(*c));
+	/* every field is set below: no memset of the 272-byte context */
 	c->gpr[X86_RAX] = r->rax;     c->gpr[X86_RCX] = r->rcx;  c->gpr[X86_RDX] = r->rdx;
 	c->gpr[X86_RBX] = r->rbx;     c->gpr[X86_RSP] = vmread(VMCS_GUEST_RSP);
 	c->gpr[X86_RBP] = r->rbp;     c->gpr[X86_RSI] = r->rsi;  c->gpr[X86_RDI] = r->rdi;
@@ -990,6 +991,8 @@ static void emul_ctx_load(struct vcpu *v, struct emul_ctx *c)
 		c->seg_base[i] = vmread(VMCS_GUEST_ES_BASE + 2 * i);
 	fill_guest_paging(&c->pg);
 	c->cpl = (vmread(VMCS_GUEST_SS_AR) >> 5) & 3;   /* SS.DPL is the CPL */
+	c->maxphyaddr = 0;
+	c->rep_max = 0;
 	c->gpa_ptr = emul_gpa_ptr;
 	c->mmio = emul_mmio_cb;
 	c->pio = emul_pio_cb;
@@ -1251,4 +1254,11 @@ void vendor_handle_heavy(struct vcpu *v)
 			 reason, vmread(VMCS_EXIT_QUALIFICATION), rip);
 		break;
 	}
+}
+
+void vendor_vcpu_init_linux(struct vcpu *v, const struct linux_boot_state *st)
+{
+	/* the 64-bit entry state is not set up in the VMCS yet: say so */
+	vendor_vcpu_init(v, st->rip, 0, 0);
+	vm_fault(v->vm, "Linux guests are not supported on the Intel VT-x backend yet");
 }

@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+"""lightpath integration test `linux-boot`: boot Debian's Linux in a lightpath
+VM under QEMU (TCG, -cpu EPYC,+svm) and use its shell over the serial port.
+
+Run by tools/test.sh (`make test`) unless tests/integration/linux.disabled
+exists or LP_SKIP_LINUX=1; on its own:
+
+    tests/integration/linux_test.py [--counts FILE] [-k REGEX] [--direct]
+
+Builds the guest (tools/linux/build.sh: Debian's kernel, a busybox initramfs,
+build/linux/linux.cfg), boots lightpath with the modules "linux.cfg, vmlinuz,
+initrd.cpio.gz" (the kernel command line gets lp.test=1), waits for the shell
+(180 s at most, a progress line every 10 s), then types:
+  grep -c hypervisor /proc/cpuinfo          >= 1 (CPUID.1:ECX[31] reaches Linux)
+  /sys/hypervisor/type, 'Hypervisor detected' in dmesg   recorded, not checked
+  date +%s; sleep 1; date +%s               1 or 2 s apart (the guest's clock)
+  dmesg | grep -iE 'apic|timer|clocksource' no line with error/failed/bug/not working
+  poweroff                                  lightpath: vm0: ended with status 0
+                                            (ACPI power-off); QEMU exit 1
+and prints lightpath's exit statistics for the boot (with the light share).
+Serial log: build/test/linux-boot.log. Prints PASS/FAIL linux-boot and writes
+"passed failed" to --counts, like itest.py.
+
+--direct (or LP_LINUX_DIRECT=1) boots the same kernel, initramfs and command
+line straight under QEMU, without lightpath: a check of the guest and of this
+harness (poweroff then ends QEMU with status 0 and there is no exit table).
+"""
+
+import argparse
+import os
+import re
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(ROOT, "tools", "linux"))
+import lpguest  # noqa: E402
+
+NAME = "linux-boot"
+PROMPT_TIMEOUT = int(os.environ.get("LP_LINUX_TIMEOUT", "180"))
+BAD_DMESG = re.compile(r"\b(error|failed|bug|not working)\b", re.I)
+
+
+class Fail(Exception):
+    pass
+
+
+def say(msg):
+    print(msg, flush=True)
+
+
+def check(cond, reason):
+    if not cond:
+        raise Fail(reason)
+
+
+def run_test(direct):
+    mode = "direct" if direct else "lightpath"
+    log = os.path.join(ROOT, "build", "test", NAME + ("-direct" if direct else "") + ".log")
+    if not direct:
+        check(os.path.exists(os.path.join(ROOT, "build", "lightpath.elf")),
+              "no build/lightpath.elf (run 'make all')")
+    say("  %s: building the guest (tools/linux/build.sh)" % NAME)
+    lpguest.build_guest(quiet=True)
+    g = lpguest.Guest(mode, log, cmdline_extra="lp.test=1", timeout=PROMPT_TIMEOUT + 300,
+                      say=say)
+    say("  %s: %s" % (NAME, g.command_line()))
+    g.start()
+    try:
+        g.boot_to_shell(PROMPT_TIMEOUT)
+        check("lightpath-linux: test mode (lp.test=1)" in g.text,
+              "/init did not see lp.test=1 on the kernel command line")
+
+        out, rc = g.run("uname -r; cat /proc/cmdline")
+        say("  %s: kernel %s" % (NAME, " / cmdline: ".join(out.split("\n")[:2])))
+
+        out, rc = g.run("grep -c hypervisor /proc/cpuinfo")
+        n = int(out.strip()) if out.strip().isdigit() else 0
+        say("  %s: grep -c hypervisor /proc/cpuinfo: %s" % (NAME, out.strip()))
+        check(n >= 1, "no 'hypervisor' flag in /proc/cpuinfo (grep -c printed '%s')" % out.strip())
+
+        out, rc = g.run("cat /sys/hypervisor/type 2>/dev/null; dmesg | grep -i 'hypervisor detected'")
+        say("  %s: hypervisor as Linux sees it: %s" % (NAME, "; ".join(
+            l.strip() for l in out.splitlines() if l.strip()) or "(nothing: not a hypervisor Linux knows)"))
+
+        t0 = time.monotonic()
+        out, rc = g.run("date +%s; sleep 1; date +%s")
+        host = time.monotonic() - t0
+        nums = [int(x) for x in out.split() if x.isdigit()]
+        check(len(nums) == 2, "'date +%%s; sleep 1; date +%%s' printed %r" % out)
+        say("  %s: date; sleep 1; date: %d s apart by the guest's clock (%.1f s on the host, typing included)"
+            % (NAME, nums[1] - nums[0], host))
+        check(nums[1] - nums[0] in (1, 2), "sleep 1 took %d s by the guest's own clock"
+              % (nums[1] - nums[0]))
+
+        out, rc = g.run("dmesg | grep -iE 'apic|timer|clocksource'")
+        lines = [l for l in out.splitlines() if l.strip()]
+        say("  %s: dmesg | grep -iE 'apic|timer|clocksource': %d lines" % (NAME, len(lines)))
+        for l in lines:
+            say("    " + l)
+        bad = [l.strip() for l in lines if BAD_DMESG.search(l)]
+        check(not bad, "dmesg reports an APIC/timer problem: " + " | ".join(bad[:3]))
+
+        say("  %s: poweroff" % NAME)
+        rc = g.poweroff()
+    except lpguest.GuestError as e:
+        g.kill()
+        raise Fail(str(e))
+    except BaseException:
+        g.kill()
+        raise
+    say("  %s: QEMU exited %d after %.1f s (shell prompt at %.1f s)" % (NAME, rc, g.t_end, g.t_prompt))
+
+    if direct:
+        check(rc == 0, "plain QEMU exited %d after poweroff, expected 0" % rc)
+        check("reboot: Power down" in g.text, "no 'reboot: Power down' from the kernel")
+        return
+    check(re.search(r"^lightpath: vm0: ended with status 0 \(ACPI power-off\)\s*$", g.text, re.M),
+          "no line 'lightpath: vm0: ended with status 0 (ACPI power-off)'; last lightpath line: %s"
+          % ([l for l in g.text.splitlines() if l.startswith("lightpath:")] or ["(none)"])[-1])
+    check(rc == 1, "QEMU exit %d after poweroff, expected 1 (every VM ended with status 0)" % rc)
+    rows, table = lpguest.exit_stats(g.text)
+    check(rows, "no 'lightpath: vm0: exit statistics' table after the VM ended")
+    say("  %s: lightpath's exit statistics for the boot, to the shell and back:" % NAME)
+    for l in table:
+        say("    " + l)
+    check("total" in rows, "no 'total' row in the exit statistics table")
+    others = sum(v[0] for k, v in rows.items() if k != "total")
+    check(others == rows["total"][0], "rows add up to %d, total row says %d"
+          % (others, rows["total"][0]))
+    share = lpguest.light_share(rows)
+    say("  %s: %d exits, light share %.1f%% (goal >= 97%%)" % (NAME, rows["total"][0], share))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--counts", help="write 'passed failed' to this file")
+    ap.add_argument("-k", "--match", help="run only if '%s' matches this regex" % NAME)
+    ap.add_argument("--direct", action="store_true",
+                    default=os.environ.get("LP_LINUX_DIRECT", "0") == "1",
+                    help="boot the guest under plain QEMU, without lightpath (harness check)")
+    args, _ = ap.parse_known_args()  # tools/test.sh passes itest.py's options too
+
+    passed = failed = 0
+    if args.match and not re.search(args.match, NAME):
+        say("%s: not selected by -k %s" % (NAME, args.match))
+    else:
+        say("[  1/1] %s%s ..." % (NAME, " (plain QEMU, no lightpath)" if args.direct else ""))
+        t0 = time.monotonic()
+        try:
+            run_test(args.direct)
+            passed = 1
+            say("PASS %s (%.1f s)" % (NAME, time.monotonic() - t0))
+        except (Fail, lpguest.GuestError) as e:
+            failed = 1
+            log = "build/test/%s%s.log" % (NAME, "-direct" if args.direct else "")
+            say("FAIL %s: %s [serial log: %s]" % (NAME, e, log))
+        except Exception as e:  # a harness bug is still a failure
+            failed = 1
+            say("FAIL %s: %s: %s" % (NAME, type(e).__name__, e))
+    if args.counts:
+        with open(args.counts, "w") as f:
+            f.write("%d %d\n" % (passed, failed))
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

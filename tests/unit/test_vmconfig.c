@@ -1,0 +1,356 @@
+/* vmm/vmconfig.c: the VM description format, every key, and every way to
+ * get it wrong (each error names its line). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "vmm/vmconfig.h"
+
+static char err[256];
+static struct vmconfig cfg;
+
+/* Parses a NUL-terminated text (its length without the NUL). */
+static int parse(const char *text)
+{
+	memset(&cfg, 0xa5, sizeof(cfg));
+	memset(err, 'x', sizeof(err));
+	err[sizeof(err) - 1] = '\0';
+	return vmconfig_parse(text, strlen(text), &cfg, err, sizeof(err));
+}
+
+static void expect_error(const char *text, const char *msg)
+{
+	int rc = parse(text);
+	if (rc == 0 || strcmp(err, msg) != 0)
+		fail_msg("config:\n%s\nexpected error \"%s\", got rc %d err \"%s\"", text, msg, rc, err);
+}
+
+#define MAGIC "# lightpath vm\n"
+
+static void test_minimal_and_defaults(void **state)
+{
+	(void)state;
+	assert_int_equal(parse(MAGIC "kernel = vmlinuz\n"), 0);
+	assert_string_equal(err, "");
+	assert_string_equal(cfg.kernel, "vmlinuz");
+	assert_string_equal(cfg.name, "");
+	assert_string_equal(cfg.initrd, "");
+	assert_string_equal(cfg.cmdline, "");
+	assert_int_equal(cfg.memory_mb, 256);
+	assert_int_equal(cfg.cpus, 1);
+}
+
+static void test_full(void **state)
+{
+	(void)state;
+	const char *text =
+		"# lightpath vm\n"
+		"# a Linux guest\n"
+		"\n"
+		"name = linux-1.test_A\n"
+		"kernel=vmlinuz\n"
+		"  initrd\t=\t initrd.cpio.gz   \n"
+		"cmdline = \"console=ttyS0 panic=-1 # not a comment \"\n"
+		"memory = 512  # MiB\n"
+		"cpus = 1\n";
+	assert_int_equal(parse(text), 0);
+	assert_string_equal(cfg.name, "linux-1.test_A");
+	assert_string_equal(cfg.kernel, "vmlinuz");
+	assert_string_equal(cfg.initrd, "initrd.cpio.gz");
+	assert_string_equal(cfg.cmdline, "console=ttyS0 panic=-1 # not a comment ");
+	assert_int_equal(cfg.memory_mb, 512);
+	assert_int_equal(cfg.cpus, 1);
+}
+
+/* The file build/linux/linux.cfg that tools/linux/build.sh writes looks like this. */
+static void test_project_config(void **state)
+{
+	(void)state;
+	const char *text =
+		"# lightpath vm\n"
+		"# Debian's kernel with a busybox initramfs (tools/linux/build.sh)\n"
+		"name    = linux\n"
+		"kernel  = vmlinuz\n"
+		"initrd  = initrd.cpio.gz\n"
+		"cmdline = \"console=ttyS0 panic=-1\"\n"
+		"memory  = 256\n";
+	assert_int_equal(parse(text), 0);
+	assert_string_equal(cfg.cmdline, "console=ttyS0 panic=-1");
+}
+
+static void test_unquoted_values(void **state)
+{
+	(void)state;
+	/* unquoted: ends at a '#' after a blank; a '#' inside a word stays */
+	assert_int_equal(parse(MAGIC "kernel = vmlinuz\ncmdline = a=b#c d  # comment\n"), 0);
+	assert_string_equal(cfg.cmdline, "a=b#c d");
+	assert_int_equal(parse(MAGIC "kernel = vmlinuz\ncmdline = # nothing\n"), 0);
+	assert_string_equal(cfg.cmdline, "");
+	assert_int_equal(parse(MAGIC "kernel = vmlinuz\ncmdline =\n"), 0);
+	assert_string_equal(cfg.cmdline, "");
+	assert_int_equal(parse(MAGIC "kernel = vmlinuz\ninitrd = \"\"\n"), 0);
+	assert_string_equal(cfg.initrd, "");
+	/* quoted, then a trailing comment */
+	assert_int_equal(parse(MAGIC "kernel = \"vmlinuz\"   # the kernel\n"), 0);
+	assert_string_equal(cfg.kernel, "vmlinuz");
+	/* quotes keep blanks at both ends */
+	assert_int_equal(parse(MAGIC "kernel = vmlinuz\ncmdline = \"  x  \"\n"), 0);
+	assert_string_equal(cfg.cmdline, "  x  ");
+}
+
+static void test_line_endings(void **state)
+{
+	(void)state;
+	/* CRLF, no final newline, trailing blanks on the magic line */
+	assert_int_equal(parse("# lightpath vm  \r\nkernel = vmlinuz\r\nmemory = 64\r\n"), 0);
+	assert_string_equal(cfg.kernel, "vmlinuz");
+	assert_int_equal(cfg.memory_mb, 64);
+	assert_int_equal(parse(MAGIC "kernel = vmlinuz"), 0);
+	assert_string_equal(cfg.kernel, "vmlinuz");
+}
+
+/* len bounds the text: nothing after it is read, no NUL needed. */
+static void test_length_bounded(void **state)
+{
+	(void)state;
+	static const char text[] = MAGIC "kernel = vmlinuzXXXX";
+	memset(&cfg, 0, sizeof(cfg));
+	assert_int_equal(vmconfig_parse(text, sizeof(text) - 1 - 4, &cfg, err, sizeof(err)), 0);
+	assert_string_equal(cfg.kernel, "vmlinuz");
+	/* a NULL or zero-sized err buffer is allowed */
+	assert_int_equal(vmconfig_parse("x", 1, &cfg, NULL, 0), -1);
+	assert_int_equal(vmconfig_parse(text, sizeof(text) - 1, &cfg, NULL, 0), 0);
+}
+
+static void test_magic(void **state)
+{
+	(void)state;
+	const char *msg = ":1: the first line must be '# lightpath vm' (it marks a VM description)";
+	expect_error("kernel = vmlinuz\n", msg);
+	expect_error("\n# lightpath vm\nkernel = vmlinuz\n", msg);
+	expect_error(" # lightpath vm\nkernel = vmlinuz\n", msg);
+	expect_error("# lightpath vmx\nkernel = vmlinuz\n", msg);
+	expect_error("# lightpath\nkernel = vmlinuz\n", msg);
+	expect_error("\x7f" "ELF\x02\x01\x01", msg);
+	expect_error("", ": empty file (the first line must be '# lightpath vm')");
+	assert_int_equal(vmconfig_parse(NULL, 0, &cfg, err, sizeof(err)), -1);
+}
+
+static void test_is_config(void **state)
+{
+	(void)state;
+#define IS(s) vmconfig_is_config((const uint8_t *)(s), sizeof(s) - 1)
+	assert_true(IS("# lightpath vm\nkernel = x\n"));
+	assert_true(IS("# lightpath vm\r\n"));
+	assert_true(IS("# lightpath vm \t\n"));
+	assert_true(IS("# lightpath vm"));
+	assert_false(IS("# lightpath v"));
+	assert_false(IS("# lightpath vmm\n"));
+	assert_false(IS("#lightpath vm\n"));
+	assert_false(IS("\n# lightpath vm\n"));
+	assert_false(IS("\x7f" "ELF\x02\x01\x01\x00"));
+	assert_false(IS(""));
+	assert_false(vmconfig_is_config(NULL, 0));
+	/* only len bytes are looked at */
+	assert_false(vmconfig_is_config((const uint8_t *)"# lightpath vm", 10));
+	/* a bzImage's first bytes */
+	static const uint8_t bz[] = { 0x4d, 0x5a, 0xea, 0x07, 0x00, 0xc0, 0x07, 0x8c };
+	assert_false(vmconfig_is_config(bz, sizeof(bz)));
+#undef IS
+}
+
+static void test_unknown_key(void **state)
+{
+	(void)state;
+	expect_error(MAGIC "kernel = vmlinuz\nfoo = 1\n",
+		     ":3: unknown key 'foo' (accepted: name kernel initrd cmdline memory cpus)");
+	expect_error(MAGIC "Kernel = vmlinuz\n",
+		     ":2: unknown key 'Kernel' (accepted: name kernel initrd cmdline memory cpus)");
+	expect_error(MAGIC "kernel = vmlinuz\nmem = 64\n",
+		     ":3: unknown key 'mem' (accepted: name kernel initrd cmdline memory cpus)");
+	/* a long key is cut in the message */
+	expect_error(MAGIC "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa = 1\n",
+		     ":2: unknown key 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...' "
+		     "(accepted: name kernel initrd cmdline memory cpus)");
+}
+
+static void test_missing_equals(void **state)
+{
+	(void)state;
+	expect_error(MAGIC "kernel vmlinuz\n",
+		     ":2: missing '=' in 'kernel vmlinuz' (lines are 'key = value')");
+	expect_error(MAGIC "kernel = vmlinuz\n\n# c\nmemory\n",
+		     ":5: missing '=' in 'memory' (lines are 'key = value')");
+	expect_error(MAGIC "= vmlinuz\n", ":2: missing key before '='");
+}
+
+static void test_duplicate(void **state)
+{
+	(void)state;
+	expect_error(MAGIC "kernel = a\nmemory = 64\nmemory = 64\n",
+		     ":4: duplicate key 'memory' (already set on line 3)");
+	expect_error(MAGIC "kernel = a\nkernel = b\n",
+		     ":3: duplicate key 'kernel' (already set on line 2)");
+	expect_error(MAGIC "kernel = a\ncmdline = \"\"\ncmdline = x\n",
+		     ":4: duplicate key 'cmdline' (already set on line 3)");
+}
+
+static void test_memory(void **state)
+{
+	(void)state;
+	assert_int_equal(parse(MAGIC "kernel = k\nmemory = 16\n"), 0);
+	assert_int_equal(cfg.memory_mb, 16);
+	assert_int_equal(parse(MAGIC "kernel = k\nmemory = 3072\n"), 0);
+	assert_int_equal(cfg.memory_mb, 3072);
+	assert_int_equal(parse(MAGIC "kernel = k\nmemory = \"128\"\n"), 0);
+	assert_int_equal(cfg.memory_mb, 128);
+	expect_error(MAGIC "kernel = k\n\n\nmemory = 12\n", ":5: memory = 12: use 16..3072 (MiB)");
+	expect_error(MAGIC "kernel = k\nmemory = 3073\n", ":3: memory = 3073: use 16..3072 (MiB)");
+	expect_error(MAGIC "kernel = k\nmemory = 0\n", ":3: memory = 0: use 16..3072 (MiB)");
+	expect_error(MAGIC "kernel = k\nmemory = 256M\n", ":3: memory = 256M: use 16..3072 (MiB)");
+	expect_error(MAGIC "kernel = k\nmemory = -1\n", ":3: memory = -1: use 16..3072 (MiB)");
+	expect_error(MAGIC "kernel = k\nmemory = 99999999999\n",
+		     ":3: memory = 99999999999: use 16..3072 (MiB)");
+	expect_error(MAGIC "kernel = k\nmemory =\n", ":3: memory = : use 16..3072 (MiB)");
+	expect_error(MAGIC "kernel = k\nmemory = 1 6\n", ":3: memory = 1 6: use 16..3072 (MiB)");
+}
+
+static void test_cpus(void **state)
+{
+	(void)state;
+	assert_int_equal(parse(MAGIC "kernel = k\ncpus = 1\n"), 0);
+	assert_int_equal(cfg.cpus, 1);
+	expect_error(MAGIC "kernel = k\ncpus = 2\n",
+		     ":3: cpus = 2: only 1 vCPU per VM is supported yet");
+	expect_error(MAGIC "kernel = k\ncpus = 64\n",
+		     ":3: cpus = 64: only 1 vCPU per VM is supported yet");
+	expect_error(MAGIC "kernel = k\ncpus = 0\n",
+		     ":3: cpus = 0: use 1 (only 1 vCPU per VM is supported yet)");
+	expect_error(MAGIC "kernel = k\ncpus = one\n",
+		     ":3: cpus = one: use 1 (only 1 vCPU per VM is supported yet)");
+}
+
+static void test_too_long(void **state)
+{
+	(void)state;
+	char text[2048];
+	char val[1100];
+
+	/* cmdline: 1023 characters fit, 1024 do not */
+	memset(val, 'c', 1023);
+	val[1023] = '\0';
+	snprintf(text, sizeof(text), MAGIC "kernel = k\ncmdline = \"%s\"\n", val);
+	assert_int_equal(parse(text), 0);
+	assert_int_equal(strlen(cfg.cmdline), 1023);
+	memset(val, 'c', 1024);
+	val[1024] = '\0';
+	snprintf(text, sizeof(text), MAGIC "kernel = k\ncmdline = %s\n", val);
+	expect_error(text, ":3: the value of 'cmdline' is too long (1024 characters, at most 1023)");
+
+	/* kernel and initrd: 127; name: 31 */
+	memset(val, 'k', 128);
+	val[128] = '\0';
+	snprintf(text, sizeof(text), MAGIC "kernel = %s\n", val);
+	expect_error(text, ":2: the value of 'kernel' is too long (128 characters, at most 127)");
+	val[127] = '\0';
+	snprintf(text, sizeof(text), MAGIC "kernel = %s\n", val);
+	assert_int_equal(parse(text), 0);
+	snprintf(text, sizeof(text), MAGIC "kernel = k\ninitrd = %sk\n", val);
+	expect_error(text, ":3: the value of 'initrd' is too long (128 characters, at most 127)");
+	expect_error(MAGIC "kernel = k\nname = abcdefghijklmnopqrstuvwxyz012345\n",
+		     ":3: the value of 'name' is too long (32 characters, at most 31)");
+	assert_int_equal(parse(MAGIC "kernel = k\nname = abcdefghijklmnopqrstuvwxyz01234\n"), 0);
+	assert_string_equal(cfg.name, "abcdefghijklmnopqrstuvwxyz01234");
+}
+
+static void test_missing_kernel(void **state)
+{
+	(void)state;
+	const char *msg = ": no 'kernel = ...' line (every VM needs a kernel)";
+	expect_error(MAGIC, msg);
+	expect_error("# lightpath vm", msg);
+	expect_error(MAGIC "name = x\ninitrd = i\nmemory = 64\n", msg);
+	expect_error(MAGIC "kernel =\n", ":2: kernel = needs a module name");
+	expect_error(MAGIC "kernel = \"\"\n", ":2: kernel = needs a module name");
+}
+
+static void test_bad_values(void **state)
+{
+	(void)state;
+	expect_error(MAGIC "kernel = my kernel\n", ":2: kernel = 'my kernel': a module name has no blanks");
+	expect_error(MAGIC "kernel = k\ninitrd = \"a b\"\n",
+		     ":3: initrd = 'a b': a module name has no blanks");
+	expect_error(MAGIC "kernel = k\nname = my vm\n",
+		     ":3: name = 'my vm': use letters, digits, '.', '_' and '-'");
+	expect_error(MAGIC "kernel = k\nname = vm/1\n",
+		     ":3: name = 'vm/1': use letters, digits, '.', '_' and '-'");
+	expect_error(MAGIC "kernel = k\ncmdline = \"console=ttyS0\n",
+		     ":3: missing closing '\"' in the value of 'cmdline'");
+	expect_error(MAGIC "kernel = k\ncmdline = \"a\" b\n",
+		     ":3: unexpected 'b' after the quoted value of 'cmdline'");
+	expect_error(MAGIC "kernel = k\ncmdline = \"a\"\"b\"\n",
+		     ":3: unexpected '\"b\"' after the quoted value of 'cmdline'");
+}
+
+static void test_control_characters(void **state)
+{
+	(void)state;
+	static const char nul[] = MAGIC "kernel = k\0x\n";
+	memset(err, 0, sizeof(err));
+	assert_int_equal(vmconfig_parse(nul, sizeof(nul) - 1, &cfg, err, sizeof(err)), -1);
+	assert_string_equal(err, ":2: control character 0x00 (a VM description is text)");
+	expect_error(MAGIC "kernel = k\ncmdline = a\x1b[1mb\n",
+		     ":3: control character 0x1b (a VM description is text)");
+	expect_error(MAGIC "kernel = k\rmemory = 64\n",
+		     ":2: control character 0x0d (a VM description is text)");
+	/* tabs are blanks */
+	assert_int_equal(parse(MAGIC "\tkernel\t=\tk\t\n"), 0);
+	assert_string_equal(cfg.kernel, "k");
+}
+
+/* The caller prints "<file><err>": "linux.cfg:3: ..." */
+static void test_error_prefix_and_truncation(void **state)
+{
+	(void)state;
+	char line[300];
+	expect_error(MAGIC "kernel = k\nfoo = 1\n",
+		     ":3: unknown key 'foo' (accepted: name kernel initrd cmdline memory cpus)");
+	snprintf(line, sizeof(line), "linux.cfg%s", err);
+	assert_string_equal(line,
+			    "linux.cfg:3: unknown key 'foo' (accepted: name kernel initrd cmdline memory cpus)");
+	/* a short err buffer gets a cut, NUL-terminated line */
+	char small[8];
+	memset(small, 'x', sizeof(small));
+	assert_int_equal(vmconfig_parse(MAGIC "foo = 1\n", strlen(MAGIC "foo = 1\n"), &cfg, small,
+					sizeof(small)), -1);
+	assert_string_equal(small, ":2: unk");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_minimal_and_defaults),
+		cmocka_unit_test(test_full),
+		cmocka_unit_test(test_project_config),
+		cmocka_unit_test(test_unquoted_values),
+		cmocka_unit_test(test_line_endings),
+		cmocka_unit_test(test_length_bounded),
+		cmocka_unit_test(test_magic),
+		cmocka_unit_test(test_is_config),
+		cmocka_unit_test(test_unknown_key),
+		cmocka_unit_test(test_missing_equals),
+		cmocka_unit_test(test_duplicate),
+		cmocka_unit_test(test_memory),
+		cmocka_unit_test(test_cpus),
+		cmocka_unit_test(test_too_long),
+		cmocka_unit_test(test_missing_kernel),
+		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_control_characters),
+		cmocka_unit_test(test_error_prefix_and_truncation),
+	};
+	return cmocka_run_group_tests_name("vmconfig", tests, NULL, NULL);
+}

@@ -1,0 +1,342 @@
+"""Boot lightpath's Linux test guest under QEMU and drive its serial console.
+
+Shared by tests/integration/linux_test.py (`make test`) and
+tools/linux-boot-report.py (`make linux-report`). The guest is what
+tools/linux/build.sh builds: build/linux/{linux.cfg,vmlinuz,initrd.cpio.gz}.
+
+Two ways to boot the same kernel, initramfs and command line:
+  "lightpath": tools/lp-qemu --interactive --mem 512 build/linux/linux.cfg
+               build/linux/vmlinuz build/linux/initrd.cpio.gz (lightpath reads
+               the VM description and boots the kernel in a VM);
+  "direct":    qemu-system-x86_64 -kernel vmlinuz -initrd initrd.cpio.gz
+               -append CMDLINE -m MEMORY (the VM's memory), same -cpu, no
+               lightpath: the baseline, and a check of the harness itself.
+Both: TCG, -cpu EPYC,+svm, no -icount, serial port on QEMU's stdin/stdout.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LINUX_DIR = os.path.join(ROOT, "build", "linux")
+CFG = os.path.join(LINUX_DIR, "linux.cfg")
+KERNEL = os.path.join(LINUX_DIR, "vmlinuz")
+INITRD = os.path.join(LINUX_DIR, "initrd.cpio.gz")
+LP_QEMU = os.path.join(ROOT, "tools", "lp-qemu")
+CPU = "EPYC,+svm"
+# QEMU's RAM under lightpath: the VM's 256 MiB plus lightpath itself.
+LP_QEMU_MEM = 512
+INIT_LINE = "lightpath-linux: init started"
+PROMPT = re.compile(r"lightpath-vm:[^\n]*# ")
+QEMU_NOISE = "TCG doesn't support requested feature"
+
+# One row of lightpath's exit statistics table (as tests/integration/itest.py).
+STATS_ROW = re.compile(r"^\s+(\S.*?)\s+(\d+)\s+(\d+(?:\.\d+)?)%\s+(\d+)\s+(\d+)"
+                       r"(?:\s+light\s+(\d+(?:\.\d+)?)%)?\s*$")
+
+
+class GuestError(Exception):
+    pass
+
+
+def rel(p):
+    return os.path.relpath(p, ROOT)
+
+
+def build_guest(quiet=False):
+    """Runs tools/linux/build.sh (quick when everything is up to date)."""
+    p = subprocess.run([os.path.join(ROOT, "tools", "linux", "build.sh")], cwd=ROOT,
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if not quiet:
+        for line in (p.stdout + p.stderr).splitlines():
+            print("  " + line, flush=True)
+    if p.returncode != 0:
+        err = [l for l in (p.stderr + p.stdout).splitlines() if "error" in l] or \
+            (p.stderr + p.stdout).splitlines()[-1:]
+        raise GuestError("tools/linux/build.sh failed: " + "; ".join(err))
+
+
+def read_vmcfg(path):
+    """The key = value pairs of a VM description (vmm/vmconfig.h's format;
+    only for the project's own files: no error reporting beyond the basics)."""
+    out = {}
+    with open(path) as f:
+        lines = f.read().splitlines()
+    if not lines or lines[0].rstrip() != "# lightpath vm":
+        raise GuestError("%s does not start with '# lightpath vm'" % rel(path))
+    for line in lines[1:]:
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, _, val = line.partition("=")
+        val = val.strip()
+        if val.startswith('"'):
+            val = val[1:val.index('"', 1)]
+        else:
+            val = re.split(r"(?:^|\s)#", val, maxsplit=1)[0].strip()
+        out[key.strip()] = val
+    return out
+
+
+def write_vmcfg(path, cfg, comment):
+    """Writes a VM description (values quoted)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write("# lightpath vm\n# %s\n" % comment)
+        for k in ("name", "kernel", "initrd", "cmdline", "memory", "cpus"):
+            if k in cfg:
+                f.write('%s = "%s"\n' % (k, cfg[k]))
+
+
+class Guest:
+    """One boot. .log (serial output), .t_init / .t_prompt / .t_end (seconds
+    from start), .rc, .text (everything read so far, CRs removed)."""
+
+    def __init__(self, mode, log, cmdline_extra="", cfg_path=CFG, lp_opts="", timeout=900,
+                 say=print):
+        if mode not in ("lightpath", "direct"):
+            raise ValueError(mode)
+        self.mode = mode
+        self.log = log
+        self.say = say
+        self.cfg_path = cfg_path
+        cfg = read_vmcfg(cfg_path)
+        self.cmdline = (cfg.get("cmdline", "") + " " + cmdline_extra).strip()
+        self.memory = int(cfg.get("memory", "256"))
+        if mode == "lightpath":
+            if cmdline_extra:
+                # lightpath takes the command line from the VM description:
+                # write one next to the log with the extra words.
+                cfg = dict(cfg, cmdline=self.cmdline)
+                self.cfg_path = os.path.splitext(log)[0] + ".cfg"
+                write_vmcfg(self.cfg_path, cfg, "written by tools/linux/lpguest.py for %s"
+                            % rel(log))
+            self.cmd = [LP_QEMU, "--interactive", "--mem", str(LP_QEMU_MEM),
+                        "--timeout", str(timeout), "--append", lp_opts,
+                        rel(self.cfg_path), rel(KERNEL), rel(INITRD)]
+        else:
+            qemu = os.environ.get("LP_QEMU", "qemu-system-x86_64")
+            self.cmd = ["timeout", "--kill-after=5", str(timeout), qemu, "-accel", "tcg",
+                        "-cpu", CPU, "-smp", "1", "-m", str(self.memory),
+                        "-display", "none", "-monitor", "none", "-serial", "stdio",
+                        "-no-reboot", "-kernel", rel(KERNEL), "-initrd", rel(INITRD),
+                        "-append", self.cmdline]
+        for f in (KERNEL, INITRD, self.cfg_path):
+            if not os.path.exists(f):
+                raise GuestError("no %s (run `make linux-guest`)" % rel(f))
+        self.text = ""
+        self.pos = 0
+        self.rc = None
+        self.t_init = self.t_prompt = self.t_end = None
+        self._cond = threading.Condition()
+        self._eof = False
+        self._seq = 0
+
+    def command_line(self):
+        return " ".join(c if c and " " not in c else "'%s'" % c for c in self.cmd)
+
+    # ------------------------------------------------------------ process
+
+    def start(self):
+        os.makedirs(os.path.dirname(self.log), exist_ok=True)
+        self._logf = open(self.log, "w")
+        self._errf = open(os.path.splitext(self.log)[0] + ".stderr", "w")
+        self.t0 = time.monotonic()
+        self.p = subprocess.Popen(self.cmd, cwd=ROOT, stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=self._errf, bufsize=0)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self):
+        fd = self.p.stdout.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            s = chunk.decode("utf-8", errors="replace").replace("\r", "")
+            self._logf.write(s)
+            self._logf.flush()
+            with self._cond:
+                self.text += s
+                self._cond.notify_all()
+        with self._cond:
+            self._eof = True
+            self._cond.notify_all()
+
+    def elapsed(self):
+        return time.monotonic() - self.t0
+
+    def last_line(self):
+        lines = [l for l in self.text.splitlines() if l.strip()]
+        return lines[-1].strip()[:110] if lines else "(nothing yet)"
+
+    def stderr_text(self):
+        try:
+            with open(os.path.splitext(self.log)[0] + ".stderr", errors="replace") as f:
+                return "\n".join(l for l in f.read().splitlines() if QEMU_NOISE not in l)
+        except OSError:
+            return ""
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+        self.wait_exit(10)
+
+    def wait_exit(self, timeout):
+        """QEMU's exit status, or None if it is still running after timeout."""
+        try:
+            self.rc = self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        self._reader.join(5)
+        self.t_end = self.elapsed()
+        self._logf.close()
+        self._errf.close()
+        return self.rc
+
+    # ------------------------------------------------------------ console
+
+    def wait_for(self, regex, timeout, what, progress=10):
+        """Waits until regex matches the output after .pos; moves .pos past it.
+        Prints a progress line every `progress` seconds (0: never)."""
+        r = re.compile(regex) if isinstance(regex, str) else regex
+        deadline = time.monotonic() + timeout
+        next_note = time.monotonic() + progress if progress else None
+        with self._cond:
+            while True:
+                m = r.search(self.text, self.pos)
+                if m:
+                    self.pos = m.end()
+                    return m
+                now = time.monotonic()
+                if self._eof:
+                    rc = self.p.poll()
+                    raise GuestError("QEMU exited (status %s) while waiting for %s; last line: %s"
+                                     % (rc, what, self.last_line()))
+                if now >= deadline:
+                    raise GuestError("no %s after %.0f s; last line: %s"
+                                     % (what, self.elapsed(), self.last_line()))
+                if next_note and now >= next_note:
+                    self.say("  [%5.1f s] waiting for %s; last line: %s"
+                             % (self.elapsed(), what, self.last_line()))
+                    next_note = now + progress
+                wake = min(deadline, next_note) if next_note else deadline
+                self._cond.wait(max(0.05, wake - now))
+
+    def send(self, text, echo_wait=2.0):
+        """Types text, 8 bytes at a time, waiting (up to echo_wait s per
+        chunk) for the terminal to echo each chunk before typing the next:
+        a UART has a 16-byte receive FIFO, and typing faster than the guest
+        reads can lose bytes. A newline is not waited for."""
+        typed = ""
+        start = len(self.text)
+        for i in range(0, len(text), 8):
+            chunk = text[i:i + 8]
+            try:
+                self.p.stdin.write(chunk.encode())
+                self.p.stdin.flush()
+            except (BrokenPipeError, OSError):
+                raise GuestError("QEMU's stdin is closed (QEMU exited?); last line: %s"
+                                 % self.last_line())
+            typed += chunk.replace("\n", "")
+            if not typed or not echo_wait:
+                time.sleep(0.02)
+                continue
+            deadline = time.monotonic() + echo_wait
+            with self._cond:
+                while typed not in echoed(self.text[start:]) and not self._eof:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._cond.wait(min(left, 0.1))
+
+    def boot_to_shell(self, timeout=180):
+        """Waits for /init's first line and the shell prompt; returns the
+        seconds to the prompt."""
+        self.wait_for(re.escape(INIT_LINE), timeout, "'%s'" % INIT_LINE)
+        self.t_init = self.elapsed()
+        self.say("  [%5.1f s] %s" % (self.t_init, INIT_LINE))
+        self.wait_for(PROMPT, max(5, timeout - self.t_init), "the shell prompt")
+        self.t_prompt = self.elapsed()
+        self.say("  [%5.1f s] shell prompt" % self.t_prompt)
+        return self.t_prompt
+
+    def run(self, cmd, timeout=60):
+        """Runs a shell command line; returns (output, exit status). The
+        markers are typed as LPn""B so that the terminal's echo of the typed
+        line never matches them."""
+        self._seq += 1
+        n = self._seq
+        self.send('echo LP%d""B; %s; echo LP%d""E $?\n' % (n, cmd, n))
+        m = self.wait_for(r"(?s)LP%dB\n(.*?)LP%dE (\d+)\n" % (n, n), timeout,
+                          "the end of '%s'" % cmd, progress=0)
+        return strip_vm_prefix(m.group(1)), int(m.group(2))
+
+    def poweroff(self, timeout=120):
+        """Types poweroff and waits for QEMU to exit; returns its status."""
+        self.send("poweroff\n")
+        rc = self.wait_exit(timeout)
+        if rc is None:
+            self.kill()
+            raise GuestError("QEMU still running %d s after 'poweroff'; last line: %s"
+                             % (timeout, self.last_line()))
+        return rc
+
+
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def echoed(text):
+    """What a terminal shows of typed text: no escape sequences, no line
+    breaks (the line editor wraps long lines), no "[vmN] " prefixes."""
+    return ANSI_ESCAPE.sub("", strip_vm_prefix(text)).replace("\n", "")
+
+
+def strip_vm_prefix(text):
+    """Guest output without lightpath's "[vmN] " line prefixes (printed when a
+    boot has several modules)."""
+    return re.sub(r"(?m)^\[vm\d+\] ?", "", text)
+
+
+def exit_stats(text, vm=0):
+    """lightpath's exit statistics table for vmN: (rows {reason: (exits,
+    light, heavy)}, the table's lines), or (None, []) when absent."""
+    lines = text.splitlines()
+    head = [i for i, l in enumerate(lines)
+            if re.match(r"^(?:\[vm\d+\] )?lightpath: vm%d: exit statistics\s*$" % vm, l)]
+    if not head:
+        return None, []
+    rows, table = {}, [lines[head[-1]]]
+    for line in lines[head[-1] + 1:]:
+        if re.match(r"^\s+reason\s+exits\s+share\s+light\s+heavy\s*$", line):
+            table.append(line)
+            continue
+        m = STATS_ROW.match(line)
+        if m:
+            rows[m.group(1)] = (int(m.group(2)), int(m.group(4)), int(m.group(5)))
+            table.append(line)
+            continue
+        if re.match(r"^\s+(denied|emulated):", line):
+            table.append(line)
+            continue
+        break
+    return rows, table
+
+
+def light_share(rows):
+    """Light exits / all exits, in percent, from the 'total' row."""
+    if not rows or "total" not in rows or rows["total"][0] == 0:
+        return None
+    exits, light, _ = rows["total"]
+    return 100.0 * light / exits
+
+
+if __name__ == "__main__":
+    sys.exit("tools/linux/lpguest.py is a module (see tests/integration/linux_test.py)")

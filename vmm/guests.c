@@ -1,0 +1,135 @@
+#include "vmm/guests.h"
+
+#include "core/console.h"
+#include "lib/string.h"
+#include "vmm/vm.h"
+#include "vmm/vmconfig.h"
+
+/* the module's path: the first word of its string */
+static size_t path_len(const char *cmdline)
+{
+	size_t n = 0;
+	while (cmdline[n] && cmdline[n] != ' ')
+		n++;
+	return n;
+}
+
+static const char *args_of(const char *cmdline)
+{
+	const char *a = cmdline + path_len(cmdline);
+	while (*a == ' ')
+		a++;
+	return a;
+}
+
+/* Does the module's path end in "/<name>" or equal <name>? */
+static bool module_named(const struct boot_module *m, const char *name)
+{
+	size_t len = path_len(m->cmdline), nlen = strlen(name);
+	if (!nlen || nlen > len || strncmp(m->cmdline + len - nlen, name, nlen))
+		return false;
+	return nlen == len || m->cmdline[len - nlen - 1] == '/';
+}
+
+static int find_module(const struct boot_info *bi, const char *name)
+{
+	for (unsigned i = 0; i < bi->nr_modules; i++)
+		if (module_named(&bi->modules[i], name))
+			return (int)i;
+	return -1;
+}
+
+static bool is_bzimage(const uint8_t *p, uint64_t len)
+{
+	return len > 0x206 && !memcmp(p + 0x202, "HdrS", 4);
+}
+
+static const uint8_t *module_data(const struct boot_module *m)
+{
+	return (const uint8_t *)(uintptr_t)m->start;
+}
+
+static char names[BOOT_MAX_MODULES][64];
+static struct vmconfig configs[BOOT_MAX_MODULES];
+
+unsigned guests_run_all(const struct boot_info *bi, const struct lp_options *opt)
+{
+	bool named[BOOT_MAX_MODULES] = { false }, is_config[BOOT_MAX_MODULES] = { false };
+	bool config_ok[BOOT_MAX_MODULES] = { false };
+	char err[200];
+
+	/* first the descriptions, so that the modules they name are known */
+	for (unsigned i = 0; i < bi->nr_modules; i++) {
+		const struct boot_module *m = &bi->modules[i];
+		is_config[i] = vmconfig_is_config(module_data(m), m->end - m->start);
+		if (!is_config[i])
+			continue;
+		size_t plen = path_len(m->cmdline);
+		if (vmconfig_parse((const char *)module_data(m), m->end - m->start, &configs[i], err,
+				   sizeof(err))) {
+			kprintf("lightpath: error: %.*s:%s\n", (int)plen, m->cmdline, err);
+			continue;
+		}
+		config_ok[i] = true;
+		int k = find_module(bi, configs[i].kernel);
+		int r = configs[i].initrd[0] ? find_module(bi, configs[i].initrd) : -1;
+		if (k >= 0)
+			named[k] = true;
+		if (r >= 0)
+			named[r] = true;
+	}
+
+	unsigned id = 0, status = LP_STATUS_HV_ERROR;
+	bool several = bi->nr_modules > 1;
+	for (unsigned i = 0; i < bi->nr_modules; i++) {
+		const struct boot_module *m = &bi->modules[i];
+		struct vm_spec spec = { 0 };
+		size_t plen = path_len(m->cmdline);
+		if (plen >= sizeof(names[i]))
+			plen = sizeof(names[i]) - 1;
+		memcpy(names[i], m->cmdline, plen);
+		names[i][plen] = 0;
+		if (named[i])
+			continue;
+		if (is_config[i]) {
+			if (!config_ok[i]) {
+				status = LP_STATUS_VM_FAULT;
+				id++;
+				continue;
+			}
+			const struct vmconfig *c = &configs[i];
+			int k = find_module(bi, c->kernel);
+			int r = c->initrd[0] ? find_module(bi, c->initrd) : -1;
+			if (k < 0 || (c->initrd[0] && r < 0)) {
+				kprintf("lightpath: vm%u: %s names module '%s', which was not given\n", id,
+					names[i], k < 0 ? c->kernel : c->initrd);
+				status = LP_STATUS_VM_FAULT;
+				id++;
+				continue;
+			}
+			const struct boot_module *km = &bi->modules[k];
+			spec.name = c->name[0] ? c->name : names[i];
+			spec.image_name = c->kernel;
+			spec.image = module_data(km);
+			spec.image_size = km->end - km->start;
+			spec.linux_kernel = is_bzimage(spec.image, spec.image_size);
+			/* a multiboot kernel gets the loader-style string: path, then args */
+			spec.cmdline = spec.linux_kernel ? c->cmdline : km->cmdline;
+			if (r >= 0) {
+				spec.initrd = module_data(&bi->modules[r]);
+				spec.initrd_size = bi->modules[r].end - bi->modules[r].start;
+			}
+			spec.mem_mb = c->memory_mb;
+		} else {
+			spec.name = names[i];
+			spec.image_name = names[i];
+			spec.image = module_data(m);
+			spec.image_size = m->end - m->start;
+			spec.linux_kernel = is_bzimage(spec.image, spec.image_size);
+			spec.cmdline = spec.linux_kernel ? args_of(m->cmdline) : m->cmdline;
+			spec.mem_mb = opt->mem_mb;
+		}
+		status = vm_run(id++, &spec, opt, several);
+	}
+	return status;
+}

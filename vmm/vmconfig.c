@@ -1,0 +1,323 @@
+/* VM description parser (vmm/vmconfig.h has the format): one table row per
+ * key, so the parser, the error lines and the list of accepted keys cannot
+ * drift apart. Every error names its line. */
+#include "vmm/vmconfig.h"
+
+#include "lib/printf.h"
+#include "lib/string.h"
+
+/* Longest value quoted back in an error line; longer ones end in "...". */
+#define QUOTE_MAX 48
+
+enum key_kind {
+	KEY_NAME,     /* a string of [A-Za-z0-9._-] */
+	KEY_MODULE,   /* a module basename: no blanks */
+	KEY_STRING,   /* anything */
+	KEY_MEMORY,   /* MiB */
+	KEY_CPUS,
+};
+
+struct key_desc {
+	const char *key;
+	enum key_kind kind;
+	size_t field;  /* offsetof() into struct vmconfig */
+	size_t size;   /* string fields: the buffer size */
+};
+
+#define STR(k, kind) { #k, kind, offsetof(struct vmconfig, k), sizeof(((struct vmconfig *)0)->k) }
+
+static const struct key_desc key_table[] = {
+	STR(name, KEY_NAME),
+	STR(kernel, KEY_MODULE),
+	STR(initrd, KEY_MODULE),
+	STR(cmdline, KEY_STRING),
+	{ "memory", KEY_MEMORY, offsetof(struct vmconfig, memory_mb), 0 },
+	{ "cpus", KEY_CPUS, offsetof(struct vmconfig, cpus), 0 },
+};
+
+#define KEY_COUNT (sizeof(key_table) / sizeof(key_table[0]))
+
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+static bool word_is(const char *s, size_t n, const char *word)
+{
+	return strlen(word) == n && memcmp(s, word, n) == 0;
+}
+
+/* s[0..n) as a NUL-terminated string for an error line (our printf has no
+ * "%.*s"); dst holds QUOTE_MAX + 1 bytes. */
+static const char *quote(char *dst, const char *s, size_t n)
+{
+	if (n > QUOTE_MAX) {
+		memcpy(dst, s, QUOTE_MAX - 3);
+		memcpy(dst + QUOTE_MAX - 3, "...", 4);
+	} else {
+		memcpy(dst, s, n);
+		dst[n] = '\0';
+	}
+	return dst;
+}
+
+static void accepted_keys(char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < KEY_COUNT; i++) {
+		int n = snprintf(buf + used, len - used, "%s%s", i ? " " : "", key_table[i].key);
+		if (n < 0 || (size_t)n >= len - used)
+			break;
+		used += (size_t)n;
+	}
+}
+
+/* Unsigned decimal, at most 9 digits (no overflow); false for anything else. */
+static bool parse_uint(const char *s, size_t n, unsigned *out)
+{
+	unsigned v = 0;
+	if (n == 0 || n > 9)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		v = v * 10 + (unsigned)(s[i] - '0');
+	}
+	*out = v;
+	return true;
+}
+
+/* The magic first line, s[0..n) without its newline: exact, then blanks or
+ * a CR only. */
+static bool is_magic_line(const char *s, size_t n)
+{
+	size_t m = sizeof(VMCONFIG_MAGIC) - 1;
+	if (n < m || memcmp(s, VMCONFIG_MAGIC, m) != 0)
+		return false;
+	for (size_t i = m; i < n; i++)
+		if (!is_blank(s[i]) && s[i] != '\r')
+			return false;
+	return true;
+}
+
+bool vmconfig_is_config(const uint8_t *data, size_t len)
+{
+	size_t n = 0;
+	if (!data)
+		return false;
+	while (n < len && data[n] != '\n')
+		n++;
+	return is_magic_line((const char *)data, n);
+}
+
+/* Stores value v[0..n) of key d on line `line`; 0 or -1 with err set. */
+static int apply(struct vmconfig *out, const struct key_desc *d, const char *v, size_t n,
+		 unsigned line, char *err, size_t errlen)
+{
+	char q[QUOTE_MAX + 1];
+	char *field = (char *)out + d->field;
+	unsigned num;
+
+	switch (d->kind) {
+	case KEY_NAME:
+	case KEY_MODULE:
+	case KEY_STRING:
+		if (n >= d->size) {
+			snprintf(err, errlen, ":%u: the value of '%s' is too long (%zu characters, at most %zu)",
+				 line, d->key, n, d->size - 1);
+			return -1;
+		}
+		for (size_t i = 0; i < n; i++) {
+			char c = v[i];
+			bool ok = true;
+			if (d->kind == KEY_NAME)
+				ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+				     (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+			else if (d->kind == KEY_MODULE)
+				ok = !is_blank(c);
+			if (!ok) {
+				snprintf(err, errlen, d->kind == KEY_NAME ?
+					 ":%u: %s = '%s': use letters, digits, '.', '_' and '-'" :
+					 ":%u: %s = '%s': a module name has no blanks",
+					 line, d->key, quote(q, v, n));
+				return -1;
+			}
+		}
+		if (d->field == offsetof(struct vmconfig, kernel) && n == 0) {
+			snprintf(err, errlen, ":%u: kernel = needs a module name", line);
+			return -1;
+		}
+		memcpy(field, v, n);
+		field[n] = '\0';
+		return 0;
+	case KEY_MEMORY:
+		if (!parse_uint(v, n, &num) || num < VMCONFIG_MEMORY_MIN_MB ||
+		    num > VMCONFIG_MEMORY_MAX_MB) {
+			snprintf(err, errlen, ":%u: memory = %s: use %u..%u (MiB)", line, quote(q, v, n),
+				 VMCONFIG_MEMORY_MIN_MB, VMCONFIG_MEMORY_MAX_MB);
+			return -1;
+		}
+		*(unsigned *)field = num;
+		return 0;
+	case KEY_CPUS:
+		if (parse_uint(v, n, &num) && num >= 1 && num <= VMCONFIG_CPUS_MAX) {
+			*(unsigned *)field = num;
+			return 0;
+		}
+		if (parse_uint(v, n, &num) && num > VMCONFIG_CPUS_MAX)
+			snprintf(err, errlen, ":%u: cpus = %s: only 1 vCPU per VM is supported yet",
+				 line, quote(q, v, n));
+		else
+			snprintf(err, errlen, ":%u: cpus = %s: use 1 (only 1 vCPU per VM is supported yet)",
+				 line, quote(q, v, n));
+		return -1;
+	}
+	return -1;
+}
+
+/* One line s[0..n) (no newline, no CR), not blank and not a comment. */
+static int parse_line(struct vmconfig *out, const char *s, size_t n, unsigned line,
+		      unsigned *seen, char *err, size_t errlen)
+{
+	char q[QUOTE_MAX + 1];
+	size_t i = 0;
+
+	while (i < n && !is_blank(s[i]) && s[i] != '=')
+		i++;
+	size_t keylen = i;
+	while (i < n && is_blank(s[i]))
+		i++;
+	if (i == n || s[i] != '=') {
+		snprintf(err, errlen, ":%u: missing '=' in '%s' (lines are 'key = value')", line,
+			 quote(q, s, n));
+		return -1;
+	}
+	if (keylen == 0) {
+		snprintf(err, errlen, ":%u: missing key before '='", line);
+		return -1;
+	}
+	const struct key_desc *d = NULL;
+	size_t k;
+	for (k = 0; k < KEY_COUNT; k++) {
+		if (word_is(s, keylen, key_table[k].key)) {
+			d = &key_table[k];
+			break;
+		}
+	}
+	if (!d) {
+		char keys[96];
+		accepted_keys(keys, sizeof(keys));
+		snprintf(err, errlen, ":%u: unknown key '%s' (accepted: %s)", line, quote(q, s, keylen),
+			 keys);
+		return -1;
+	}
+	if (seen[k]) {
+		snprintf(err, errlen, ":%u: duplicate key '%s' (already set on line %u)", line, d->key,
+			 seen[k]);
+		return -1;
+	}
+	seen[k] = line;
+
+	i++; /* the '=' */
+	while (i < n && is_blank(s[i]))
+		i++;
+	const char *v = s + i;
+	size_t vlen;
+	if (i < n && s[i] == '"') {
+		size_t j = i + 1;
+		while (j < n && s[j] != '"')
+			j++;
+		if (j == n) {
+			snprintf(err, errlen, ":%u: missing closing '\"' in the value of '%s'", line,
+				 d->key);
+			return -1;
+		}
+		v = s + i + 1;
+		vlen = j - i - 1;
+		j++;
+		while (j < n && is_blank(s[j]))
+			j++;
+		if (j < n && s[j] != '#') {
+			snprintf(err, errlen, ":%u: unexpected '%s' after the quoted value of '%s'", line,
+				 quote(q, s + j, n - j), d->key);
+			return -1;
+		}
+	} else {
+		size_t j = i;
+		/* a '#' right after '=' or after a blank starts a comment */
+		while (j < n && !(s[j] == '#' && (j == i || is_blank(s[j - 1]))))
+			j++;
+		while (j > i && is_blank(s[j - 1]))
+			j--;
+		vlen = j - i;
+	}
+	return apply(out, d, v, vlen, line, err, errlen);
+}
+
+int vmconfig_parse(const char *text, size_t len, struct vmconfig *out, char *err, size_t errlen)
+{
+	char scratch[1];
+	unsigned seen[KEY_COUNT];
+	unsigned line = 0;
+	size_t pos = 0;
+
+	if (!err || !errlen) {
+		err = scratch;
+		errlen = sizeof(scratch);
+	}
+	err[0] = '\0';
+	memset(out, 0, sizeof(*out));
+	out->memory_mb = VMCONFIG_MEMORY_DEFAULT;
+	out->cpus = 1;
+	memset(seen, 0, sizeof(seen));
+
+	if (!text || len == 0) {
+		snprintf(err, errlen, ": empty file (the first line must be '%s')", VMCONFIG_MAGIC);
+		return -1;
+	}
+	while (pos < len) {
+		size_t start = pos, end;
+		while (pos < len && text[pos] != '\n')
+			pos++;
+		end = pos;
+		if (pos < len)
+			pos++; /* the '\n' */
+		line++;
+		if (end > start && text[end - 1] == '\r')
+			end--;
+		if (line == 1) {
+			if (!is_magic_line(text + start, end - start)) {
+				snprintf(err, errlen, ":1: the first line must be '%s' (it marks a VM description)",
+					 VMCONFIG_MAGIC);
+				return -1;
+			}
+			continue;
+		}
+		for (size_t i = start; i < end; i++) {
+			unsigned char c = (unsigned char)text[i];
+			if ((c < 0x20 && c != '\t') || c == 0x7f) {
+				snprintf(err, errlen, ":%u: control character 0x%02x (a VM description is text)",
+					 line, c);
+				return -1;
+			}
+		}
+		while (start < end && is_blank(text[start]))
+			start++;
+		while (end > start && is_blank(text[end - 1]))
+			end--;
+		if (start == end || text[start] == '#')
+			continue;
+		if (parse_line(out, text + start, end - start, line, seen, err, errlen) < 0)
+			return -1;
+	}
+	bool have_kernel = false;
+	for (size_t k = 0; k < KEY_COUNT; k++)
+		if (key_table[k].field == offsetof(struct vmconfig, kernel) && seen[k])
+			have_kernel = true;
+	if (!have_kernel) {
+		snprintf(err, errlen, ": no 'kernel = ...' line (every VM needs a kernel)");
+		return -1;
+	}
+	return 0;
+}

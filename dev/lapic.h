@@ -185,6 +185,14 @@ static inline bool lapic_sw_enabled(const struct lapic *a)
  * disabled APIC drops fixed interrupts. */
 void lapic_accept(struct lapic *a, uint8_t vector, bool level);
 
+/* Is any interrupt requested (IRR non-empty)? Cheap: the light path asks it
+ * after every write that could make one deliverable. */
+static inline bool lapic_irr_nonempty(const struct lapic *a)
+{
+	return (a->irr[0] | a->irr[1] | a->irr[2] | a->irr[3] | a->irr[4] | a->irr[5] | a->irr[6] |
+		a->irr[7]) != 0;
+}
+
 /* The highest vector in IRR whose priority class is above the processor
  * priority (PPR), or -1. */
 int lapic_highest_pending(struct lapic *a);

@@ -79,8 +79,10 @@ unsigned guests_run_all(const struct boot_info *bi, const struct lp_options *opt
 			named[r] = true;
 	}
 
-	unsigned id = 0, status = LP_STATUS_HV_ERROR;
-	bool several = bi->nr_modules > 1;
+	unsigned id = 0, status = LP_STATUS_HV_ERROR, nr_vms = 0;
+	for (unsigned i = 0; i < bi->nr_modules; i++)
+		nr_vms += !named[i];
+	bool several = nr_vms > 1;       /* prefix guest output only then */
 	for (unsigned i = 0; i < bi->nr_modules; i++) {
 		const struct boot_module *m = &bi->modules[i];
 		struct vm_spec spec = { 0 };

@@ -7,6 +7,7 @@
 #include "dev/pc_irq.h"
 #include "lib/string.h"
 #include "vmm/exit.h"
+#include "vmm/vendor.h"
 #include "vmm/vm.h"
 
 #define CONSOLE_POLL_US 5000u   /* host serial input is polled this often */
@@ -31,7 +32,7 @@ static int lapic_msr_handler(struct vcpu *v, uint32_t msr, uint64_t *val, bool i
 {
 	if (lapic_msr(&v->lapic, msr, val, is_write) == LAPIC_GP)
 		return -1;
-	if (is_write)
+	if (is_write && lapic_irr_nonempty(&v->lapic))
 		v->pending |= VCPU_PENDING_HEAVY;
 	return 0;
 }
@@ -136,12 +137,41 @@ uint64_t platform_acpi(struct vm *vm)
 	return rsdp;
 }
 
+/* Ctrl-] on the host console: one line of the VM's interrupt state, for
+ * when a guest seems to hang (typed characters are not passed on). */
+#define CONSOLE_DUMP_KEY 0x1d
+
+static void dump_interrupt_state(struct vm *vm)
+{
+	struct vcpu *v = vm->vcpu;
+	bool from_pic, test;
+	int pending = platform_intr_pending(v, &from_pic, &test);
+	unsigned highest_isr = 0;
+	for (int i = 255; i >= 0; i--)
+		if (v->lapic.isr[i / 32] & (1u << (i % 32))) {
+			highest_isr = (unsigned)i;
+			break;
+		}
+	kprintf("\nlightpath: vm%u: irq lines 0x%x, uart ier 0x%x rx %u irq %u, ioapic pin4 0x%lx, "
+		"lapic irr %s isr 0x%x tpr 0x%x, pending vector %d, %s\n", vm->id, vm->irq_lines,
+		vm->uart.ier, vm->uart.rx_count, vm->uart.irq_level, vm->ioapic.rte[4],
+		lapic_irr_nonempty(&v->lapic) ? "set" : "empty", highest_isr, v->lapic.tpr, pending,
+		vendor_interrupt_state(v));
+}
+
 /* Host console input: bytes typed on COM1 go to the guest's UART. */
 static void console_poll(struct vm_timer *t, uint64_t now)
 {
 	struct vm *vm = t->opaque;
-	for (int n = 0; n < 16 && (inb(COM1 + 5) & 1); n++)
-		uart16550_receive(&vm->uart, inb(COM1));   /* a full FIFO flags an overrun, as a UART does */
+	/* only what the guest's receive FIFO can take: the rest waits in the host
+	 * UART (and QEMU) instead of being lost as an overrun */
+	while (vm->uart.rx_count < UART16550_RX_FIFO && (inb(COM1 + 5) & 1)) {
+		uint8_t ch = inb(COM1);
+		if (ch == CONSOLE_DUMP_KEY)
+			dump_interrupt_state(vm);
+		else
+			uart16550_receive(&vm->uart, ch);   /* a full FIFO flags an overrun */
+	}
 	vm_timer_arm(vm, t, now + tsc_hz() / (1000000 / CONSOLE_POLL_US));
 }
 

@@ -34,6 +34,8 @@ void vendor_handle_heavy(struct vcpu *v);
 void vendor_host_interrupt_window(void);
 /* Sleeps until a host interrupt has been taken. */
 void vendor_host_wait_for_interrupt(void);
+/* One short phrase on the vCPU's interrupt state, for debugging dumps. */
+const char *vendor_interrupt_state(struct vcpu *v);
 /* Describes where the guest is, for reports ("rip 0x..."). */
 uint64_t vendor_guest_rip(struct vcpu *v);
 

@@ -15,6 +15,8 @@ initrd.cpio.gz" (the kernel command line gets lp.test=1), waits for the shell
   /sys/hypervisor/type, 'Hypervisor detected' in dmesg   recorded, not checked
   date +%s; sleep 1; date +%s               1 or 2 s apart (the guest's clock)
   dmesg | grep -iE 'apic|timer|clocksource' no line with error/failed/bug/not working
+  (idle until the guest's uptime is 40 s)   the shell still answers (timers and
+                                            console input keep working)
   poweroff                                  lightpath: vm0: ended with status 0
                                             (ACPI power-off); QEMU exit 1
 and prints lightpath's exit statistics for the boot (with the light share).
@@ -39,6 +41,7 @@ import lpguest  # noqa: E402
 
 NAME = "linux-boot"
 PROMPT_TIMEOUT = int(os.environ.get("LP_LINUX_TIMEOUT", "180"))
+IDLE_UPTIME = 40  # seconds of guest uptime the VM must outlive at the prompt
 BAD_DMESG = re.compile(r"\b(error|failed|bug|not working)\b", re.I)
 
 
@@ -72,6 +75,9 @@ def run_test(direct):
         check("lightpath-linux: test mode (lp.test=1)" in g.text,
               "/init did not see lp.test=1 on the kernel command line")
 
+        # Kernel messages would interleave with the commands' output on the
+        # console: keep only emergencies there from now on (dmesg keeps all).
+        g.run("dmesg -n 1")
         out, rc = g.run("uname -r; cat /proc/cmdline")
         say("  %s: kernel %s" % (NAME, " / cmdline: ".join(out.split("\n")[:2])))
 
@@ -80,7 +86,8 @@ def run_test(direct):
         say("  %s: grep -c hypervisor /proc/cpuinfo: %s" % (NAME, out.strip()))
         check(n >= 1, "no 'hypervisor' flag in /proc/cpuinfo (grep -c printed '%s')" % out.strip())
 
-        out, rc = g.run("cat /sys/hypervisor/type 2>/dev/null; dmesg | grep -i 'hypervisor detected'")
+        out, rc = g.run("cat /sys/hypervisor/type 2>/dev/null; dmesg | grep -i 'hypervisor detected'",
+                        kernel_lines=True)
         say("  %s: hypervisor as Linux sees it: %s" % (NAME, "; ".join(
             l.strip() for l in out.splitlines() if l.strip()) or "(nothing: not a hypervisor Linux knows)"))
 
@@ -94,13 +101,29 @@ def run_test(direct):
         check(nums[1] - nums[0] in (1, 2), "sleep 1 took %d s by the guest's own clock"
               % (nums[1] - nums[0]))
 
-        out, rc = g.run("dmesg | grep -iE 'apic|timer|clocksource'")
+        out, rc = g.run("dmesg | grep -iE 'apic|timer|clocksource'", kernel_lines=True)
         lines = [l for l in out.splitlines() if l.strip()]
         say("  %s: dmesg | grep -iE 'apic|timer|clocksource': %d lines" % (NAME, len(lines)))
         for l in lines:
             say("    " + l)
+        check(lines, "dmesg | grep -iE 'apic|timer|clocksource' printed nothing (dmesg broken?)")
         bad = [l.strip() for l in lines if BAD_DMESG.search(l)]
         check(not bad, "dmesg reports an APIC/timer problem: " + " | ".join(bad[:3]))
+
+        # An interactive session outlives the boot: the VM must keep running
+        # (timers, console input) once it has been idle at the prompt.
+        out, rc = g.run("cut -d' ' -f1 /proc/uptime")
+        up = float(out.split()[0]) if out.split() else 0.0
+        if up < IDLE_UPTIME:
+            say("  %s: idle at the prompt until the guest's uptime is %d s (now %.1f s)"
+                % (NAME, IDLE_UPTIME, up))
+            time.sleep(IDLE_UPTIME - up)
+        try:
+            out, rc = g.run("cut -d' ' -f1 /proc/uptime", timeout=30)
+        except lpguest.GuestError as e:
+            raise Fail("the shell stopped answering after an idle spell at the prompt "
+                       "(uptime %.1f s before it): %s" % (up, e))
+        say("  %s: the shell still answers at uptime %s s" % (NAME, out.strip()))
 
         say("  %s: poweroff" % NAME)
         rc = g.poweroff()

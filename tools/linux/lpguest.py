@@ -16,6 +16,7 @@ Both: TCG, -cpu EPYC,+svm, no -icount, serial port on QEMU's stdin/stdout.
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -137,7 +138,8 @@ class Guest:
         self._seq = 0
 
     def command_line(self):
-        return " ".join(c if c and " " not in c else "'%s'" % c for c in self.cmd)
+        words = [rel(c) if c.startswith(ROOT + os.sep) else c for c in self.cmd]
+        return " ".join(c if c and " " not in c else "'%s'" % c for c in words)
 
     # ------------------------------------------------------------ process
 
@@ -146,8 +148,11 @@ class Guest:
         self._logf = open(self.log, "w")
         self._errf = open(os.path.splitext(self.log)[0] + ".stderr", "w")
         self.t0 = time.monotonic()
+        # A session (and process group) of its own: kill() ends timeout and
+        # QEMU together, never anything else.
         self.p = subprocess.Popen(self.cmd, cwd=ROOT, stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=self._errf, bufsize=0)
+                                  stdout=subprocess.PIPE, stderr=self._errf, bufsize=0,
+                                  start_new_session=True)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -185,8 +190,13 @@ class Guest:
             return ""
 
     def kill(self):
+        """Ends QEMU (and the timeout wrapping it): the process group of the
+        process start() began."""
         if self.p.poll() is None:
-            self.p.kill()
+            try:
+                os.killpg(self.p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         self.wait_exit(10)
 
     def wait_exit(self, timeout):
@@ -268,16 +278,19 @@ class Guest:
         self.say("  [%5.1f s] shell prompt" % self.t_prompt)
         return self.t_prompt
 
-    def run(self, cmd, timeout=60):
+    def run(self, cmd, timeout=60, kernel_lines=False):
         """Runs a shell command line; returns (output, exit status). The
         markers are typed as LPn""B so that the terminal's echo of the typed
-        line never matches them."""
+        line never matches them. Lines that look like the kernel's console
+        messages ("[   1.234567] ...") are dropped from the output unless
+        kernel_lines (for dmesg's own output)."""
         self._seq += 1
         n = self._seq
         self.send('echo LP%d""B; %s; echo LP%d""E $?\n' % (n, cmd, n))
         m = self.wait_for(r"(?s)LP%dB\n(.*?)LP%dE (\d+)\n" % (n, n), timeout,
                           "the end of '%s'" % cmd, progress=0)
-        return strip_vm_prefix(m.group(1)), int(m.group(2))
+        out = strip_vm_prefix(m.group(1))
+        return (out if kernel_lines else strip_printk(out)), int(m.group(2))
 
     def poweroff(self, timeout=120):
         """Types poweroff and waits for QEMU to exit; returns its status."""
@@ -297,6 +310,15 @@ def echoed(text):
     """What a terminal shows of typed text: no escape sequences, no line
     breaks (the line editor wraps long lines), no "[vmN] " prefixes."""
     return ANSI_ESCAPE.sub("", strip_vm_prefix(text)).replace("\n", "")
+
+
+PRINTK_LINE = re.compile(r"(?m)^\[\s*\d+\.\d+\] .*\n?")
+
+
+def strip_printk(text):
+    """Command output without the kernel's console messages (lines starting
+    "[   12.345678] ") that were printed while the command ran."""
+    return PRINTK_LINE.sub("", text)
 
 
 def strip_vm_prefix(text):

@@ -227,8 +227,11 @@ void vendor_host_interrupt_window(void)
 
 void vendor_host_wait_for_interrupt(void)
 {
-	/* sti's one-instruction shadow makes "sti; hlt" race-free */
-	asm volatile("stgi; sti; hlt; clgi" ::: "memory");
+	/* RFLAGS.IF is 1 on the heavy path (see vendor_state_enter): without the
+	 * cli, a pending timer interrupt would be taken at stgi and the hlt would
+	 * then wait for one that never comes. sti's shadow makes "sti; hlt"
+	 * race-free; IF is left at 1 for the next VMRUN. */
+	asm volatile("cli; stgi; sti; hlt; cli; clgi; sti" ::: "memory");
 }
 
 void vendor_state_enter(struct vcpu *v)
@@ -276,6 +279,26 @@ static void fill_guest_paging(struct vcpu *v, struct guest_paging *pg)
 	pg->cs_32 = vmcb->cs.attrib & (1u << 10);
 }
 
+static bool code_cache_fill(struct vcpu *v);
+
+/* The code page is not the cached one: walk the guest page tables for it
+ * (no world switch needed) and check again. */
+static __attribute__((noinline)) bool next_rip_refill(struct vcpu *v, uint32_t bytes,
+						      uint32_t mask, unsigned len, uint64_t *next)
+{
+	const struct vmcb *vmcb = &v->arch.vmcb;
+	if (!code_cache_fill(v))
+		return false;
+	uint64_t off = vmcb->cs.base + vmcb->rip - v->code_lin;
+	if (off > 4096 - 16)
+		return false;
+	uint32_t at = *(const unaligned_u32 *)(v->code_host + off);
+	if ((at & mask) != bytes)
+		return false;
+	*next = vmcb->rip + len;
+	return true;
+}
+
 /* Fast check: is the instruction at RIP exactly the plain encoding? Uses the
  * cached host mapping of the code page; false when it cannot tell (the heavy
  * path then decodes it properly). */
@@ -296,8 +319,33 @@ static inline __attribute__((always_inline)) bool next_rip_fast(struct vcpu *v, 
 			*next = rip + len;
 			return true;
 		}
+		return false;
 	}
-	return false;
+	return next_rip_refill(v, bytes, mask, len, next);
+}
+
+/* Points the code-page cache at the page holding CS:RIP (a guest page walk).
+ * Returns false when it cannot (unmapped, outside RAM, a 64-bit CS with a
+ * base, which the fast check's CS.base + RIP would get wrong). */
+static bool code_cache_fill(struct vcpu *v)
+{
+	const struct vmcb *vmcb = &v->arch.vmcb;
+	struct guest_paging pg;
+	fill_guest_paging(v, &pg);
+	uint64_t lin = (pg.cs_long ? 0 : vmcb->cs.base) + vmcb->rip;
+	if (!pg.cs_long)
+		lin &= 0xffffffffull;
+	uint64_t gpa;
+	if (lin != vmcb->cs.base + vmcb->rip || guest_linear_to_gpa(v->vm, &pg, lin, &gpa))
+		return false;
+	uint8_t *host = gpa_to_host(v->vm, gpa & ~0xfffull, 4096);
+	if (!host)
+		return false;
+	v->code_lin = lin & ~0xfffull;
+	v->code_cr3 = vmcb->cr3;
+	v->code_cr0 = vmcb->cr0;
+	v->code_host = host;
+	return true;
 }
 
 /* Slow path: walk the guest page tables, refill the cache, decode prefixes.
@@ -320,14 +368,7 @@ static uint64_t next_rip_slow(struct vcpu *v, const uint8_t *opcode, unsigned op
 			 vmcb->rip, got);
 		return 0;
 	}
-	uint64_t gpa;
-	if (lin == vmcb->cs.base + vmcb->rip && !guest_linear_to_gpa(v->vm, &pg, lin, &gpa) &&
-	    gpa_to_host(v->vm, gpa & ~0xfffull, 4096)) {
-		v->code_lin = lin & ~0xfffull;
-		v->code_cr3 = vmcb->cr3;
-		v->code_cr0 = vmcb->cr0;
-		v->code_host = gpa_to_host(v->vm, gpa & ~0xfffull, 4096);
-	}
+	code_cache_fill(v);
 	uint64_t next = vmcb->rip + len;
 	return pg.cs_long ? next : (next & 0xffffffffull);
 }
@@ -433,11 +474,25 @@ static __attribute__((noinline, cold)) uint64_t light_handled_leave(struct vcpu 
 	return 0;
 }
 
+static void svm_inject_interrupts(struct vcpu *v);
+
+/* Pending work found by the hazard check. Delivering an interrupt touches
+ * only the VMCB and the emulated controllers, so the light path does it;
+ * only a VM that has ended leaves for the heavy path. */
+static __attribute__((noinline, cold)) uint64_t light_pending(struct vcpu *v, unsigned reason)
+{
+	v->pending = 0;
+	if (v->vm->ended)
+		return light_handled_leave(v, reason);
+	svm_inject_interrupts(v);
+	return vcpu_pa(v);
+}
+
 /* The hazard check that ends every light exit (NOVA's "one test"). */
 static inline __attribute__((always_inline)) uint64_t light_resume(struct vcpu *v, unsigned reason)
 {
 	if (__builtin_expect(v->pending, 0))
-		return light_handled_leave(v, reason);
+		return light_pending(v, reason);
 	return vcpu_pa(v);
 }
 
@@ -518,10 +573,106 @@ static inline __attribute__((always_inline)) uint64_t light_hlt(struct vcpu *v, 
 	return light_resume(v, LP_EXIT_HLT);
 }
 
+/* The guest GPR `n` (x86 encoding order) as the light path has it: rbp and
+ * r12-r15 are still in the CPU there, so they are not reachable (0). */
+static uint64_t *light_gpr(struct vcpu *v, unsigned n)
+{
+	struct guest_regs *r = &v->regs;
+	switch (n) {
+	case 0: return &v->arch.vmcb.rax;
+	case 1: return &r->rcx;
+	case 2: return &r->rdx;
+	case 3: return &r->rbx;
+	case 4: return &v->arch.vmcb.rsp;
+	case 6: return &r->rsi;
+	case 7: return &r->rdi;
+	case 8: return &r->r8;
+	case 9: return &r->r9;
+	case 10: return &r->r10;
+	case 11: return &r->r11;
+	}
+	return 0;
+}
+
+#define NPF_FINAL_ACCESS (1ull << 32)
+#define NPF_FETCH        (1ull << 4)
+
+/* The local APIC's MMIO page on the light path: guests touch it on every
+ * interrupt (EOI) and timer change. The common encoding, a 32-bit MOV between
+ * a register and memory (any ModRM/SIB addressing), is decoded here from the
+ * cached code page; anything else goes to the emulator. */
+static uint64_t light_npf_lapic(struct vcpu *v)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	uint64_t gpa = vmcb->exitinfo2;
+	if (!(vmcb->exitinfo1 & NPF_FINAL_ACCESS) || (vmcb->exitinfo1 & NPF_FETCH) ||
+	    (gpa & ~0xfffull) != LAPIC_BASE || (gpa & 3) || lapic_x2apic(&v->lapic))
+		return light_to_heavy(v, LP_EXIT_NPF);
+	uint64_t rip = vmcb->rip;
+	uint64_t off = vmcb->cs.base + rip - v->code_lin;
+	if (off > 4096 - 16 || vmcb->cr3 != v->code_cr3 || vmcb->cr0 != v->code_cr0) {
+		if (!code_cache_fill(v))      /* a guest page walk, still no world switch */
+			return light_to_heavy(v, LP_EXIT_NPF);
+		off = vmcb->cs.base + rip - v->code_lin;
+		if (off > 4096 - 16)
+			return light_to_heavy(v, LP_EXIT_NPF);
+	}
+	const uint8_t *p = v->code_host + off;
+	unsigned len = 0, rex = 0;
+	if ((p[0] & 0xf0) == 0x40 && (vmcb->efer & EFER_LMA) && (vmcb->cs.attrib & (1u << 9)))
+		rex = p[len++];
+	uint8_t op = p[len], modrm = p[len + 1];
+	unsigned mod = modrm >> 6, rm = modrm & 7;
+	/* 32-bit or 64-bit addressing only (no 16-bit code, no 67 prefix) */
+	if ((op != 0x89 && op != 0x8b) || (rex & 8) || mod == 3 ||
+	    !(vmcb->cs.attrib & ((1u << 9) | (1u << 10))))
+		return light_to_heavy(v, LP_EXIT_NPF);
+	/* the length only: the nested page fault already gave the address */
+	len += 2;
+	if (rm == 4)
+		len += 1 + (mod == 0 && (p[len] & 7) == 5 ? 4 : 0);   /* SIB (+ disp32, no base) */
+	else if (mod == 0 && rm == 5)
+		len += 4;                     /* [rip + disp32] or [disp32] */
+	len += mod == 1 ? 1 : mod == 2 ? 4 : 0;
+	uint64_t *reg = light_gpr(v, ((modrm >> 3) & 7) | ((rex & 4) << 1));
+	if (!reg)
+		return light_to_heavy(v, LP_EXIT_NPF);
+	bool is_write = op == 0x89;
+	uint64_t data = (uint32_t)*reg;
+	lapic_mmio(v, gpa, &data, 4, is_write, &v->lapic);
+	if (!is_write)
+		*reg = (uint32_t)data;        /* a 32-bit load zero-extends */
+	else if (lapic_irr_nonempty(&v->lapic))
+		v->pending |= VCPU_PENDING_HEAVY;   /* an EOI/TPR write may unblock one */
+	vmcb->rip = rip + len;
+	if (!(vmcb->efer & EFER_LMA))
+		vmcb->rip &= 0xffffffffull;
+	return light_resume(v, LP_EXIT_NPF);
+}
+
 static __attribute__((noinline, cold)) uint64_t light_other(struct vcpu *v)
 {
-	unsigned reason = svm_exit_reason(v->arch.vmcb.exitcode);
+	struct vmcb *vmcb = &v->arch.vmcb;
+	unsigned reason = svm_exit_reason(vmcb->exitcode);
 	v->stats.exits[reason]++;
+	switch (reason) {
+	case LP_EXIT_NPF:
+		return light_npf_lapic(v);
+	case LP_EXIT_INTR:
+		/* a host timer interrupt: take it (the host IDT uses no IST, so the
+		 * guest's TR in the CPU does not matter), run the expired VM timers,
+		 * deliver what they raised */
+		if (vmcb->exitintinfo & SVM_EVTINJ_VALID)
+			break;                /* an event was being delivered: heavy */
+		vendor_host_interrupt_window();
+		vm_timers_run(v->vm);
+		return light_pending(v, reason);
+	case LP_EXIT_VINTR:
+		/* the interrupt window the injection asked for has opened */
+		vmcb->int_ctl &= ~INT_CTL_V_IRQ;
+		vmcb->intercept_misc1 &= ~SVM_INTERCEPT_VINTR;
+		return light_pending(v, reason);
+	}
 	return light_to_heavy(v, reason);
 }
 
@@ -811,6 +962,17 @@ int vendor_inject_virq(struct vcpu *v, uint8_t vector)
 	return 0;
 }
 
+const char *vendor_interrupt_state(struct vcpu *v)
+{
+	static char buf[96];
+	const struct vmcb *vmcb = &v->arch.vmcb;
+	snprintf(buf, sizeof(buf), "rflags.IF %u, shadow %u, eventinj 0x%lx, v_irq %u, vintr %u",
+		 (unsigned)((vmcb->rflags >> 9) & 1), (unsigned)(vmcb->int_state & 1), vmcb->eventinj,
+		 (unsigned)((vmcb->int_ctl >> 8) & 1),
+		 (unsigned)!!(vmcb->intercept_misc1 & SVM_INTERCEPT_VINTR));
+	return buf;
+}
+
 uint64_t vendor_guest_rip(struct vcpu *v)
 {
 	return v->arch.vmcb.rip;
@@ -997,8 +1159,10 @@ static void heavy_npf(struct vcpu *v)
 static void heavy_skip(struct vcpu *v, const uint8_t *op, unsigned len)
 {
 	uint64_t next = next_rip_slow(v, op, len);
-	if (next)
+	if (next) {
 		v->arch.vmcb.rip = next;
+		v->arch.vmcb.int_state &= ~1ull;  /* an STI/MOV SS shadow ends with the instruction */
+	}
 }
 
 /* Interrupt delivery, at the end of every heavy exit: the platform's next
@@ -1009,15 +1173,16 @@ static void svm_inject_interrupts(struct vcpu *v)
 {
 	struct vmcb *vmcb = &v->arch.vmcb;
 	bool from_pic, test;
-	if (vmcb->eventinj & SVM_EVTINJ_VALID)
-		return;                       /* an exception or re-injection goes first */
 	int vec = platform_intr_pending(v, &from_pic, &test);
 	if (vec < 0) {
 		vmcb->intercept_misc1 &= ~SVM_INTERCEPT_VINTR;
 		vmcb->int_ctl &= ~INT_CTL_V_IRQ;
 		return;
 	}
-	if ((vmcb->rflags & RFLAGS_IF) && !(vmcb->int_state & 1)) {
+	/* an exception or re-injected event goes first; the window exit that
+	 * follows it brings this interrupt */
+	if (!(vmcb->eventinj & SVM_EVTINJ_VALID) && (vmcb->rflags & RFLAGS_IF) &&
+	    !(vmcb->int_state & 1)) {
 		vec = platform_intr_ack(v, vec, from_pic, test);
 		if (vec < 0)
 			return;

@@ -1262,3 +1262,9 @@ void vendor_vcpu_init_linux(struct vcpu *v, const struct linux_boot_state *st)
 	vendor_vcpu_init(v, st->rip, 0, 0);
 	vm_fault(v->vm, "Linux guests are not supported on the Intel VT-x backend yet");
 }
+
+const char *vendor_interrupt_state(struct vcpu *v)
+{
+	(void)v;
+	return "(no interrupt state on the Intel VT-x backend yet)";
+}

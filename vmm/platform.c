@@ -184,12 +184,17 @@ void platform_start(struct vm *vm)
 
 int platform_intr_pending(struct vcpu *v, bool *from_pic, bool *test)
 {
+	const struct pic8259 *pic = &v->vm->pic;
 	*test = false;
 	*from_pic = false;
 	if (v->test_irq) {
 		*test = true;
 		return v->test_irq;
 	}
+	/* the common case on every heavy exit: nothing requested anywhere */
+	if (!lapic_irr_nonempty(&v->lapic) && !(pic->chip[0].irr & ~pic->chip[0].imr) &&
+	    !(pic->chip[1].irr & ~pic->chip[1].imr))
+		return -1;
 	return pc_intr_pending(&v->lapic, &v->vm->pic, from_pic);
 }
 

@@ -320,8 +320,8 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	v->vm = vm;
 
 	unsigned status;
+	exit_register_msrs(vm);      /* first: the MSR lookup is a scan in this order */
 	vm_create_devices(vm);
-	exit_register_msrs(vm);
 	if (vendor_vm_init(vm)) {
 		kprintf("lightpath: vm%u: cannot set up the VM (out of memory)\n", id);
 		status = LP_STATUS_HV_ERROR;

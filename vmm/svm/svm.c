@@ -281,24 +281,6 @@ static void fill_guest_paging(struct vcpu *v, struct guest_paging *pg)
 
 static bool code_cache_fill(struct vcpu *v);
 
-/* The code page is not the cached one: walk the guest page tables for it
- * (no world switch needed) and check again. */
-static __attribute__((noinline)) bool next_rip_refill(struct vcpu *v, uint32_t bytes,
-						      uint32_t mask, unsigned len, uint64_t *next)
-{
-	const struct vmcb *vmcb = &v->arch.vmcb;
-	if (!code_cache_fill(v))
-		return false;
-	uint64_t off = vmcb->cs.base + vmcb->rip - v->code_lin;
-	if (off > 4096 - 16)
-		return false;
-	uint32_t at = *(const unaligned_u32 *)(v->code_host + off);
-	if ((at & mask) != bytes)
-		return false;
-	*next = vmcb->rip + len;
-	return true;
-}
-
 /* Fast check: is the instruction at RIP exactly the plain encoding? Uses the
  * cached host mapping of the code page; false when it cannot tell (the heavy
  * path then decodes it properly). */
@@ -319,9 +301,8 @@ static inline __attribute__((always_inline)) bool next_rip_fast(struct vcpu *v, 
 			*next = rip + len;
 			return true;
 		}
-		return false;
 	}
-	return next_rip_refill(v, bytes, mask, len, next);
+	return false;
 }
 
 /* Points the code-page cache at the page holding CS:RIP (a guest page walk).
@@ -496,6 +477,8 @@ static inline __attribute__((always_inline)) uint64_t light_resume(struct vcpu *
 	return vcpu_pa(v);
 }
 
+static uint64_t light_code_miss(struct vcpu *v, unsigned reason);
+
 /* Every hypercall but the null one: out of line, reached by a tail call. */
 static __attribute__((noinline)) uint64_t light_hypercall_other(struct vcpu *v, uint64_t next)
 {
@@ -513,7 +496,7 @@ static inline __attribute__((always_inline)) uint64_t light_vmmcall(struct vcpu 
 	uint64_t next;
 	v->stats.exits[LP_EXIT_HYPERCALL]++;
 	if (!next_rip_fast(v, 0xd9010f, 0xffffff, 3, sw, &next))
-		return light_to_heavy(v, LP_EXIT_HYPERCALL);
+		return light_code_miss(v, LP_EXIT_HYPERCALL);
 	if (vmcb->rax != LP_HC_NULL)
 		return light_hypercall_other(v, next);
 	vmcb->rax = 0;
@@ -527,7 +510,7 @@ static inline __attribute__((always_inline)) uint64_t light_cpuid(struct vcpu *v
 	uint64_t next;
 	v->stats.exits[LP_EXIT_CPUID]++;
 	if (!next_rip_fast(v, 0xa20f, 0xffff, 2, sw, &next))
-		return light_to_heavy(v, LP_EXIT_CPUID);
+		return light_code_miss(v, LP_EXIT_CPUID);
 	do_cpuid(v);
 	vmcb->rip = next;
 	return light_resume(v, LP_EXIT_CPUID);
@@ -554,7 +537,7 @@ static inline __attribute__((always_inline)) uint64_t light_msr(struct vcpu *v, 
 	uint64_t next;
 	v->stats.exits[reason]++;
 	if (!next_rip_fast(v, wr ? 0x300f : 0x320f, 0xffff, 2, sw, &next))
-		return light_to_heavy(v, reason);
+		return light_code_miss(v, reason);
 	if (do_msr(v, wr))
 		vmcb->rip = next;
 	return light_resume(v, reason);
@@ -568,7 +551,7 @@ static inline __attribute__((always_inline)) uint64_t light_hlt(struct vcpu *v, 
 		return light_to_heavy(v, LP_EXIT_HLT);
 	uint64_t next;
 	if (!next_rip_fast(v, 0xf4, 0xff, 1, sw, &next))
-		return light_to_heavy(v, LP_EXIT_HLT);
+		return light_code_miss(v, LP_EXIT_HLT);
 	vmcb->rip = next;  /* the pending virtual interrupt is delivered at once */
 	return light_resume(v, LP_EXIT_HLT);
 }
@@ -687,6 +670,31 @@ static __attribute__((noinline, cold)) uint64_t light_other(struct vcpu *v)
 	{ return light_hlt(v, sw); }
 CASE_HANDLERS(0, 0)
 CASE_HANDLERS(1, SW_NRIP)
+
+/* The next-RIP check missed. If the code page is simply not the cached one,
+ * walk the guest page tables for it (no world switch needed) and run the
+ * handler again; if it is cached, the bytes are not the plain encoding (a
+ * prefix, say) and the heavy path decodes them. */
+static __attribute__((noinline, cold)) uint64_t light_code_miss(struct vcpu *v, unsigned reason)
+{
+	const struct vmcb *vmcb = &v->arch.vmcb;
+	uint64_t off = vmcb->cs.base + vmcb->rip - v->code_lin;
+	bool cached = off <= 4096 - 16 && vmcb->cr3 == v->code_cr3 && vmcb->cr0 == v->code_cr0;
+	if (cached || !code_cache_fill(v))
+		return light_to_heavy(v, reason);
+	/* within 16 bytes of the page end the fast check never looks: heavy */
+	if (vmcb->cs.base + vmcb->rip - v->code_lin > 4096 - 16)
+		return light_to_heavy(v, reason);
+	v->stats.exits[reason]--;            /* the retry counts it again */
+	switch (vmcb->exitcode) {
+	case SVM_EXIT_VMMCALL: return lh_vmmcall_0(v);
+	case SVM_EXIT_CPUID: return lh_cpuid_0(v);
+	case SVM_EXIT_MSR: return lh_msr_0(v);
+	case SVM_EXIT_HLT: return lh_hlt_0(v);
+	}
+	v->stats.exits[reason]++;
+	return light_to_heavy(v, reason);
+}
 
 static __attribute__((noinline)) uint64_t lh_io(struct vcpu *v)
 {

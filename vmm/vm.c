@@ -11,6 +11,7 @@
 #include "dev/pc_irq.h"
 #include "lib/printf.h"
 #include "lib/string.h"
+#include "emul/x86_emulate.h"
 #include "vmm/exit.h"
 #include "vmm/linux_boot.h"
 #include "vmm/loader.h"
@@ -74,6 +75,57 @@ int vm_port_access(struct vcpu *v, uint16_t port, uint64_t *data, unsigned size,
 		return IO_OK;
 	}
 	return vm->io[idx].fn(v, port, data, size, is_write, vm->io[idx].opaque);
+}
+
+static void *emul_gpa_ptr(struct emul_ctx *c, uint64_t gpa, size_t len)
+{
+	struct vcpu *v = c->opaque;
+	return gpa_to_host(v->vm, gpa, len);
+}
+
+static int emul_mmio_cb(struct emul_ctx *c, uint64_t gpa, uint64_t *data, unsigned size,
+			bool is_write)
+{
+	return vm_mmio_access(c->opaque, gpa, data, size, is_write);
+}
+
+static int emul_pio_cb(struct emul_ctx *c, uint16_t port, uint64_t *data, unsigned size,
+		       bool is_write)
+{
+	return vm_port_access(c->opaque, port, data, size, is_write);
+}
+
+void vm_emul_bind(struct vcpu *v, struct emul_ctx *c)
+{
+	c->gpa_ptr = emul_gpa_ptr;
+	c->mmio = emul_mmio_cb;
+	c->pio = emul_pio_cb;
+	c->opaque = v;
+}
+
+void vm_emul_retry(struct vcpu *v, uint64_t rip)
+{
+	/* the code or page tables changed under the emulator; a guest that keeps
+	 * doing that at one RIP would loop forever */
+	if (rip == v->emul_retry_rip && ++v->emul_retries >= 16) {
+		vm_fault(v->vm, "the instruction at rip 0x%lx keeps changing under the emulator", rip);
+		return;
+	}
+	if (rip != v->emul_retry_rip) {
+		v->emul_retry_rip = rip;
+		v->emul_retries = 1;
+	}
+}
+
+void vm_emul_unsupported(struct vcpu *v, const struct emul_result *res, const char *what)
+{
+	char bytes[3 * X86_MAX_INSN_LEN + 1];
+	unsigned n = 0;
+	for (unsigned i = 0; i < res->nbytes && n + 4 < sizeof(bytes); i++)
+		n += snprintf(bytes + n, sizeof(bytes) - n, "%s%02x", i ? " " : "", res->bytes[i]);
+	bytes[n] = 0;
+	vm_fault(v->vm, "cannot emulate the %s at rip 0x%lx (%s; bytes %s)", what, res->rip,
+		 res->reason ? res->reason : "?", n ? bytes : "none");
 }
 
 int vm_register_msr(struct vm *vm, uint32_t base, uint32_t count, msr_handler_fn fn)

@@ -176,6 +176,15 @@ const struct io_range *vm_find_mmio(const struct vm *vm, uint64_t gpa);
  * (counted as denied). Returns IO_OK, IO_VM_END or a negative error. */
 int vm_mmio_access(struct vcpu *v, uint64_t gpa, uint64_t *data, unsigned size, bool is_write);
 int vm_port_access(struct vcpu *v, uint16_t port, uint64_t *data, unsigned size, bool is_write);
+struct emul_ctx;
+/* Points the instruction emulator's memory, MMIO and port callbacks at this
+ * vCPU's VM (the backends fill in the registers). */
+void vm_emul_bind(struct vcpu *v, struct emul_ctx *c);
+struct emul_result;
+/* EMUL_RETRY at `rip`: resume, unless it keeps happening (then stop the VM). */
+void vm_emul_retry(struct vcpu *v, uint64_t rip);
+/* EMUL_UNSUPPORTED: stop the VM with one line naming `what` and the bytes. */
+void vm_emul_unsupported(struct vcpu *v, const struct emul_result *res, const char *what);
 int vm_register_msr(struct vm *vm, uint32_t base, uint32_t count, msr_handler_fn fn);
 /* Fires every armed timer whose deadline has passed and reprograms the host
  * timer for the next one. Returns true if any fired. */

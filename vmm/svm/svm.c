@@ -14,6 +14,7 @@
 #include "vmm/guest_mem.h"
 #include "vmm/linux_boot.h"
 #include "vmm/platform.h"
+#include "vmm/state_switch.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
 
@@ -38,10 +39,6 @@ typedef uint32_t __attribute__((may_alias, aligned(1))) unaligned_u32;
 
 static uint64_t host_vmstate_pa;   /* VMCB-format page holding the host's VMLOAD state */
 static bool has_nrip;
-static uint64_t host_smsr[SMSR_COUNT];
-static const uint32_t smsr_index[SMSR_COUNT] = {
-	MSR_STAR, MSR_LSTAR, MSR_CSTAR, MSR_SFMASK, MSR_KERNEL_GS_BASE,
-};
 
 static inline void svm_vmload(uint64_t pa) { asm volatile("vmload %%rax" ::"a"(pa) : "memory"); }
 static inline void svm_vmsave(uint64_t pa) { asm volatile("vmsave %%rax" ::"a"(pa) : "memory"); }
@@ -80,8 +77,7 @@ int vendor_cpu_init(const struct lp_options *opt)
 	}
 	wrmsr(MSR_VM_HSAVE_PA, hsave);
 	svm_vmsave(host_vmstate_pa);
-	for (unsigned i = 0; i < SMSR_COUNT; i++)
-		host_smsr[i] = rdmsr(smsr_index[i]);
+	state_switch_init();
 	kprintf("lightpath: AMD SVM with nested paging; next RIP from %s\n",
 		has_nrip ? "the CPU (NRIP save)" : "lightpath's own decoding (no NRIP save)");
 	return 0;
@@ -137,22 +133,15 @@ void vendor_vm_destroy(struct vm *vm)
 
 /* ---- per-exit state pieces (the "always" switches) and their lazy forms ---- */
 
+/* DR6 and DR7 are in the VMCB: only DR0-3 are switched by hand. */
 static inline void dr_save_guest_load_host(struct vcpu *v)
 {
-	asm volatile("mov %%dr0, %0" : "=r"(v->guest_dr[0]));
-	asm volatile("mov %%dr1, %0" : "=r"(v->guest_dr[1]));
-	asm volatile("mov %%dr2, %0" : "=r"(v->guest_dr[2]));
-	asm volatile("mov %%dr3, %0" : "=r"(v->guest_dr[3]));
-	/* the host uses no breakpoints: its DR0-3 are zero */
-	asm volatile("mov %0, %%dr0; mov %0, %%dr1; mov %0, %%dr2; mov %0, %%dr3" ::"r"(0ull));
+	dr03_save_guest_load_host(v);
 }
 
 static inline void dr_load_guest(struct vcpu *v)
 {
-	asm volatile("mov %0, %%dr0" ::"r"(v->guest_dr[0]));
-	asm volatile("mov %0, %%dr1" ::"r"(v->guest_dr[1]));
-	asm volatile("mov %0, %%dr2" ::"r"(v->guest_dr[2]));
-	asm volatile("mov %0, %%dr3" ::"r"(v->guest_dr[3]));
+	dr03_load_guest(v);
 }
 
 static inline void pmu_save_guest_load_host(struct vcpu *v)
@@ -173,20 +162,6 @@ static inline void pmu_load_guest(struct vcpu *v)
 		wrmsr(MSR_PERF_CTL0 + i, v->guest_pmu[i]);
 		wrmsr(MSR_PERF_CTR0 + i, v->guest_pmu[4 + i]);
 	}
-}
-
-static inline void smsr_save_guest_load_host(struct vcpu *v)
-{
-	for (unsigned i = 0; i < SMSR_COUNT; i++)
-		v->guest_smsr[i] = rdmsr(smsr_index[i]);
-	for (unsigned i = 0; i < SMSR_COUNT; i++)
-		wrmsr(smsr_index[i], host_smsr[i]);
-}
-
-static inline void smsr_load_guest(struct vcpu *v)
-{
-	for (unsigned i = 0; i < SMSR_COUNT; i++)
-		wrmsr(smsr_index[i], v->guest_smsr[i]);
 }
 
 /* Right after #VMEXIT, for the switches set to "always". */
@@ -896,14 +871,6 @@ static uint64_t *vmcb_vmstate_field(struct vmcb *vmcb, uint32_t msr)
 	return 0;
 }
 
-static int smsr_slot(uint32_t msr)
-{
-	for (int i = 0; i < SMSR_COUNT; i++)
-		if (smsr_index[i] == msr)
-			return i;
-	return -1;
-}
-
 static bool canonical(uint64_t a)
 {
 	return (uint64_t)((int64_t)(a << 16) >> 16) == a;
@@ -1020,24 +987,6 @@ static void heavy_io(struct vcpu *v)
 
 /* ---- the instruction emulator (MMIO and port I/O), heavy path only ---- */
 
-static void *emul_gpa_ptr(struct emul_ctx *c, uint64_t gpa, size_t len)
-{
-	struct vcpu *v = c->opaque;
-	return gpa_to_host(v->vm, gpa, len);
-}
-
-static int emul_mmio_cb(struct emul_ctx *c, uint64_t gpa, uint64_t *data, unsigned size,
-			bool is_write)
-{
-	return vm_mmio_access(c->opaque, gpa, data, size, is_write);
-}
-
-static int emul_pio_cb(struct emul_ctx *c, uint16_t port, uint64_t *data, unsigned size,
-		       bool is_write)
-{
-	return vm_port_access(c->opaque, port, data, size, is_write);
-}
-
 static void emul_ctx_load(struct vcpu *v, struct emul_ctx *c)
 {
 	const struct vmcb *vmcb = &v->arch.vmcb;
@@ -1058,10 +1007,7 @@ static void emul_ctx_load(struct vcpu *v, struct emul_ctx *c)
 	c->cpl = vmcb->cpl;
 	c->maxphyaddr = 0;
 	c->rep_max = 0;
-	c->gpa_ptr = emul_gpa_ptr;
-	c->mmio = emul_mmio_cb;
-	c->pio = emul_pio_cb;
-	c->opaque = v;
+	vm_emul_bind(v, c);
 }
 
 static void emul_ctx_store(struct vcpu *v, const struct emul_ctx *c)
@@ -1112,33 +1058,15 @@ static void heavy_emulate(struct vcpu *v, enum heavy_emul what, uint64_t fault_g
 		inject_exception(v, res.vector, res.has_error_code, res.error_code);
 		break;
 	case EMUL_RETRY:
-		/* the code or page tables changed under us; a guest that keeps
-		 * doing that at one RIP would loop here forever */
-		if (v->arch.vmcb.rip == v->emul_retry_rip && ++v->emul_retries >= 16) {
-			vm_fault(v->vm, "the instruction at rip 0x%lx keeps changing under the emulator",
-				 v->emul_retry_rip);
-			return;
-		}
-		if (v->arch.vmcb.rip != v->emul_retry_rip) {
-			v->emul_retry_rip = v->arch.vmcb.rip;
-			v->emul_retries = 1;
-		}
+		vm_emul_retry(v, v->arch.vmcb.rip);
 		return;
 	case EMUL_VM_END:
 		emul_ctx_store(v, &c);
 		break;
-	case EMUL_UNSUPPORTED: {
-		char bytes[3 * X86_MAX_INSN_LEN + 1];
-		unsigned n = 0;
-		for (unsigned i = 0; i < res.nbytes && n + 4 < sizeof(bytes); i++)
-			n += snprintf(bytes + n, sizeof(bytes) - n, "%s%02x", i ? " " : "", res.bytes[i]);
-		bytes[n] = 0;
-		vm_fault(v->vm, "cannot emulate the %s at rip 0x%lx (%s; bytes %s)",
-			 what == HEAVY_EMUL_MMIO ? "MMIO access" :
-			 what == HEAVY_EMUL_STRING_IO ? "string I/O" : "port I/O",
-			 res.rip, res.reason ? res.reason : "?", n ? bytes : "none");
+	case EMUL_UNSUPPORTED:
+		vm_emul_unsupported(v, &res, what == HEAVY_EMUL_MMIO ? "MMIO access" :
+					     what == HEAVY_EMUL_STRING_IO ? "string I/O" : "port I/O");
 		break;
-	}
 	case EMUL_IO_ERROR:
 		vm_fault(v->vm, "device error %d during emulation at rip 0x%lx", res.io_error,
 			 v->arch.vmcb.rip);

@@ -17,6 +17,7 @@
 #include "vmm/exit.h"
 #include "vmm/guest_mem.h"
 #include "vmm/linux_boot.h"
+#include "vmm/state_switch.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
 #include "vmm/vmx/vmcs.h"
@@ -37,10 +38,6 @@ void vmx_exit_stub(void);
 #define PER_EXIT_MASK    (SW_DR_ALWAYS | SW_PMU_ALWAYS | SW_MSR_ALWAYS)
 
 struct vmx_caps vmx_caps;
-static uint64_t host_smsr[SMSR_COUNT];
-static const uint32_t smsr_index[SMSR_COUNT] = {
-	MSR_STAR, MSR_LSTAR, MSR_CSTAR, MSR_SFMASK, MSR_KERNEL_GS_BASE,
-};
 
 /* VM exits load TR from HOST_TR_SEL, which must not be 0: the boot GDT has
  * no TSS, so the backend installs its own GDT (the boot code/data
@@ -174,8 +171,7 @@ int vendor_cpu_init(const struct lp_options *opt)
 	*(uint32_t *)(uintptr_t)region = (uint32_t)c->basic & 0x7fffffffu;
 	if (!vmxon(region))
 		return vmx_fail("VMXON failed");
-	for (unsigned i = 0; i < SMSR_COUNT; i++)
-		host_smsr[i] = rdmsr(smsr_index[i]);
+	state_switch_init();
 	kprintf("lightpath: Intel VMX with EPT and unrestricted guest%s; next RIP from the "
 		"VM-exit instruction length; %u PMU counters; svm.vmload has no VMX meaning and "
 		"is ignored\n", c->vpid ? ", VPID" : "", c->pmu_counters);
@@ -243,24 +239,17 @@ void vendor_vm_destroy(struct vm *vm)
 
 /* ---- per-exit state pieces (the "always" switches) and their lazy forms ---- */
 
+/* The VMCS holds DR7 but not DR6: DR0-3 and DR6 are switched by hand. */
 static inline void dr_save_guest_load_host(struct vcpu *v)
 {
-	asm volatile("mov %%dr0, %0" : "=r"(v->guest_dr[0]));
-	asm volatile("mov %%dr1, %0" : "=r"(v->guest_dr[1]));
-	asm volatile("mov %%dr2, %0" : "=r"(v->guest_dr[2]));
-	asm volatile("mov %%dr3, %0" : "=r"(v->guest_dr[3]));
+	dr03_save_guest_load_host(v);
 	asm volatile("mov %%dr6, %0" : "=r"(v->arch.guest_dr6));
-	/* the host uses no breakpoints: its DR0-3 are zero, DR6 at rest */
-	asm volatile("mov %0, %%dr0; mov %0, %%dr1; mov %0, %%dr2; mov %0, %%dr3" ::"r"(0ull));
-	asm volatile("mov %0, %%dr6" ::"r"(0xffff0ff0ull));
+	asm volatile("mov %0, %%dr6" ::"r"(0xffff0ff0ull));   /* the host's DR6 at rest */
 }
 
 static inline void dr_load_guest(struct vcpu *v)
 {
-	asm volatile("mov %0, %%dr0" ::"r"(v->guest_dr[0]));
-	asm volatile("mov %0, %%dr1" ::"r"(v->guest_dr[1]));
-	asm volatile("mov %0, %%dr2" ::"r"(v->guest_dr[2]));
-	asm volatile("mov %0, %%dr3" ::"r"(v->guest_dr[3]));
+	dr03_load_guest(v);
 	asm volatile("mov %0, %%dr6" ::"r"(v->arch.guest_dr6));
 }
 
@@ -286,20 +275,6 @@ static inline void pmu_load_guest(struct vcpu *v)
 		wrmsr(MSR_IA32_PERFEVTSEL0 + i, v->guest_pmu[i]);
 		wrmsr(MSR_IA32_PMC0 + i, v->guest_pmu[4 + i]);
 	}
-}
-
-static inline void smsr_save_guest_load_host(struct vcpu *v)
-{
-	for (unsigned i = 0; i < SMSR_COUNT; i++)
-		v->guest_smsr[i] = rdmsr(smsr_index[i]);
-	for (unsigned i = 0; i < SMSR_COUNT; i++)
-		wrmsr(smsr_index[i], host_smsr[i]);
-}
-
-static inline void smsr_load_guest(struct vcpu *v)
-{
-	for (unsigned i = 0; i < SMSR_COUNT; i++)
-		wrmsr(smsr_index[i], v->guest_smsr[i]);
 }
 
 /* Right after the VM exit, for the switches set to "always". */
@@ -816,14 +791,6 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 
 /* ---- MSRs whose guest copy lives in the VMCS or in the CPU ---- */
 
-static int smsr_slot(uint32_t msr)
-{
-	for (int i = 0; i < SMSR_COUNT; i++)
-		if (smsr_index[i] == msr)
-			return i;
-	return -1;
-}
-
 static bool canonical(uint64_t a)
 {
 	return (uint64_t)((int64_t)(a << 16) >> 16) == a;
@@ -957,24 +924,6 @@ static void heavy_io(struct vcpu *v)
 
 /* ---- the instruction emulator (MMIO and port I/O), heavy path only ---- */
 
-static void *emul_gpa_ptr(struct emul_ctx *c, uint64_t gpa, size_t len)
-{
-	struct vcpu *v = c->opaque;
-	return gpa_to_host(v->vm, gpa, len);
-}
-
-static int emul_mmio_cb(struct emul_ctx *c, uint64_t gpa, uint64_t *data, unsigned size,
-			bool is_write)
-{
-	return vm_mmio_access(c->opaque, gpa, data, size, is_write);
-}
-
-static int emul_pio_cb(struct emul_ctx *c, uint16_t port, uint64_t *data, unsigned size,
-		       bool is_write)
-{
-	return vm_port_access(c->opaque, port, data, size, is_write);
-}
-
 static void emul_ctx_load(struct vcpu *v, struct emul_ctx *c)
 {
 	const struct guest_regs *r = &v->regs;
@@ -993,10 +942,7 @@ static void emul_ctx_load(struct vcpu *v, struct emul_ctx *c)
 	c->cpl = (vmread(VMCS_GUEST_SS_AR) >> 5) & 3;   /* SS.DPL is the CPL */
 	c->maxphyaddr = 0;
 	c->rep_max = 0;
-	c->gpa_ptr = emul_gpa_ptr;
-	c->mmio = emul_mmio_cb;
-	c->pio = emul_pio_cb;
-	c->opaque = v;
+	vm_emul_bind(v, c);
 }
 
 static void emul_ctx_store(struct vcpu *v, const struct emul_ctx *c)
@@ -1048,33 +994,15 @@ static void heavy_emulate(struct vcpu *v, enum heavy_emul what, uint64_t fault_g
 		inject_exception(res.vector, res.has_error_code, res.error_code);
 		break;
 	case EMUL_RETRY:
-		/* the code or page tables changed under us; a guest that keeps
-		 * doing that at one RIP would loop here forever */
-		if (rip == v->emul_retry_rip && ++v->emul_retries >= 16) {
-			vm_fault(v->vm, "the instruction at rip 0x%lx keeps changing under the emulator",
-				 v->emul_retry_rip);
-			return;
-		}
-		if (rip != v->emul_retry_rip) {
-			v->emul_retry_rip = rip;
-			v->emul_retries = 1;
-		}
+		vm_emul_retry(v, rip);
 		return;
 	case EMUL_VM_END:
 		emul_ctx_store(v, &c);
 		break;
-	case EMUL_UNSUPPORTED: {
-		char bytes[3 * X86_MAX_INSN_LEN + 1];
-		unsigned n = 0;
-		for (unsigned i = 0; i < res.nbytes && n + 4 < sizeof(bytes); i++)
-			n += snprintf(bytes + n, sizeof(bytes) - n, "%s%02x", i ? " " : "", res.bytes[i]);
-		bytes[n] = 0;
-		vm_fault(v->vm, "cannot emulate the %s at rip 0x%lx (%s; bytes %s)",
-			 what == HEAVY_EMUL_MMIO ? "MMIO access" :
-			 what == HEAVY_EMUL_STRING_IO ? "string I/O" : "port I/O",
-			 res.rip, res.reason ? res.reason : "?", n ? bytes : "none");
+	case EMUL_UNSUPPORTED:
+		vm_emul_unsupported(v, &res, what == HEAVY_EMUL_MMIO ? "MMIO access" :
+					     what == HEAVY_EMUL_STRING_IO ? "string I/O" : "port I/O");
 		break;
-	}
 	case EMUL_IO_ERROR:
 		vm_fault(v->vm, "device error %d during emulation at rip 0x%lx", res.io_error, rip);
 		break;

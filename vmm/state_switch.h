@@ -1,0 +1,51 @@
+/* The vendor-neutral pieces of the state switch both backends do on heavy
+ * exits (or on every exit, for a switch set to "always"): the syscall MSRs
+ * of seed 000 and debug registers DR0-3 of seed 001. */
+#ifndef VMM_STATE_SWITCH_H
+#define VMM_STATE_SWITCH_H
+
+#include "core/cpu.h"
+#include "vmm/vm.h"
+
+/* MSR numbers of enum syscall_msr, and the host's values (read once). */
+extern const uint32_t smsr_index[SMSR_COUNT];
+extern uint64_t host_smsr[SMSR_COUNT];
+
+/* Reads the host's syscall MSRs; call once the CPU is set up. */
+void state_switch_init(void);
+/* The enum syscall_msr slot of `msr`, or -1. */
+int smsr_slot(uint32_t msr);
+
+static inline void smsr_save_guest_load_host(struct vcpu *v)
+{
+	for (unsigned i = 0; i < SMSR_COUNT; i++)
+		v->guest_smsr[i] = rdmsr(smsr_index[i]);
+	for (unsigned i = 0; i < SMSR_COUNT; i++)
+		wrmsr(smsr_index[i], host_smsr[i]);
+}
+
+static inline void smsr_load_guest(struct vcpu *v)
+{
+	for (unsigned i = 0; i < SMSR_COUNT; i++)
+		wrmsr(smsr_index[i], v->guest_smsr[i]);
+}
+
+static inline void dr03_save_guest_load_host(struct vcpu *v)
+{
+	asm volatile("mov %%dr0, %0" : "=r"(v->guest_dr[0]));
+	asm volatile("mov %%dr1, %0" : "=r"(v->guest_dr[1]));
+	asm volatile("mov %%dr2, %0" : "=r"(v->guest_dr[2]));
+	asm volatile("mov %%dr3, %0" : "=r"(v->guest_dr[3]));
+	/* the host uses no breakpoints: its DR0-3 are zero */
+	asm volatile("mov %0, %%dr0; mov %0, %%dr1; mov %0, %%dr2; mov %0, %%dr3" ::"r"(0ull));
+}
+
+static inline void dr03_load_guest(struct vcpu *v)
+{
+	asm volatile("mov %0, %%dr0" ::"r"(v->guest_dr[0]));
+	asm volatile("mov %0, %%dr1" ::"r"(v->guest_dr[1]));
+	asm volatile("mov %0, %%dr2" ::"r"(v->guest_dr[2]));
+	asm volatile("mov %0, %%dr3" ::"r"(v->guest_dr[3]));
+}
+
+#endif

@@ -60,9 +60,20 @@ int vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 			else
 				break;
 		}
-		int width = 0;
+		int width = 0, precision = -1;
 		while (*fmt >= '0' && *fmt <= '9')
 			width = width * 10 + (*fmt++ - '0');
+		if (*fmt == '.') {          /* precision: honoured for %s only */
+			fmt++;
+			precision = 0;
+			if (*fmt == '*') {
+				precision = va_arg(ap, int);
+				fmt++;
+			} else {
+				while (*fmt >= '0' && *fmt <= '9')
+					precision = precision * 10 + (*fmt++ - '0');
+			}
+		}
 		int lng = 0;
 		while (*fmt == 'l' || *fmt == 'z') {
 			lng++;
@@ -99,13 +110,13 @@ int vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 			if (!s)
 				s = "(null)";
 			int len = 0;
-			while (s[len])
+			while (s[len] && (precision < 0 || len < precision))
 				len++;
 			if (!left)
 				for (; width > len; width--)
 					put(&o, ' ');
-			while (*s)
-				put(&o, *s++);
+			for (int i = 0; i < len; i++)
+				put(&o, s[i]);
 			if (left)
 				for (; width > len; width--)
 					put(&o, ' ');

@@ -1,5 +1,6 @@
 /* Freestanding formatted output: %d %i %u %x %X %o %c %s %p %%, with flags
- * '-' and '0', a width, and the length modifiers l, ll, z. */
+ * '-' and '0', a width, a precision for %s (".N" or ".*"), and the length
+ * modifiers l, ll, z. */
 #ifndef LIB_PRINTF_H
 #define LIB_PRINTF_H
 

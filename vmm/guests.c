@@ -64,10 +64,16 @@ unsigned guests_run_all(const struct boot_info *bi, const struct lp_options *opt
 		is_config[i] = vmconfig_is_config(module_data(m), m->end - m->start);
 		if (!is_config[i])
 			continue;
-		size_t plen = path_len(m->cmdline);
 		if (vmconfig_parse((const char *)module_data(m), m->end - m->start, &configs[i], err,
 				   sizeof(err))) {
-			kprintf("lightpath: error: %.*s:%s\n", (int)plen, m->cmdline, err);
+			char path[64];
+			size_t plen = path_len(m->cmdline);
+			if (plen >= sizeof(path))
+				plen = sizeof(path) - 1;
+			memcpy(path, m->cmdline, plen);
+			path[plen] = 0;
+			/* the parser's message starts with ":<line>:" */
+			kprintf("lightpath: error: %s%s\n", path, err);
 			continue;
 		}
 		config_ok[i] = true;

@@ -358,6 +358,131 @@ def make_non_multiboot_elf():
     return path
 
 
+# Bad VM descriptions and bad Linux images, each followed by a healthy hello
+# VM in the same boot: one clear line for the bad VM (vm0), then hello runs as
+# vm1 and lightpath powers off normally.
+NORMAL_LINE = re.compile(r"^lightpath: (lightweight-exit hypervisor|options: |AMD SVM with nested paging|"
+                         r"vm\d+: loaded |vm\d+: ended with status |vm\d+: exit statistics\s*$|"
+                         r"all VMs ended; powering off )")
+HELLO = GUESTS + "/hello.elf"
+LINUX_KERNEL = "build/linux/vmlinuz"
+LINUX_KERNEL_LOCK = threading.Lock()
+
+
+def write_test_file(name, data):
+    """Writes build/test/<name> (text or bytes); returns its repo-relative path."""
+    path = "build/test/" + name
+    with open(os.path.join(ROOT, path), "wb") as f:
+        f.write(data.encode() if isinstance(data, str) else data)
+    return path
+
+
+def linux_kernel():
+    """build/linux/vmlinuz, built (Debian's kernel, `tools/linux/build.sh
+    --kernel-only`) when missing or out of date; never skipped."""
+    with LINUX_KERNEL_LOCK:
+        log = os.path.join(OUT, "linux-kernel-build.log")
+        with open(log, "w") as f:
+            try:
+                p = subprocess.run([os.path.join(ROOT, "tools", "linux", "build.sh"), "--kernel-only"],
+                                   cwd=ROOT, stdout=f, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, timeout=900)
+            except subprocess.TimeoutExpired:
+                raise Fail("tools/linux/build.sh --kernel-only hung (see build/test/linux-kernel-build.log)")
+        check(p.returncode == 0, "tools/linux/build.sh --kernel-only exited %d (see "
+              "build/test/linux-kernel-build.log)" % p.returncode)
+        path = os.path.join(ROOT, LINUX_KERNEL)
+        check(os.path.isfile(path) and os.path.getsize(path) > 1 << 20,
+              "tools/linux/build.sh --kernel-only did not produce " + LINUX_KERNEL)
+        return LINUX_KERNEL
+
+
+def expect_bad_vm_then_hello(b, line):
+    """Exactly one problem line, equal to `line` (a regex for the whole line,
+    anchored), for vm0; then hello runs as vm1 and all ends with status 0."""
+    b.expect_not(r"^lightpath: panic:.*", "a hypervisor panic")
+    odd = [l.strip() for l in b.lines if l.startswith("lightpath:") and not NORMAL_LINE.match(l)]
+    check(odd, "no error line for the bad VM (wanted /%s/); %s" % (line, b.why_rc()))
+    check(len(odd) == 1, "expected one error line, got %d: %s" % (len(odd), " | ".join(odd[:4])))
+    check(re.fullmatch(line + r"\s*", odd[0]) is not None,
+          "wrong error line: %r (wanted /%s/)" % (odd[0], line))
+    b.expect_not(r"^lightpath: vm0: loaded .*", "the bad VM must not be loaded")
+    b.expect_not(r"^\[vm0\] .*", "the bad VM must print nothing")
+    b.expect(r"^lightpath: vm1: loaded %s " % re.escape(HELLO), "'lightpath: vm1: loaded %s ...'" % HELLO)
+    b.expect(r"^\[vm1\] hello from lightpath guest\s*$",
+             "'[vm1] hello from lightpath guest' (the next VM must still run)")
+    b.expect(r"^lightpath: vm1: ended with status 0 ", "'lightpath: vm1: ended with status 0 (...)'")
+    b.expect_rc(1)
+    b.expect_powered_off(0)
+
+
+def t_bad_config(label, text, line_for):
+    """A VM description `text` (build/test/bad-config-<label>.cfg), then hello;
+    line_for(path) is the regex of the one error line expected."""
+    def run():
+        path = write_test_file("bad-config-%s.cfg" % label, text)
+        b = Boot("bad-config-" + label, [path, HELLO])
+        expect_bad_vm_then_hello(b, line_for(re.escape(path)))
+        return b
+    return run
+
+
+BAD_CONFIGS = (
+    ("unknown-key", "# lightpath vm\nkernel = vmlinuz\ncolour = blue\nmemory = 64\n",
+     lambda p: r"lightpath: error: %s:3: unknown key 'colour' "
+               r"\(accepted: name kernel initrd cmdline memory cpus\)" % p),
+    ("memory", "# lightpath vm\nname = small\n\n# too little\nmemory = 12\nkernel = vmlinuz\n",
+     lambda p: r"lightpath: error: %s:5: memory = 12: use 16\.\.3072 \(MiB\)" % p),
+    ("no-kernel", "# lightpath vm\nname = nokernel\nmemory = 64\n",
+     lambda p: r"lightpath: error: %s: no 'kernel = \.\.\.' line \(every VM needs a kernel\)" % p),
+    ("missing-module", "# lightpath vm\nkernel = missing.elf\n",
+     lambda p: r"lightpath: vm0: %s names module 'missing\.elf', which was not given" % p),
+)
+
+
+def image_refused(path, reason):
+    return r"lightpath: vm0: cannot load guest image '%s': %s" % (re.escape(path), reason)
+
+
+def t_bad_linux_truncated():
+    kernel = linux_kernel()
+    with open(os.path.join(ROOT, kernel), "rb") as f:
+        head = f.read(0x300)
+    check(head[0x202:0x206] == b"HdrS", "%s has no HdrS magic" % kernel)
+    setup = ((head[0x1f1] or 4) + 1) * 512
+    path = write_test_file("bad-linux-truncated.bzImage", head)
+    b = Boot("bad-linux-truncated", [path, HELLO])
+    expect_bad_vm_then_hello(b, image_refused(path, r"truncated bzImage: 768 bytes, but the setup "
+                                              r"code alone is %d" % setup))
+    return b
+
+
+def t_bad_linux_old_protocol():
+    img = bytearray(0x1000)
+    img[0x1f1] = 1                                    # setup_sects
+    img[0x1fe:0x200] = struct.pack("<H", 0xaa55)      # boot_flag
+    img[0x202:0x206] = b"HdrS"
+    img[0x206:0x208] = struct.pack("<H", 0x0204)      # boot protocol 2.04
+    path = write_test_file("bad-linux-old-protocol.bzImage", bytes(img))
+    b = Boot("bad-linux-old-protocol", [path, HELLO])
+    expect_bad_vm_then_hello(b, image_refused(path, r"boot protocol 2\.04 is too old: 64-bit entry "
+                                              r"needs 2\.06\+"))
+    return b
+
+
+def t_bad_linux_small_memory():
+    kernel = linux_kernel()
+    path = write_test_file("bad-linux-small-memory.cfg",
+                           "# lightpath vm\nname = tiny\nkernel = vmlinuz\nmemory = 32\n")
+    b = Boot("bad-linux-small-memory", [path, kernel, HELLO])
+    expect_bad_vm_then_hello(b, r"lightpath: vm0: cannot load guest image 'vmlinuz': the kernel needs "
+                                r"(\d+) MiB; the VM has 32 MiB \(it loads at \d+ MiB and unpacks into "
+                                r"\d+ MiB from there\)")
+    need = int(b.find(r"^lightpath: vm0: cannot load .* the kernel needs (\d+) MiB").group(1))
+    check(need > 32, "the kernel 'needs %d MiB', yet 32 MiB were refused" % need)
+    return b
+
+
 def t_no_svm():
     b = Boot("no-svm", [guest("hello")], cpu="EPYC,-svm", timeout=min(TIMEOUT, 30))
     b.expect(r"^%s\s*$" % re.escape(NO_SVM_LINE), "'%s'" % NO_SVM_LINE)
@@ -565,6 +690,11 @@ def all_tests():
     t.append((1, "no-modules", t_no_modules))
     t.append((1, "bad-image-text", t_bad_image("text", make_text_file)))
     t.append((1, "bad-image-elf", t_bad_image("elf", make_non_multiboot_elf)))
+    for label, text, line_for in BAD_CONFIGS:
+        t.append((1, "bad-config-" + label, t_bad_config(label, text, line_for)))
+    t.append((1, "bad-linux-truncated", t_bad_linux_truncated))
+    t.append((1, "bad-linux-old-protocol", t_bad_linux_old_protocol))
+    t.append((1, "bad-linux-small-memory", t_bad_linux_small_memory))
     t.append((1, "no-svm", t_no_svm))
     t.append((1, "iso", t_iso))
     for g in SWITCHED_GUESTS:

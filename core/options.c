@@ -131,7 +131,7 @@ static void set_bad_value(char *err, size_t errlen,
 		snprintf(err, errlen, "bad value '%s' for %s= (use %s or %s)", q,
 			 d->key, d->on_word, d->off_word);
 	else
-		snprintf(err, errlen, "bad value '%s' for %s= (use %u..%u, in MiB)",
+		snprintf(err, errlen, "bad value '%s' for %s= (use an even number %u..%u, in MiB)",
 			 q, d->key, MEM_MB_MIN, MEM_MB_MAX);
 }
 
@@ -146,7 +146,9 @@ static bool parse_mib(const char *s, size_t n, unsigned *out)
 			return false;
 		v = v * 10 + (unsigned)(s[i] - '0');
 	}
-	if (v < MEM_MB_MIN || v > MEM_MB_MAX)
+	/* guest RAM is mapped with 2 MiB pages: an odd size would map part of
+	 * the next host page into the guest */
+	if (v < MEM_MB_MIN || v > MEM_MB_MAX || (v & 1))
 		return false;
 	*out = v;
 	return true;

@@ -152,10 +152,11 @@ static int apply(struct vmconfig *out, const struct key_desc *d, const char *v, 
 		field[n] = '\0';
 		return 0;
 	case KEY_MEMORY:
+		/* even: guest RAM is mapped with 2 MiB pages */
 		if (!parse_uint(v, n, &num) || num < VMCONFIG_MEMORY_MIN_MB ||
-		    num > VMCONFIG_MEMORY_MAX_MB) {
-			snprintf(err, errlen, ":%u: memory = %s: use %u..%u (MiB)", line, quote(q, v, n),
-				 VMCONFIG_MEMORY_MIN_MB, VMCONFIG_MEMORY_MAX_MB);
+		    num > VMCONFIG_MEMORY_MAX_MB || (num & 1)) {
+			snprintf(err, errlen, ":%u: memory = %s: use an even number %u..%u (MiB)", line,
+				 quote(q, v, n), VMCONFIG_MEMORY_MIN_MB, VMCONFIG_MEMORY_MAX_MB);
 			return -1;
 		}
 		*(unsigned *)field = num;

@@ -432,7 +432,7 @@ BAD_CONFIGS = (
      lambda p: r"lightpath: error: %s:3: unknown key 'colour' "
                r"\(accepted: name kernel initrd cmdline memory cpus\)" % p),
     ("memory", "# lightpath vm\nname = small\n\n# too little\nmemory = 12\nkernel = vmlinuz\n",
-     lambda p: r"lightpath: error: %s:5: memory = 12: use 16\.\.3072 \(MiB\)" % p),
+     lambda p: r"lightpath: error: %s:5: memory = 12: use an even number 16\.\.3072 \(MiB\)" % p),
     ("no-kernel", "# lightpath vm\nname = nokernel\nmemory = 64\n",
      lambda p: r"lightpath: error: %s: no 'kernel = \.\.\.' line \(every VM needs a kernel\)" % p),
     ("missing-module", "# lightpath vm\nkernel = missing.elf\n",

@@ -147,7 +147,7 @@ static void test_mem(void **state)
 	assert_int_equal(parse(&o, "mem=0256"), 0);
 	assert_int_equal(o.mem_mb, 256);
 
-	const char *bad[] = { "mem=3", "mem=1025", "mem=0", "mem=", "mem=-4",
+	const char *bad[] = { "mem=3", "mem=1025", "mem=0", "mem=", "mem=-4", "mem=5", "mem=127",
 			      "mem=64M", "mem=x", "mem=99999999999", "mem=4 5" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		int rc = parse(&o, bad[i]);
@@ -159,10 +159,10 @@ static void test_mem(void **state)
 		assert_true(rc < 0);
 		assert_int_equal(o.mem_mb, 64);
 		assert_non_null(strstr(err, "bad value '"));
-		assert_non_null(strstr(err, "for mem= (use 4..1024, in MiB)"));
+		assert_non_null(strstr(err, "for mem= (use an even number 4..1024, in MiB)"));
 	}
 	assert_int_equal(parse(&o, "mem=3"), -1);
-	assert_string_equal(err, "bad value '3' for mem= (use 4..1024, in MiB)");
+	assert_string_equal(err, "bad value '3' for mem= (use an even number 4..1024, in MiB)");
 }
 
 static void test_bad_values(void **state)

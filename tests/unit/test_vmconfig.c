@@ -208,15 +208,16 @@ static void test_memory(void **state)
 	assert_int_equal(cfg.memory_mb, 3072);
 	assert_int_equal(parse(MAGIC "kernel = k\nmemory = \"128\"\n"), 0);
 	assert_int_equal(cfg.memory_mb, 128);
-	expect_error(MAGIC "kernel = k\n\n\nmemory = 12\n", ":5: memory = 12: use 16..3072 (MiB)");
-	expect_error(MAGIC "kernel = k\nmemory = 3073\n", ":3: memory = 3073: use 16..3072 (MiB)");
-	expect_error(MAGIC "kernel = k\nmemory = 0\n", ":3: memory = 0: use 16..3072 (MiB)");
-	expect_error(MAGIC "kernel = k\nmemory = 256M\n", ":3: memory = 256M: use 16..3072 (MiB)");
-	expect_error(MAGIC "kernel = k\nmemory = -1\n", ":3: memory = -1: use 16..3072 (MiB)");
+	expect_error(MAGIC "kernel = k\n\n\nmemory = 12\n", ":5: memory = 12: use an even number 16..3072 (MiB)");
+	expect_error(MAGIC "kernel = k\nmemory = 3073\n", ":3: memory = 3073: use an even number 16..3072 (MiB)");
+	expect_error(MAGIC "kernel = k\nmemory = 257\n", ":3: memory = 257: use an even number 16..3072 (MiB)");
+	expect_error(MAGIC "kernel = k\nmemory = 0\n", ":3: memory = 0: use an even number 16..3072 (MiB)");
+	expect_error(MAGIC "kernel = k\nmemory = 256M\n", ":3: memory = 256M: use an even number 16..3072 (MiB)");
+	expect_error(MAGIC "kernel = k\nmemory = -1\n", ":3: memory = -1: use an even number 16..3072 (MiB)");
 	expect_error(MAGIC "kernel = k\nmemory = 99999999999\n",
-		     ":3: memory = 99999999999: use 16..3072 (MiB)");
-	expect_error(MAGIC "kernel = k\nmemory =\n", ":3: memory = : use 16..3072 (MiB)");
-	expect_error(MAGIC "kernel = k\nmemory = 1 6\n", ":3: memory = 1 6: use 16..3072 (MiB)");
+		     ":3: memory = 99999999999: use an even number 16..3072 (MiB)");
+	expect_error(MAGIC "kernel = k\nmemory =\n", ":3: memory = : use an even number 16..3072 (MiB)");
+	expect_error(MAGIC "kernel = k\nmemory = 1 6\n", ":3: memory = 1 6: use an even number 16..3072 (MiB)");
 }
 
 static void test_cpus(void **state)

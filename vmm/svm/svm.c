@@ -90,6 +90,9 @@ int vendor_cpu_init(const struct lp_options *opt)
 
 int vendor_vm_init(struct vm *vm)
 {
+	/* whole 2 MiB pages only: a partial last page would map host memory */
+	if (vm->mem_size & ((2ull << 20) - 1))
+		return -1;
 	uint64_t pml4 = pmem_alloc(4096, 4096), pdpt = pmem_alloc(4096, 4096);
 	uint64_t npd = (vm->mem_size + (1ull << 30) - 1) >> 30;
 	uint64_t pd = pmem_alloc(npd * 4096, 4096);
@@ -522,7 +525,9 @@ static inline __attribute__((always_inline)) uint64_t light_hlt(struct vcpu *v, 
 {
 	struct vmcb *vmcb = &v->arch.vmcb;
 	v->stats.exits[LP_EXIT_HLT]++;
-	if (!(vmcb->int_ctl & INT_CTL_V_IRQ))
+	/* light only when the pending interrupt can wake it (IF=1); a HLT with
+	 * IF=0 is the heavy path's to judge */
+	if (!(vmcb->int_ctl & INT_CTL_V_IRQ) || !(vmcb->rflags & RFLAGS_IF))
 		return light_to_heavy(v, LP_EXIT_HLT);
 	uint64_t next;
 	if (!next_rip_fast(v, 0xf4, 0xff, 1, sw, &next))
@@ -564,6 +569,7 @@ static uint64_t light_npf_lapic(struct vcpu *v)
 	struct vmcb *vmcb = &v->arch.vmcb;
 	uint64_t gpa = vmcb->exitinfo2;
 	if (!(vmcb->exitinfo1 & NPF_FINAL_ACCESS) || (vmcb->exitinfo1 & NPF_FETCH) ||
+	    (vmcb->exitintinfo & SVM_EVTINJ_VALID) ||   /* a fault while delivering an event */
 	    (gpa & ~0xfffull) != LAPIC_BASE || (gpa & 3) || lapic_x2apic(&v->lapic))
 		return light_to_heavy(v, LP_EXIT_NPF);
 	uint64_t rip = vmcb->rip;
@@ -582,8 +588,9 @@ static uint64_t light_npf_lapic(struct vcpu *v)
 	uint8_t op = p[len], modrm = p[len + 1];
 	unsigned mod = modrm >> 6, rm = modrm & 7;
 	/* 32-bit or 64-bit addressing only (no 16-bit code, no 67 prefix) */
+	bool code64 = (vmcb->efer & EFER_LMA) && (vmcb->cs.attrib & (1u << 9));
 	if ((op != 0x89 && op != 0x8b) || (rex & 8) || mod == 3 ||
-	    !(vmcb->cs.attrib & ((1u << 9) | (1u << 10))))
+	    !(code64 || (vmcb->cs.attrib & (1u << 10))))
 		return light_to_heavy(v, LP_EXIT_NPF);
 	/* the length only: the nested page fault already gave the address */
 	len += 2;
@@ -900,6 +907,9 @@ int vendor_msr_vmstate(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_writ
 	if (is_write && (msr == MSR_LSTAR || msr == MSR_CSTAR || msr == MSR_KERNEL_GS_BASE ||
 			 msr == 0x175 || msr == 0x176) && !canonical(*val))
 		return -1;
+	/* reserved high halves: the guest gets #GP, never the host's WRMSR */
+	if (is_write && (msr == MSR_SFMASK || msr == 0x174) && (*val >> 32))
+		return -1;
 	/* The guest's value lives in exactly one place; writing anywhere else is
 	 * seed 000's double-fault bug (the write is lost at the next switch). */
 	int slot = smsr_slot(msr);
@@ -1079,6 +1089,13 @@ static void heavy_npf(struct vcpu *v)
 	struct vmcb *vmcb = &v->arch.vmcb;
 	uint64_t gpa = vmcb->exitinfo2;
 	bool final_access = vmcb->exitinfo1 & (1ull << 32);
+	if (vm_find_mmio(v->vm, gpa) && (vmcb->eventinj & SVM_EVTINJ_VALID)) {
+		/* the CPU was delivering an event (IDT, stack or TSS in MMIO): the
+		 * instruction at RIP has nothing to do with this access */
+		vm_fault(v->vm, "delivering an interrupt or exception touched MMIO at 0x%lx "
+			 "(rip 0x%lx)", gpa, vmcb->rip);
+		return;
+	}
 	if (vm_find_mmio(v->vm, gpa)) {
 		if (final_access) {
 			heavy_emulate(v, HEAVY_EMUL_MMIO, gpa, 0);

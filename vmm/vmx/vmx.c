@@ -187,6 +187,9 @@ static uint64_t vm_eptp(const struct vm *vm)
 
 int vendor_vm_init(struct vm *vm)
 {
+	/* whole 2 MiB pages only: a partial last page would map host memory */
+	if (vm->mem_size & ((2ull << 20) - 1))
+		return -1;
 	uint64_t pml4 = pmem_alloc(4096, 4096), pdpt = pmem_alloc(4096, 4096);
 	uint64_t npd = (vm->mem_size + (1ull << 30) - 1) >> 30;
 	uint64_t pd = pmem_alloc(npd * 4096, 4096);
@@ -529,7 +532,8 @@ static __attribute__((noinline)) uint64_t lh_wrmsr(struct vcpu *v) { return ligh
 static __attribute__((noinline)) uint64_t lh_hlt(struct vcpu *v)
 {
 	v->stats.exits[LP_EXIT_HLT]++;
-	if (!v->arch.virq)
+	/* light only when the pending interrupt can wake it (IF=1) */
+	if (!v->arch.virq || !(vmread(VMCS_GUEST_RFLAGS) & RFLAGS_IF))
 		return light_to_heavy(v, LP_EXIT_HLT);
 	hlt_wake(v);
 	return light_resume(v, LP_EXIT_HLT);
@@ -824,6 +828,9 @@ int vendor_msr_vmstate(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_writ
 	if (is_write && (msr == MSR_LSTAR || msr == MSR_CSTAR || msr == MSR_KERNEL_GS_BASE ||
 			 msr == MSR_IA32_SYSENTER_ESP || msr == MSR_IA32_SYSENTER_EIP) &&
 	    !canonical(*val))
+		return -1;
+	/* reserved high halves: the guest gets #GP, never the host's WRMSR */
+	if (is_write && (msr == MSR_SFMASK || msr == MSR_IA32_SYSENTER_CS) && (*val >> 32))
 		return -1;
 	uint32_t field = vmcs_msr_field(msr);
 	if (field) {
@@ -1132,7 +1139,7 @@ void vendor_handle_heavy(struct vcpu *v)
 			vendor_host_wait_for_interrupt();
 			vm_timers_run(v->vm);
 		}
-		if (v->arch.virq)
+		if (v->arch.virq && (rflags & RFLAGS_IF))
 			hlt_wake(v);
 		else
 			vm_fault(v->vm, "HLT at rip 0x%lx with no interrupt pending and no interrupt "

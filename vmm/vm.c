@@ -169,6 +169,8 @@ void vm_console_putc(struct vm *vm, char c)
 	vm->at_line_start = c == '\n';
 }
 
+#define TIMER_MIN_PERIOD_US 50u
+
 static void host_timer_reprogram(struct vm *vm)
 {
 	uint64_t next = 0;
@@ -213,6 +215,7 @@ bool vm_timers_run(struct vm *vm)
 {
 	bool any = false;
 	uint64_t now = rdtsc();
+	uint64_t min_gap = tsc_hz() / (1000000 / TIMER_MIN_PERIOD_US);
 	for (unsigned i = 0; i < vm->nr_timers;) {
 		struct vm_timer *t = vm->timers[i];
 		if (t->deadline_tsc > now) {
@@ -222,6 +225,11 @@ bool vm_timers_run(struct vm *vm)
 		t->armed = false;
 		timer_unlink(vm, t);      /* fire() may re-arm it */
 		t->fire(t, now);
+		/* a guest's periodic timer re-arming itself within a few ticks would
+		 * keep an interrupt pending at every VMRUN and starve the guest (and
+		 * every later VM): at most one expiry per TIMER_MIN_PERIOD_US */
+		if (t->armed && t->deadline_tsc < now + min_gap)
+			t->deadline_tsc = now + min_gap;
 		any = true;
 		i = 0;
 	}

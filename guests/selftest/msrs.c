@@ -73,6 +73,11 @@ int guest_main(void)
 
 	check_gp(rdmsr_safe(0x12345678u, &v), "rdmsr of unknown MSR 0x12345678");
 	check_gp(wrmsr_safe(0xc0011234u, 0x1), "wrmsr of unknown MSR 0xc0011234");
+	/* reserved bits of MSRs lightpath forwards to the CPU: #GP in the guest,
+	 * never a fault in the hypervisor */
+	check_gp(wrmsr_safe(0xc0000084u, 1ull << 32), "wrmsr SFMASK with a reserved high bit");
+	check_gp(wrmsr_safe(0x174u, 1ull << 40), "wrmsr SYSENTER_CS with a reserved high bit");
+	check_gp(wrmsr_safe(0x277u, 0x0202020202020202ull), "wrmsr PAT with reserved memory type 2");
 	check_gp(rdmsr_safe(MSR_PERF_EVTSEL0, &v), "rdmsr of PerfEvtSel0 0xc0010000 (no vPMU)");
 
 	tap_eq(wrmsr_safe(LP_BENCH_MSR, 0xc06), 0, "wrmsr MTRR_DEF_TYPE 0xc06 is accepted");

@@ -893,15 +893,25 @@ int vendor_msr_vmstate(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_writ
 		}
 		if (*val & ~(EFER_SCE | EFER_LME | EFER_LMA | EFER_NXE))
 			return -1;
+		/* LME may change only while paging is off (VMRUN would refuse the
+		 * state otherwise): #GP, as the CPU gives */
+		if (((*val ^ vmcb->efer) & EFER_LME) && (vmcb->cr0 & CR0_PG))
+			return -1;
 		/* LMA is the CPU's to set; SVME must stay on for VMRUN */
 		vmcb->efer = (*val & ~EFER_LMA) | (vmcb->efer & EFER_LMA) | EFER_SVME;
 		return 0;
 	}
 	if (msr == 0x277) {
-		if (!is_write)
+		if (!is_write) {
 			*val = vmcb->g_pat;
-		else
-			vmcb->g_pat = *val;
+			return 0;
+		}
+		for (int i = 0; i < 8; i++) {   /* memory types 2 and 3 and 8+ are reserved */
+			uint8_t type = (uint8_t)(*val >> (8 * i));
+			if (type == 2 || type == 3 || type > 7)
+				return -1;
+		}
+		vmcb->g_pat = *val;
 		return 0;
 	}
 	if (is_write && (msr == MSR_LSTAR || msr == MSR_CSTAR || msr == MSR_KERNEL_GS_BASE ||

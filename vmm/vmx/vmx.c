@@ -836,6 +836,12 @@ int vendor_msr_vmstate(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_writ
 	if (field) {
 		if (field == VMCS_GUEST_PAT && !(vmx_caps.entry.may & ENTRY_LOAD_PAT))
 			return -1;
+		if (field == VMCS_GUEST_PAT && is_write)
+			for (int i = 0; i < 8; i++) {  /* types 2, 3 and 8+ are reserved */
+				uint8_t type = (uint8_t)(*val >> (8 * i));
+				if (type == 2 || type == 3 || type > 7)
+					return -1;
+			}
 		if (is_write)
 			vmwrite(field, *val);
 		else

@@ -14,7 +14,6 @@
 #define LAPIC_TIMER_DCR 0x3e0
 #define LVT_MASKED      (1u << 16)
 
-static volatile bool fired;
 static uint64_t lapic_per_tsc_q32;   /* LAPIC timer counts per TSC tick, 32.32 fixed point */
 
 static inline volatile uint32_t *lapic_reg(unsigned off)
@@ -70,15 +69,7 @@ void timer_program(uint64_t deadline_tsc)
 	*lapic_reg(LAPIC_TIMER_ICR) = (uint32_t)counts;
 }
 
-bool timer_take_fired(void)
-{
-	bool f = fired;
-	fired = false;
-	return f;
-}
-
 void timer_interrupt(void)
 {
-	fired = true;
 	*lapic_reg(LAPIC_EOI) = 0;
 }

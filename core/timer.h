@@ -1,6 +1,7 @@
 /* The host's one-shot timer: the xAPIC timer (MMIO at 0xFEE00000), which is
  * what QEMU's emulated AMD CPUs have (no x2APIC, no TSC-deadline). Deadlines
- * are in TSC ticks; the interrupt only sets a flag, the heavy path acts on it. */
+ * are in TSC ticks; the interrupt handler only acknowledges it: the exit it
+ * caused (or the HLT it ended) runs the expired VM timers. */
 #ifndef CORE_TIMER_H
 #define CORE_TIMER_H
 
@@ -12,8 +13,6 @@
 int timer_init(void);
 /* Fires IDT_VECTOR_TIMER at (or soon after) `deadline_tsc`; 0 stops it. */
 void timer_program(uint64_t deadline_tsc);
-/* True once since the last call if the timer interrupt arrived. */
-bool timer_take_fired(void);
 /* Called by the interrupt stub. */
 void timer_interrupt(void);
 

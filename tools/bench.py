@@ -446,31 +446,33 @@ def main():
             return 1
         print("ok (%.1f s)" % secs, flush=True)
 
-    doc = json_doc(results, CONFIGS, qemu)
     path = os.path.join(outdir, "exits.json")
-    with open(path + ".tmp", "w") as f:
-        json.dump(doc, f, indent=2)
-        f.write("\n")
-    os.replace(path + ".tmp", path)
-
-    print()
-    print("instructions per exit (icount, min of n=%d), flat 32-bit guest:" % args.n)
-    print(table(results, CONFIGS, "flat32"))
-    print()
-    print("instructions per exit (icount, min of n=%d), paged 64-bit guest:" % args.n)
-    print(table(results, CONFIGS, "paged64"))
-    print()
-    print("(software path length under QEMU -icount shift=0, not cycles)")
+    write_atomic(path, json.dumps(json_doc(results, CONFIGS, qemu), indent=2) + "\n")
+    print_tables(results, CONFIGS, "icount, min of n=%d" % args.n,
+                 "software path length under QEMU -icount shift=0, not cycles")
     print("wrote %s" % os.path.relpath(path, ROOT))
 
     if not args.no_docs:
         md = os.path.join(ROOT, "docs", "BENCHMARKS.md")
-        text = markdown(results, CONFIGS, qemu, args.n, read_analysis(md), read_blocks(md))
-        with open(md + ".tmp", "w") as f:
-            f.write(text)
-        os.replace(md + ".tmp", md)
+        write_atomic(md, markdown(results, CONFIGS, qemu, args.n, read_analysis(md), read_blocks(md)))
         print("wrote %s" % os.path.relpath(md, ROOT))
     return 0
+
+
+def write_atomic(path, text):
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
+
+
+def print_tables(results, configs, what, footer, backend=""):
+    """The flat and paged tables on the terminal."""
+    for mode, guest in (("flat32", "flat 32-bit"), ("paged64", "paged 64-bit")):
+        print()
+        print("instructions per exit (%s), %s%s guest:" % (what, backend, guest))
+        print(table(results, configs, mode))
+    print()
+    print("(%s)" % footer)
 
 
 def main_vmx(args, outdir):
@@ -501,20 +503,10 @@ def main_vmx(args, outdir):
             print("bench: error: %s" % e, file=sys.stderr)
         return 1
 
-    doc = json_doc_vmx(results, VMX_CONFIGS, bochs)
     path = os.path.join(outdir, "exits-vmx.json")
-    with open(path + ".tmp", "w") as f:
-        json.dump(doc, f, indent=2)
-        f.write("\n")
-    os.replace(path + ".tmp", path)
-    print()
-    print("instructions per exit (Bochs, sync=none, min of n=%d), VMX, flat 32-bit guest:" % args.n)
-    print(table(results, VMX_CONFIGS, "flat32"))
-    print()
-    print("instructions per exit (Bochs, sync=none, min of n=%d), VMX, paged 64-bit guest:" % args.n)
-    print(table(results, VMX_CONFIGS, "paged64"))
-    print()
-    print("(software path length, not cycles)")
+    write_atomic(path, json.dumps(json_doc_vmx(results, VMX_CONFIGS, bochs), indent=2) + "\n")
+    print_tables(results, VMX_CONFIGS, "Bochs, sync=none, min of n=%d" % args.n,
+                 "software path length, not cycles", backend="VMX, ")
     print("wrote %s" % os.path.relpath(path, ROOT))
     if not args.no_docs:
         md = os.path.join(ROOT, "docs", "BENCHMARKS.md")
@@ -523,10 +515,7 @@ def main_vmx(args, outdir):
                 text = f.read()
         except OSError:
             text = "# lightpath exit benchmarks\n\n## Analysis\n"
-        text = replace_block(text, VMX_BEGIN, VMX_END, vmx_block(results, args.n, bochs))
-        with open(md + ".tmp", "w") as f:
-            f.write(text)
-        os.replace(md + ".tmp", md)
+        write_atomic(md, replace_block(text, VMX_BEGIN, VMX_END, vmx_block(results, args.n, bochs)))
         print("wrote %s" % os.path.relpath(md, ROOT))
     return 0
 

@@ -4,9 +4,7 @@
 #   2. integration tests: tests/integration/itest.py boots lightpath under
 #      QEMU with the project's guests (2 at a time; LP_JOBS to change);
 #   3. the Linux boot: tests/integration/linux_test.py boots Debian's kernel
-#      in a lightpath VM and uses its shell (LP_SKIP_LINUX=1 skips it; so
-#      does the marker file tests/integration/linux.disabled, which stays
-#      until lightpath can boot Linux);
+#      in a lightpath VM and uses its shell (LP_SKIP_LINUX=1 skips it);
 #   4. VMX integration tests: tests/integration/vmx_tests.py boots the Intel
 #      VT-x image under Bochs (LP_SKIP_VMX=1 skips them).
 # Ends with one line "N passed, M failed" (", K skipped" added when tests
@@ -63,71 +61,46 @@ if [[ "${LP_SKIP_UNIT:-0}" != 1 ]]; then
 	failed=$((failed + uf))
 fi
 
+# Runs one Python test suite that writes "passed failed" to its --counts
+# file; a runner that stops early or exits non-zero counts as a failure.
+run_suite() {
+	local name=$1 script=$2 counts rc=0 p f
+	shift 2
+	counts=build/test/$name.counts
+	rm -f "$counts"
+	"$python" "$script" --counts "$counts" "$@" </dev/null || rc=$?
+	if [[ -s "$counts" ]]; then
+		read -r p f <"$counts"
+	else
+		echo "FAIL $name: the runner stopped early (exit $rc)"
+		p=0
+		f=1
+	fi
+	if ((rc != 0 && f == 0)); then
+		echo "FAIL $name: the runner exited $rc"
+		f=1
+	fi
+	passed=$((passed + p))
+	failed=$((failed + f))
+}
+
 echo "== integration tests (QEMU TCG, -cpu EPYC,+svm)"
-counts_file=build/test/integration.counts
-rm -f "$counts_file"
-irc=0
-"$python" tests/integration/itest.py --counts "$counts_file" "$@" </dev/null || irc=$?
-if [[ -s "$counts_file" ]]; then
-	read -r ip if_ <"$counts_file"
-else
-	echo "FAIL integration: the runner stopped early (exit $irc)"
-	ip=0
-	if_=1
-fi
-if ((irc != 0 && if_ == 0)); then
-	echo "FAIL integration: the runner exited $irc"
-	if_=1
-fi
-passed=$((passed + ip))
-failed=$((failed + if_))
+run_suite integration tests/integration/itest.py "$@"
 
 echo "== Linux boot (QEMU TCG, Debian's kernel in a lightpath VM)"
 if [[ "${LP_SKIP_LINUX:-0}" == 1 ]]; then
 	echo "SKIP linux-boot: LP_SKIP_LINUX=1"
 	skipped=$((skipped + 1))
-elif [[ -f tests/integration/linux.disabled ]]; then
-	echo "SKIP linux-boot: lightpath cannot boot Linux yet (tests/integration/linux.disabled)"
-	skipped=$((skipped + 1))
 else
-	lcounts=build/test/linux.counts
-	rm -f "$lcounts"
-	lrc=0
-	"$python" tests/integration/linux_test.py --counts "$lcounts" "$@" </dev/null || lrc=$?
-	if [[ -s "$lcounts" ]]; then
-		read -r lp lf <"$lcounts"
-	else
-		echo "FAIL linux-boot: the runner stopped early (exit $lrc)"
-		lp=0
-		lf=1
-	fi
-	if ((lrc != 0 && lf == 0)); then
-		echo "FAIL linux-boot: the runner exited $lrc"
-		lf=1
-	fi
-	passed=$((passed + lp))
-	failed=$((failed + lf))
+	run_suite linux-boot tests/integration/linux_test.py "$@"
 fi
 
-if [[ "${LP_SKIP_VMX:-0}" != 1 ]]; then
+if [[ "${LP_SKIP_VMX:-0}" == 1 ]]; then
+	echo "SKIP vmx-integration: LP_SKIP_VMX=1"
+	skipped=$((skipped + 1))
+else
 	echo "== VMX integration tests (Bochs, cpu corei7_skylake_x)"
-	vcounts=build/test/vmx.counts
-	rm -f "$vcounts"
-	vrc=0
-	"$python" tests/integration/vmx_tests.py --counts "$vcounts" "$@" </dev/null || vrc=$?
-	if [[ -s "$vcounts" ]]; then
-		read -r vp vf <"$vcounts"
-	else
-		echo "FAIL vmx-integration: the runner stopped early (exit $vrc)"
-		vp=0
-		vf=1
-	fi
-	if ((vrc != 0 && vf == 0)); then
-		echo "FAIL vmx-integration: the runner exited $vrc"
-		vf=1
-	fi
-	passed=$((passed + vp))
-	failed=$((failed + vf))
+	run_suite vmx-integration tests/integration/vmx_tests.py "$@"
 fi
 
 echo "== $((SECONDS - start)) s"

@@ -51,28 +51,13 @@ static inline int exit_port_io(struct vcpu *v, uint16_t port, unsigned size, boo
 {
 	/* bytes an access of `size` (1, 2 or 4) covers */
 	static const uint32_t size_mask[8] = { 0, 0xff, 0xffff, 0, 0xffffffffu, 0, 0, 0 };
-	struct vm *vm = v->vm;
-	unsigned idx = vm->port_map[port];
 	uint64_t mask = size_mask[size & 7];
-	if (__builtin_expect(idx == 0, 0)) {
-		if (in) {
-			vm->vcpu->stats.denied_port_reads++;
-			*rax = size == 4 ? 0xffffffffu : (*rax | mask);
-		} else {
-			vm->vcpu->stats.denied_port_writes++;
-		}
-		return IO_OK;
-	}
-	const struct io_range *r = &vm->io[idx];
-	if (in) {
-		uint64_t d = 0;
-		int ret = r->fn(v, port, &d, size, false, r->opaque);
-		/* a 4-byte IN zero-extends into RAX; narrower ones merge */
+	uint64_t d = in ? 0 : *rax & mask;
+	int ret = vm_port_access(v, port, &d, size, !in);
+	/* a 4-byte IN zero-extends into RAX; narrower ones merge */
+	if (in)
 		*rax = size == 4 ? (uint32_t)d : ((*rax & ~mask) | (d & mask));
-		return ret;
-	}
-	uint64_t d = *rax & mask;
-	return r->fn(v, port, &d, size, true, r->opaque);
+	return ret;
 }
 
 /* RDMSR/WRMSR through the registered handlers. Returns 0, or negative when

@@ -49,7 +49,19 @@ static const uint8_t *module_data(const struct boot_module *m)
 	return (const uint8_t *)(uintptr_t)m->start;
 }
 
-static char names[BOOT_MAX_MODULES][64];
+#define NAME_MAX_LEN 64
+static char names[BOOT_MAX_MODULES][NAME_MAX_LEN];
+
+/* The module's path as a string (shortened to fit). */
+static const char *module_path(const struct boot_module *m, char name[NAME_MAX_LEN])
+{
+	size_t len = path_len(m->cmdline);
+	if (len >= NAME_MAX_LEN)
+		len = NAME_MAX_LEN - 1;
+	memcpy(name, m->cmdline, len);
+	name[len] = 0;
+	return name;
+}
 static struct vmconfig configs[BOOT_MAX_MODULES];
 
 unsigned guests_run_all(const struct boot_info *bi, const struct lp_options *opt)
@@ -66,14 +78,8 @@ unsigned guests_run_all(const struct boot_info *bi, const struct lp_options *opt
 			continue;
 		if (vmconfig_parse((const char *)module_data(m), m->end - m->start, &configs[i], err,
 				   sizeof(err))) {
-			char path[64];
-			size_t plen = path_len(m->cmdline);
-			if (plen >= sizeof(path))
-				plen = sizeof(path) - 1;
-			memcpy(path, m->cmdline, plen);
-			path[plen] = 0;
 			/* the parser's message starts with ":<line>:" */
-			kprintf("lightpath: error: %s%s\n", path, err);
+			kprintf("lightpath: error: %s%s\n", module_path(m, names[i]), err);
 			continue;
 		}
 		config_ok[i] = true;
@@ -92,11 +98,7 @@ unsigned guests_run_all(const struct boot_info *bi, const struct lp_options *opt
 	for (unsigned i = 0; i < bi->nr_modules; i++) {
 		const struct boot_module *m = &bi->modules[i];
 		struct vm_spec spec = { 0 };
-		size_t plen = path_len(m->cmdline);
-		if (plen >= sizeof(names[i]))
-			plen = sizeof(names[i]) - 1;
-		memcpy(names[i], m->cmdline, plen);
-		names[i][plen] = 0;
+		module_path(m, names[i]);
 		if (named[i])
 			continue;
 		if (is_config[i]) {

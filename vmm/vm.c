@@ -61,22 +61,6 @@ int vm_mmio_access(struct vcpu *v, uint64_t gpa, uint64_t *data, unsigned size, 
 	return r->fn(v, gpa, data, size, is_write, r->opaque);
 }
 
-int vm_port_access(struct vcpu *v, uint16_t port, uint64_t *data, unsigned size, bool is_write)
-{
-	struct vm *vm = v->vm;
-	unsigned idx = vm->port_map[port];
-	if (!idx) {
-		if (is_write) {
-			v->stats.denied_port_writes++;
-		} else {
-			v->stats.denied_port_reads++;
-			*data = ~0ull;
-		}
-		return IO_OK;
-	}
-	return vm->io[idx].fn(v, port, data, size, is_write, vm->io[idx].opaque);
-}
-
 static void *emul_gpa_ptr(struct emul_ctx *c, uint64_t gpa, size_t len)
 {
 	struct vcpu *v = c->opaque;
@@ -241,10 +225,6 @@ void vm_irq_line(struct vm *vm, unsigned gsi, bool level)
 {
 	if (gsi >= 24)
 		return;
-	if (level)
-		vm->irq_lines |= 1u << gsi;
-	else
-		vm->irq_lines &= ~(1u << gsi);
 	pc_irq_set(&vm->pic, &vm->ioapic, gsi, level);
 	/* injection happens on the heavy path */
 	vm->vcpu->pending |= VCPU_PENDING_HEAVY;

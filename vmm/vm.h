@@ -64,7 +64,6 @@ struct exit_stats {
 enum heavy_action {
 	HEAVY_NONE = 0,       /* light=off: handled, just go round */
 	HEAVY_EXIT,           /* vendor exit needing the heavy handler */
-	HEAVY_VM_END,
 };
 
 /* The syscall MSRs seed 000 switches lazily (msr=lazy|always). */
@@ -151,13 +150,32 @@ struct vm {
 
 	struct vm_timer *timers[VM_MAX_TIMERS];  /* armed ones */
 	unsigned nr_timers;
-	uint32_t irq_lines;         /* level of each GSI 0-23 as devices drive it */
 	struct vm_timer test_timer; /* LP_HC_TIMER */
 
 	struct vcpu *vcpu;
 	bool prefix_output;         /* several VMs: prefix their console lines */
 	bool at_line_start;
 };
+
+/* One port access as a device sees it (the light path's exit_port_io and
+ * the emulator share it): *data in/out. Nobody there: reads all-ones,
+ * writes dropped, both counted as denied. */
+static inline int vm_port_access(struct vcpu *v, uint16_t port, uint64_t *data, unsigned size,
+				 bool is_write)
+{
+	struct vm *vm = v->vm;
+	unsigned idx = vm->port_map[port];
+	if (__builtin_expect(idx == 0, 0)) {
+		if (is_write) {
+			v->stats.denied_port_writes++;
+		} else {
+			v->stats.denied_port_reads++;
+			*data = ~0ull;
+		}
+		return IO_OK;
+	}
+	return vm->io[idx].fn(v, port, data, size, is_write, vm->io[idx].opaque);
+}
 
 /* Translates a guest-physical range to a host pointer, or 0 if any of it is
  * outside guest RAM. */
@@ -175,7 +193,6 @@ const struct io_range *vm_find_mmio(const struct vm *vm, uint64_t gpa);
  * size 1/2/4(/8 for MMIO). Nobody there: reads all-ones, writes dropped
  * (counted as denied). Returns IO_OK, IO_VM_END or a negative error. */
 int vm_mmio_access(struct vcpu *v, uint64_t gpa, uint64_t *data, unsigned size, bool is_write);
-int vm_port_access(struct vcpu *v, uint16_t port, uint64_t *data, unsigned size, bool is_write);
 struct emul_ctx;
 /* Points the instruction emulator's memory, MMIO and port callbacks at this
  * vCPU's VM (the backends fill in the registers). */

@@ -2,8 +2,7 @@
 """lightpath integration test `linux-boot`: boot Debian's Linux in a lightpath
 VM under QEMU (TCG, -cpu EPYC,+svm) and use its shell over the serial port.
 
-Run by tools/test.sh (`make test`) unless tests/integration/linux.disabled
-exists or LP_SKIP_LINUX=1; on its own:
+Run by tools/test.sh (`make test`) unless LP_SKIP_LINUX=1; on its own:
 
     tests/integration/linux_test.py [--counts FILE] [-k REGEX] [--direct]
 

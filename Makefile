@@ -44,7 +44,7 @@ $(BUILD)/gen/svm/asm-offsets.h: vmm/svm/asm-offsets.c $(wildcard vmm/*.h vmm/svm
 	@mkdir -p $(dir $@)
 	$(CC) $(SVM_CFLAGS) -S -o $@.s $<
 	sed -n 's/.*@@OFFSET \([A-Z0-9_]*\) \$$\{0,1\}\([0-9-]*\).*/#define \1 \2/p' $@.s > $@
-$(BUILD)/hv/vmm/svm/svm_entry.S.o: $(BUILD)/gen/svm/asm-offsets.h
+$(BUILD)/hv/vmm/svm/entry.S.o: $(BUILD)/gen/svm/asm-offsets.h
 
 # A second backend adds its own image the same way (vmm/vmx/rules.mk).
 -include vmm/vmx/rules.mk

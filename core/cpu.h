@@ -4,6 +4,12 @@
 
 #include <stdint.h>
 
+#define MSR_IA32_MTRRCAP     0x0FEu
+#define MSR_IA32_SYSENTER_CS  0x174u
+#define MSR_IA32_SYSENTER_ESP 0x175u
+#define MSR_IA32_SYSENTER_EIP 0x176u
+#define MSR_IA32_PAT         0x277u
+#define MSR_IA32_MTRR_DEF_TYPE 0x2FFu
 #define MSR_EFER            0xC0000080u
 #define MSR_STAR            0xC0000081u
 #define MSR_LSTAR           0xC0000082u
@@ -12,10 +18,12 @@
 #define MSR_FS_BASE         0xC0000100u
 #define MSR_GS_BASE         0xC0000101u
 #define MSR_KERNEL_GS_BASE  0xC0000102u
+#define MSR_TSC_AUX         0xC0000103u
 #define MSR_VM_CR           0xC0010114u
 #define MSR_VM_HSAVE_PA     0xC0010117u
 #define MSR_PERF_CTL0       0xC0010000u  /* legacy PerfEvtSel0..3 */
 #define MSR_PERF_CTR0       0xC0010004u  /* legacy PerfCtr0..3 */
+#define MSR_AMD_NB_CFG      0xC001001Fu
 
 #define EFER_SCE   (1ull << 0)
 #define EFER_LME   (1ull << 8)
@@ -31,6 +39,12 @@
 #define CR4_PAE (1ull << 5)
 
 #define RFLAGS_IF (1ull << 9)
+
+/* A 48-bit virtual address is canonical when bits 63:47 are all equal. */
+static inline int canonical_address(uint64_t a)
+{
+	return (uint64_t)((int64_t)(a << 16) >> 16) == a;
+}
 
 static inline uint64_t rdmsr(uint32_t msr)
 {

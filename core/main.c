@@ -12,6 +12,7 @@
 #include "core/tsc.h"
 #include "include/lightpath/abi.h"
 #include "vmm/guests.h"
+#include "vmm/vcpu_exit.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
 
@@ -58,7 +59,7 @@ void kmain(uint32_t magic, uint32_t info)
 	pmem_init(&boot_info, reserved);
 	tsc_calibrate();
 
-	if (vendor_cpu_init(&options) < 0 || timer_init() < 0)
+	if (vendor_cpu_init(&options) < 0 || exit_table_init() < 0 || timer_init() < 0)
 		power_off(LP_STATUS_HV_ERROR);
 
 	if (boot_info.nr_modules == 0) {

@@ -1,7 +1,10 @@
 /* Device model: a device registers a range of ports (or, later, MMIO) with
  * one callback shape. A callback returns IO_OK to resume the guest, IO_VM_END
  * when it ended the VM, or a negative error. `light` says the callback may run
- * on the light exit path (touches no state the heavy path would restore). */
+ * on the light exit path: it needs no state the heavy path restores, and what
+ * it does to interrupts reaches the vCPU through vm_irq_line (or the
+ * platform's wrappers), which the end of every exit checks. The light path
+ * hands accesses to other devices to the heavy path. */
 #ifndef DEV_DEVICE_H
 #define DEV_DEVICE_H
 
@@ -11,7 +14,12 @@
 struct vcpu;
 struct vm;
 
-enum io_result { IO_OK = 0, IO_VM_END = 1 };
+enum io_result {
+	IO_OK = 0,
+	IO_VM_END = 1,
+	IO_NOT_LIGHT = 2,   /* never from a device: the light path must hand the
+			       access to the heavy path (io_range.light is false) */
+};
 
 /* data: for a write, the value written (low `size` bytes); for a read, the
  * callback stores the value read. size is 1, 2 or 4 for ports. */

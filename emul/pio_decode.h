@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vmm/io_intercept.h"
+#include "emul/io_intercept.h"
 
 #define X86_MAX_INSN_LEN 15
 

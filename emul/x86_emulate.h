@@ -94,8 +94,8 @@
 #include <stdint.h>
 
 #include "emul/x86_decode.h"
-#include "vmm/guest_mem.h"      /* struct guest_paging */
-#include "vmm/io_intercept.h"   /* struct io_intercept */
+#include "emul/guest_paging.h"
+#include "emul/io_intercept.h"
 
 #define EMUL_REP_MAX 256u
 

@@ -3,14 +3,14 @@
 #include "core/console.h"
 #include "core/cpu.h"
 #include "lib/printf.h"
-#include "vmm/vendor.h"
+#include "vmm/vcpu_exit.h"
 
 /* LP_HC_TIMER expiry: the vector becomes a pending virtual interrupt. */
 static void test_timer_fire(struct vm_timer *t, uint64_t now)
 {
 	(void)now;
 	struct vm *vm = (struct vm *)((char *)t - __builtin_offsetof(struct vm, test_timer));
-	vendor_inject_virq(vm->vcpu, (uint8_t)(uintptr_t)t->opaque);
+	exit_raise_test_irq(vm->vcpu, (uint8_t)(uintptr_t)t->opaque);
 }
 
 bool exit_hypercall_slow(struct vcpu *v, uint64_t *rax)
@@ -45,7 +45,7 @@ bool exit_hypercall_slow(struct vcpu *v, uint64_t *rax)
 		if (vec < 32 || vec > 255)
 			*rax = (uint64_t)-LP_EINVAL;
 		else
-			*rax = vendor_inject_virq(v, (uint8_t)vec) ? (uint64_t)-LP_EINVAL : 0;
+			*rax = exit_raise_test_irq(v, (uint8_t)vec) ? (uint64_t)-LP_EINVAL : 0;
 		return false;
 	}
 	case LP_HC_CONFIG:
@@ -121,57 +121,6 @@ void exit_cpuid_cache_init(struct vcpu *v)
 	v->cpuid_ext_n = n < CPUID_CACHED_LEAVES ? n : CPUID_CACHED_LEAVES;
 	for (uint32_t l = 0; l < v->cpuid_ext_n; l++)
 		exit_cpuid(v, 0x80000000u + l, 0, v->cpuid_ext[l]);
-}
-
-/* IA32_MTRR_DEF_TYPE: type (7:0), FE (10), E (11); anything else is reserved. */
-static int msr_mtrr_def_type(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
-{
-	(void)msr;
-	if (!is_write) {
-		*val = v->vm->mtrr_def_type;
-		return 0;
-	}
-	if (*val & ~0xcffull)
-		return -1;
-	v->vm->mtrr_def_type = *val;
-	return 0;
-}
-
-/* IA32_MTRRCAP: write-combining, no fixed and no variable ranges, so the
- * guest's memory types come from PAT alone (guest RAM is ordinary WB RAM). */
-static int msr_mtrrcap(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
-{
-	(void)v;
-	(void)msr;
-	if (is_write)
-		return -1;
-	*val = 1u << 10;
-	return 0;
-}
-
-/* AMD NB_CFG (0xC001001F): Linux sets EnableCf8ExtCfg (bit 46) for extended
- * PCI config cycles through CF8/CFC; the bus is empty, so only remember it. */
-static int msr_nb_cfg(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
-{
-	(void)msr;
-	if (is_write)
-		v->vm->nb_cfg = *val;
-	else
-		*val = v->vm->nb_cfg;
-	return 0;
-}
-
-void exit_register_msrs(struct vm *vm)
-{
-	/* first: the benchmark's MSR is looked up first */
-	vm->mtrr_def_type = 0;
-	vm_register_msr(vm, LP_BENCH_MSR, 1, msr_mtrr_def_type);
-	vm_register_msr(vm, MSR_EFER, 5, vendor_msr_vmstate);           /* EFER, STAR..SFMASK */
-	vm_register_msr(vm, MSR_KERNEL_GS_BASE, 1, vendor_msr_vmstate);
-	vm_register_msr(vm, 0x174, 3, vendor_msr_vmstate);             /* SYSENTER_CS/ESP/EIP */
-	vm_register_msr(vm, 0x277, 1, vendor_msr_vmstate);             /* PAT */
-	vm_register_msr(vm, 0xfe, 1, msr_mtrrcap);
-	vm_register_msr(vm, 0xc001001f, 1, msr_nb_cfg);
 }
 
 static const char *const reason_names[LP_EXIT_COUNT] = {

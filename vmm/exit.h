@@ -1,25 +1,26 @@
-/* Vendor-neutral exit handling: what a hypercall, CPUID, port or MSR access
- * means, shared by the backends. The light-path pieces are inline so that a
- * backend's exit switch compiles into one straight path. */
+/* What an exit means, independent of how the backend reported it: the
+ * hypercall ABI, CPUID as the guest sees it, port and MSR dispatch to the
+ * registered devices, and the exit statistics. The pieces the light path
+ * runs are inline. */
 #ifndef VMM_EXIT_H
 #define VMM_EXIT_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "vmm/vendor.h"
 #include "vmm/vm.h"
 
 /* Hypercall: nr in *rax, args in regs; result in *rax (and rbx/rcx).
- * Returns true when the exit must continue on the heavy path. */
+ * Returns true when the light loop must be left (the exit is done). */
 bool exit_hypercall_slow(struct vcpu *v, uint64_t *rax);
 
-static inline bool exit_hypercall(struct vcpu *v, uint64_t *rax)
+static inline void exit_hypercall(struct vcpu *v, uint64_t *rax)
 {
-	if (__builtin_expect(*rax == LP_HC_NULL, 1)) {
+	if (__builtin_expect(*rax == LP_HC_NULL, 1))
 		*rax = 0;
-		return false;
-	}
-	return exit_hypercall_slow(v, rax);
+	else
+		exit_hypercall_slow(v, rax);
 }
 
 /* CPUID as the guest sees it: the host's, filtered, plus lightpath's leaves. */
@@ -45,24 +46,68 @@ static inline const uint32_t *exit_cpuid_cached(const struct vcpu *v, uint32_t l
 	return 0;
 }
 
-/* Port I/O to the registered device. *rax is updated for IN (only the low
- * `size` bytes change, a 4-byte IN zero-extends). Returns IO_OK or IO_VM_END. */
+/* CPUID with the guest's registers: leaf in RAX (where the backend keeps
+ * it), subleaf in RCX; results in RAX/RBX/RCX/RDX. */
+static inline __attribute__((always_inline)) void exit_do_cpuid(struct vcpu *v)
+{
+	uint64_t *rax = vendor_rax(v);
+	uint32_t computed[4];
+	const uint32_t *out = exit_cpuid_cached(v, (uint32_t)*rax);
+	if (__builtin_expect(!out, 0)) {
+		exit_cpuid(v, (uint32_t)*rax, (uint32_t)v->regs.rcx, computed);
+		out = computed;
+	}
+	*rax = out[0];
+	v->regs.rbx = out[1];
+	v->regs.rcx = out[2];
+	v->regs.rdx = out[3];
+}
+
+/* Bytes an access of `size` (1, 2 or 4) covers. */
+static inline uint64_t port_size_mask(unsigned size)
+{
+	static const uint32_t size_mask[8] = { 0, 0xff, 0xffff, 0, 0xffffffffu, 0, 0, 0 };
+	return size_mask[size & 7];
+}
+
+/* The value an IN of `size` leaves in RAX: a 4-byte IN zero-extends into
+ * RAX, narrower ones merge. */
+static inline uint64_t port_in_result(uint64_t rax, unsigned size, uint64_t d)
+{
+	uint64_t mask = port_size_mask(size);
+	return size == 4 ? (uint32_t)d : ((rax & ~mask) | (d & mask));
+}
+
+/* Port I/O to the device at io[idx] (present, light or not), RAX as the
+ * guest's operand. Returns IO_OK, IO_VM_END or negative. */
+static inline __attribute__((always_inline)) int
+exit_port_io_at(struct vcpu *v, unsigned idx, unsigned port, unsigned size, bool in, uint64_t *rax)
+{
+	const struct io_range *r = &v->vm->io[idx];
+	if (in) {
+		uint64_t d = 0;
+		int ret = r->fn(v, port, &d, size, false, r->opaque);
+		*rax = port_in_result(*rax, size, d);
+		return ret;
+	}
+	uint64_t d = *rax & port_size_mask(size);
+	return r->fn(v, port, &d, size, true, r->opaque);
+}
+
+/* Port I/O to whatever is at `port` (the heavy path). */
 static inline int exit_port_io(struct vcpu *v, uint16_t port, unsigned size, bool in, uint64_t *rax)
 {
-	/* bytes an access of `size` (1, 2 or 4) covers */
-	static const uint32_t size_mask[8] = { 0, 0xff, 0xffff, 0, 0xffffffffu, 0, 0, 0 };
-	uint64_t mask = size_mask[size & 7];
-	uint64_t d = in ? 0 : *rax & mask;
+	uint64_t d = in ? 0 : *rax & port_size_mask(size);
 	int ret = vm_port_access(v, port, &d, size, !in);
-	/* a 4-byte IN zero-extends into RAX; narrower ones merge */
 	if (in)
-		*rax = size == 4 ? (uint32_t)d : ((*rax & ~mask) | (d & mask));
+		*rax = port_in_result(*rax, size, d);
 	return ret;
 }
 
 /* RDMSR/WRMSR through the registered handlers. Returns 0, or negative when
  * the guest must get #GP (unknown MSR or invalid value). */
-static inline int exit_msr(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
+static inline __attribute__((always_inline)) int
+exit_msr(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
 {
 	struct vm *vm = v->vm;
 	for (unsigned i = 0; i < vm->nr_msr; i++) {
@@ -74,7 +119,26 @@ static inline int exit_msr(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_
 	return -1;
 }
 
-/* Registers the MSRs every VM has (EFER, PAT, syscall MSRs, MTRR default type...). */
+/* RDMSR/WRMSR with the guest's registers (ECX, EDX:EAX; RAX lives where the
+ * backend keeps it). Returns false when the guest got #GP instead (RIP
+ * stays on the instruction). */
+static inline __attribute__((always_inline)) bool exit_do_msr(struct vcpu *v, bool is_write)
+{
+	uint64_t *rax = vendor_rax(v);
+	uint64_t val = (*rax & 0xffffffffull) | (v->regs.rdx << 32);
+	if (exit_msr(v, (uint32_t)v->regs.rcx, &val, is_write)) {
+		vendor_inject_exception(v, 13, true, 0);
+		return false;
+	}
+	if (!is_write) {
+		*rax = val & 0xffffffffull;
+		v->regs.rdx = val >> 32;
+	}
+	return true;
+}
+
+/* Registers the MSRs every VM has (EFER, PAT, syscall MSRs, MTRR default
+ * type...), vmm/exit_msr.c. */
 void exit_register_msrs(struct vm *vm);
 
 /* Prints the exit statistics table for a vCPU. */

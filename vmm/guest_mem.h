@@ -7,13 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct vm;
+#include "emul/guest_paging.h"
 
-struct guest_paging {
-	uint64_t cr0, cr3, cr4, efer;
-	bool cs_long;       /* executing 64-bit code (CS.L with EFER.LMA) */
-	bool cs_32;         /* CS.D: 32-bit default operand size */
-};
+struct vm;
 
 /* Translates a linear address; returns 0 or negative if not mapped. */
 int guest_linear_to_gpa(struct vm *vm, const struct guest_paging *pg, uint64_t lin, uint64_t *gpa);

@@ -26,25 +26,45 @@ static void add_mmio(struct vm *vm, const struct io_range *r)
 }
 
 /* x2APIC MSRs, IA32_APIC_BASE, IA32_TSC_DEADLINE: the local APIC decides. An
- * EOI, a self-IPI or a TPR change can make an interrupt deliverable, so the
- * exit ends on the heavy path, where interrupts are injected. */
+ * EOI, a self-IPI or a TPR change can make an interrupt deliverable: the
+ * hazard check at the end of the exit then injects it. */
 static int lapic_msr_handler(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
 {
 	if (lapic_msr(&v->lapic, msr, val, is_write) == LAPIC_GP)
 		return -1;
 	if (is_write && lapic_irr_nonempty(&v->lapic))
-		v->pending |= VCPU_PENDING_HEAVY;
+		v->pending |= VCPU_PENDING_RECHECK;
 	return 0;
 }
 
-/* The 8259s: an EOI or an unmask can make a waiting IRQ deliverable, so an
- * access ends on the heavy path, where interrupts are injected. */
+/* The local APIC's and the I/O APIC's MMIO pages, the same way: an EOI, a
+ * TPR write or an unmasked redirection entry can make an interrupt
+ * deliverable. */
+static int lapic_mmio_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size,
+			      bool is_write, void *opaque)
+{
+	int ret = lapic_mmio(v, addr, data, size, is_write, opaque);
+	if (is_write && lapic_irr_nonempty(&v->lapic))
+		v->pending |= VCPU_PENDING_RECHECK;
+	return ret;
+}
+
+static int ioapic_mmio_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size,
+			       bool is_write, void *opaque)
+{
+	int ret = ioapic_mmio(v, addr, data, size, is_write, opaque);
+	if (is_write && lapic_irr_nonempty(&v->lapic))
+		v->pending |= VCPU_PENDING_RECHECK;
+	return ret;
+}
+
+/* The 8259s: an EOI or an unmask can make a waiting IRQ deliverable. */
 static int pic_io_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size,
 			  bool is_write, void *opaque)
 {
 	int ret = pic_io(v, addr, data, size, is_write, opaque);
 	if (is_write)
-		v->pending |= VCPU_PENDING_HEAVY;
+		v->pending |= VCPU_PENDING_RECHECK;
 	return ret;
 }
 
@@ -117,13 +137,16 @@ void platform_create(struct vm *vm)
 	add_port(vm, &r[0]);
 
 	ioapic_range(&vm->ioapic, &r[0]);
+	r[0].fn = ioapic_mmio_checked;
 	add_mmio(vm, &r[0]);
 	lapic_range(&v->lapic, &r[0]);
+	r[0].fn = lapic_mmio_checked;
 	add_mmio(vm, &r[0]);
 
-	vm_register_msr(vm, 0x1b, 1, lapic_msr_handler);     /* IA32_APIC_BASE */
-	vm_register_msr(vm, 0x6e0, 1, lapic_msr_handler);    /* IA32_TSC_DEADLINE */
-	vm_register_msr(vm, 0x800, 0x100, lapic_msr_handler); /* x2APIC */
+	vm_register_msr(vm, MSR_APIC_BASE, 1, lapic_msr_handler);
+	vm_register_msr(vm, MSR_TSC_DEADLINE, 1, lapic_msr_handler);
+	vm_register_msr(vm, MSR_X2APIC_FIRST, MSR_X2APIC_LAST - MSR_X2APIC_FIRST + 1,
+			lapic_msr_handler);
 }
 
 uint64_t platform_acpi(struct vm *vm)

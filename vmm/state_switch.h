@@ -1,6 +1,7 @@
 /* The vendor-neutral pieces of the state switch both backends do on heavy
  * exits (or on every exit, for a switch set to "always"): the syscall MSRs
- * of seed 000 and debug registers DR0-3 of seed 001. */
+ * (msr=lazy|always), debug registers DR0-3 (dr=lazy|always) and the
+ * performance counters (pmu=lazy|always). */
 #ifndef VMM_STATE_SWITCH_H
 #define VMM_STATE_SWITCH_H
 
@@ -46,6 +47,38 @@ static inline void dr03_load_guest(struct vcpu *v)
 	asm volatile("mov %0, %%dr1" ::"r"(v->guest_dr[1]));
 	asm volatile("mov %0, %%dr2" ::"r"(v->guest_dr[2]));
 	asm volatile("mov %0, %%dr3" ::"r"(v->guest_dr[3]));
+}
+
+/* The first n (at most 4) counters: event selects at MSRs ctl0.., counters
+ * at ctr0.. (AMD's legacy PerfEvtSel/PerfCtr, Intel's PERFEVTSEL/PMC). */
+static inline void pmu_save_guest_load_host(struct vcpu *v, uint32_t ctl0, uint32_t ctr0,
+					    unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		v->guest_pmu[i] = rdmsr(ctl0 + i);
+		v->guest_pmu[4 + i] = rdmsr(ctr0 + i);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		wrmsr(ctl0 + i, v->host_pmu[i]);
+		wrmsr(ctr0 + i, v->host_pmu[4 + i]);
+	}
+}
+
+static inline void pmu_load_guest(struct vcpu *v, uint32_t ctl0, uint32_t ctr0, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		wrmsr(ctl0 + i, v->guest_pmu[i]);
+		wrmsr(ctr0 + i, v->guest_pmu[4 + i]);
+	}
+}
+
+/* The VM starts with the host's counter values as its own. */
+static inline void pmu_init(struct vcpu *v, uint32_t ctl0, uint32_t ctr0, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		v->host_pmu[i] = v->guest_pmu[i] = rdmsr(ctl0 + i);
+		v->host_pmu[4 + i] = v->guest_pmu[4 + i] = rdmsr(ctr0 + i);
+	}
 }
 
 #endif

@@ -1,48 +1,134 @@
-/* Hooks every vendor backend implements once (vmm/svm/, later vmm/vmx/);
- * the choice is made at link time, not through function pointers. */
+/* What a vendor backend (vmm/svm/, vmm/vmx/) provides to the common code.
+ * The choice is made at link time, never through function pointers: the
+ * common code is compiled once per backend, and the backend's inline hooks
+ * come from its own arch_exit.h (-Ivmm/svm or -Ivmm/vmx), so that the light
+ * path compiles into one straight line per exit.
+ *
+ * Backends keep only what differs between AMD and Intel: where guest state
+ * lives (VMCB fields or VMCS fields), how an exit is reported, how events are
+ * injected, and the CPU setup. Everything an exit means is in the exit core
+ * (vmm/vcpu_exit.h). */
 #ifndef VMM_VENDOR_H
 #define VMM_VENDOR_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "emul/pio_decode.h"    /* struct io_intercept */
+#include "emul/x86_emulate.h"   /* struct guest_paging */
+#include "vmm/vcpu_exit.h"
+
 struct vcpu;
 struct vm;
 struct lp_options;
+struct linux_boot_state;
+
+/* ---- setup (out of line) ---- */
 
 /* Checks the CPU and enables virtualization; prints one clear line and
  * returns negative when it cannot. */
 int vendor_cpu_init(const struct lp_options *opt);
 /* The backend's name for the banner: "AMD SVM" or "Intel VT-x". */
 const char *vendor_name(void);
+/* Second-stage page tables (guest RAM only) and the I/O and MSR bitmaps. */
 int vendor_vm_init(struct vm *vm);
 void vendor_vm_destroy(struct vm *vm);
 /* Multiboot start state: 32-bit protected mode, paging off, flat segments. */
 void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx);
-struct linux_boot_state;
 /* Linux 64-bit boot protocol start state (long mode, paging on). */
 void vendor_vcpu_init_linux(struct vcpu *v, const struct linux_boot_state *st);
-/* Loads what the heavy path took away (VMLOAD state, DRs, PMU MSRs). */
-void vendor_state_enter(struct vcpu *v);
-/* Runs the guest in the light loop until an exit needs the heavy path. */
+/* The switch-set bits only this backend knows (SW_VMLOAD_ALWAYS, SW_NRIP). */
+unsigned vendor_switch_bits(const struct lp_options *o);
+
+/* ---- the run loop (out of line) ---- */
+
+/* Runs the guest in the light loop (the exit stub) until it is left. */
 void vendor_enter_guest(struct vcpu *v);
-/* Saves guest state and restores the host's before heavy handling. */
-void vendor_state_leave(struct vcpu *v);
-/* Handles the exit that left the light loop (VM end, emulation, faults). */
-void vendor_handle_heavy(struct vcpu *v);
+/* An exit the table does not know: stop the VM with one line naming it. */
+void vendor_unexpected_exit(struct vcpu *v);
+/* The next RIP after the instruction `p` at RIP, prefixes included, or 0
+ * (the VM is stopped) when the bytes there are not that instruction. */
+uint64_t vendor_next_rip_slow(struct vcpu *v, struct insn_pattern p);
 /* Takes pending host interrupts (the timer) from the heavy path. */
 void vendor_host_interrupt_window(void);
 /* Sleeps until a host interrupt has been taken. */
 void vendor_host_wait_for_interrupt(void);
+/* Stops trapping MOV DR (dr=lazy, first use): the DRs are switched from now on. */
+void vendor_dr_intercept_off(struct vcpu *v);
 /* One short phrase on the vCPU's interrupt state, for debugging dumps. */
 const char *vendor_interrupt_state(struct vcpu *v);
-/* Describes where the guest is, for reports ("rip 0x..."). */
-uint64_t vendor_guest_rip(struct vcpu *v);
+
+/* Guest MSRs whose home is vendor state, without any checks (the exit core
+ * checks values first, vmm/exit_msr.c). Return 0, or negative for #GP. */
+uint64_t vendor_efer_read(struct vcpu *v);
+void vendor_efer_write(struct vcpu *v, uint64_t efer);
+int vendor_msr_pat(struct vcpu *v, uint64_t *val, bool is_write);
+/* STAR/LSTAR/CSTAR/SFMASK/KERNEL_GS_BASE with msr=lazy, and SYSENTER_*:
+ * wherever the guest's value lives right now. */
+int vendor_msr_vmstate(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write);
+
+/* What a nested page fault / EPT violation reports. */
+struct npf_info {
+	uint64_t gpa;
+	bool final_access;       /* the access itself, not the guest's page walk */
+	bool fetch;              /* an instruction fetch */
+	bool in_event_delivery;  /* while the CPU was delivering an event */
+};
+
+/* ---- inline hooks, defined in the backend's arch_exit.h ----
+ *
+ * Guest registers:
+ *   uint64_t *vendor_rax(struct vcpu *v)          RAX (SVM: in the VMCB)
+ *   uint64_t *vendor_light_rsp(struct vcpu *v)    RSP if the light path can
+ *                                                 reach it in memory, else 0
+ *   uint64_t vendor_rsp(v), vendor_set_rsp(v, x)
+ *   uint64_t vendor_guest_rip(v), vendor_set_rip(v, rip)
+ *   uint64_t vendor_rflags(v), vendor_set_rflags(v, x)
+ *   void vendor_guest_paging(v, struct guest_paging *pg)
+ *   uint64_t vendor_cs_base(v); unsigned vendor_cpl(v)
+ *   void vendor_seg_bases(v, uint64_t base[6])    ES CS SS DS FS GS
+ *   void vendor_set_guest_cr2(v, cr2)
+ * The exit:
+ *   uint64_t vendor_exit_code(v)    what the exit table is indexed by (SVM:
+ *                                   EXITCODE, low 32 bits; VT-x: the basic
+ *                                   exit reason)
+ *   bool vendor_heavy_begin(v)      first thing on the heavy path for an exit
+ *                                   left unhandled: re-injects an event whose
+ *                                   delivery the exit interrupted; false (the
+ *                                   VM stopped with one line) for a failed
+ *                                   VM entry
+ *   bool vendor_next_rip(v, struct insn_pattern p, sw, uint64_t *next)
+ *       next RIP on the light path; false when it cannot tell cheaply
+ *   void vendor_skip_insn(v, uint64_t next)
+ *       RIP past that instruction, at the end of the handler (VT-x reads
+ *       the length from the VMCS only here)
+ *   void vendor_exit_io(v, struct io_intercept *io)     all but next_rip
+ *   uint64_t vendor_exit_io_next_rip(v)
+ *   bool vendor_exit_msr_write(v)
+ *   void vendor_exit_npf(v, struct npf_info *f)
+ *   uint64_t vendor_exit_npf_gpa(v)                 f->gpa alone
+ *   bool vendor_exit_in_event_delivery(v)
+ * Events:
+ *   void vendor_inject_exception(v, vector, has_error_code, error_code)
+ *   bool vendor_intr_injectable(v)                 IF=1, no shadow, nothing queued
+ *   void vendor_inject_intr(v, vector)
+ *   void vendor_intr_window(v, bool want)          exit when IF opens, or not
+ *   bool vendor_intr_window_requested(v)
+ *   void vendor_clear_interrupt_shadow(v)
+ * State the heavy path switches (the lazy halves):
+ *   vendor_guest_msrs_enter(v) / vendor_guest_msrs_leave(v)   the guest's
+ *       lazily switched MSRs (SVM: the VMLOAD state, which carries the
+ *       syscall MSRs; VT-x: the syscall MSRs) into the CPU, and back out
+ * State switched per exit by the "always" switches:
+ *   vendor_vmload_leave(v) / vendor_vmload_enter(v)   (SVM VMSAVE/VMLOAD)
+ *   vendor_dr_save_guest_load_host(v) / vendor_dr_load_guest(v)
+ *   vendor_pmu_save_guest_load_host(v) / vendor_pmu_load_guest(v)
+ * Constants:
+ *   VENDOR_EXIT_CODES           size of the light table (codes past it share
+ *                               its last slot); in arch_vcpu.h
+ *   VENDOR_HYPERCALL_INSN       the hypercall instruction's struct insn_pattern
+ *   VENDOR_TRIPLE_FAULT_EXIT    how the backend names that exit
+ */
+#include "arch_exit.h"
 
 #endif
-
-/* Guest MSRs whose home is vendor state (EFER, PAT, the syscall and
- * SYSENTER MSRs): read or write them wherever they currently live. */
-int vendor_msr_vmstate(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write);
-/* Queues a virtual interrupt; returns negative if one is already queued. */
-int vendor_inject_virq(struct vcpu *v, uint8_t vector);

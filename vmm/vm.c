@@ -11,8 +11,8 @@
 #include "dev/pc_irq.h"
 #include "lib/printf.h"
 #include "lib/string.h"
-#include "emul/x86_emulate.h"
 #include "vmm/exit.h"
+#include "vmm/vcpu_exit.h"
 #include "vmm/linux_boot.h"
 #include "vmm/loader.h"
 #include "vmm/platform.h"
@@ -26,8 +26,19 @@ int vm_register_io(struct vm *vm, const struct io_range *r)
 	unsigned idx = ++vm->nr_io;
 	vm->io[idx] = *r;
 	for (uint64_t p = r->base; p < r->base + r->len; p++)
-		vm->port_map[p] = (uint8_t)idx;
+		vm->port_map[p] = (uint8_t)(idx | (r->light ? 0 : VM_PORT_SLOW));
 	return 0;
+}
+
+int vm_port_unclaimed(struct vcpu *v, uint64_t *data, bool is_write)
+{
+	if (is_write) {
+		v->stats.denied_port_writes++;
+	} else {
+		v->stats.denied_port_reads++;
+		*data = ~0ull;
+	}
+	return IO_OK;
 }
 
 int vm_register_mmio(struct vm *vm, const struct io_range *r)
@@ -61,57 +72,6 @@ int vm_mmio_access(struct vcpu *v, uint64_t gpa, uint64_t *data, unsigned size, 
 	return r->fn(v, gpa, data, size, is_write, r->opaque);
 }
 
-static void *emul_gpa_ptr(struct emul_ctx *c, uint64_t gpa, size_t len)
-{
-	struct vcpu *v = c->opaque;
-	return gpa_to_host(v->vm, gpa, len);
-}
-
-static int emul_mmio_cb(struct emul_ctx *c, uint64_t gpa, uint64_t *data, unsigned size,
-			bool is_write)
-{
-	return vm_mmio_access(c->opaque, gpa, data, size, is_write);
-}
-
-static int emul_pio_cb(struct emul_ctx *c, uint16_t port, uint64_t *data, unsigned size,
-		       bool is_write)
-{
-	return vm_port_access(c->opaque, port, data, size, is_write);
-}
-
-void vm_emul_bind(struct vcpu *v, struct emul_ctx *c)
-{
-	c->gpa_ptr = emul_gpa_ptr;
-	c->mmio = emul_mmio_cb;
-	c->pio = emul_pio_cb;
-	c->opaque = v;
-}
-
-void vm_emul_retry(struct vcpu *v, uint64_t rip)
-{
-	/* the code or page tables changed under the emulator; a guest that keeps
-	 * doing that at one RIP would loop forever */
-	if (rip == v->emul_retry_rip && ++v->emul_retries >= 16) {
-		vm_fault(v->vm, "the instruction at rip 0x%lx keeps changing under the emulator", rip);
-		return;
-	}
-	if (rip != v->emul_retry_rip) {
-		v->emul_retry_rip = rip;
-		v->emul_retries = 1;
-	}
-}
-
-void vm_emul_unsupported(struct vcpu *v, const struct emul_result *res, const char *what)
-{
-	char bytes[3 * X86_MAX_INSN_LEN + 1];
-	unsigned n = 0;
-	for (unsigned i = 0; i < res->nbytes && n + 4 < sizeof(bytes); i++)
-		n += snprintf(bytes + n, sizeof(bytes) - n, "%s%02x", i ? " " : "", res->bytes[i]);
-	bytes[n] = 0;
-	vm_fault(v->vm, "cannot emulate the %s at rip 0x%lx (%s; bytes %s)", what, res->rip,
-		 res->reason ? res->reason : "?", n ? bytes : "none");
-}
-
 int vm_register_msr(struct vm *vm, uint32_t base, uint32_t count, msr_handler_fn fn)
 {
 	if (vm->nr_msr == VM_MAX_MSR_RANGES)
@@ -127,7 +87,7 @@ void vm_end(struct vm *vm, unsigned status, const char *why)
 	vm->ended = true;
 	vm->status = status;
 	vm->end_reason = why;
-	vm->vcpu->pending |= VCPU_PENDING_HEAVY;   /* the light loop must stop now */
+	vm->vcpu->pending |= VCPU_PENDING_RECHECK;   /* the light loop must stop now */
 }
 
 void vm_fault(struct vm *vm, const char *fmt, ...)
@@ -218,6 +178,8 @@ bool vm_timers_run(struct vm *vm)
 		i = 0;
 	}
 	host_timer_reprogram(vm);
+	if (any)   /* a device timer may have raised an interrupt */
+		vm->vcpu->pending |= VCPU_PENDING_RECHECK;
 	return any;
 }
 
@@ -226,8 +188,8 @@ void vm_irq_line(struct vm *vm, unsigned gsi, bool level)
 	if (gsi >= 24)
 		return;
 	pc_irq_set(&vm->pic, &vm->ioapic, gsi, level);
-	/* injection happens on the heavy path */
-	vm->vcpu->pending |= VCPU_PENDING_HEAVY;
+	/* the hazard check at the end of the exit injects it */
+	vm->vcpu->pending |= VCPU_PENDING_RECHECK;
 }
 
 uint64_t platform_tsc_hz(void)
@@ -244,6 +206,7 @@ static void add_device(struct vm *vm, const struct io_range *r)
 static void vm_create_devices(struct vm *vm)
 {
 	struct io_range r;
+	memset(vm->port_map, VM_PORT_SLOW, sizeof(vm->port_map));   /* nobody */
 	uart16550_init(&vm->uart, vm);
 	uart16550_range(&vm->uart, &r);
 	add_device(vm, &r);
@@ -263,15 +226,16 @@ static void vm_create_devices(struct vm *vm)
 	platform_create(vm);
 }
 
-/* vcpu_run: the outer (heavy) loop; the light loop lives in the backend. */
+/* vcpu_run: the outer (heavy) loop around the backend's light loop
+ * (docs/EXITS.md). */
 static void vcpu_run(struct vcpu *v)
 {
 	this_cpu()->current = v;
 	while (!v->vm->ended) {
-		vendor_state_enter(v);
+		vcpu_state_enter(v);
 		vendor_enter_guest(v);
-		vendor_state_leave(v);
-		vendor_handle_heavy(v);
+		vcpu_state_leave(v);
+		exit_heavy(v);
 	}
 	this_cpu()->current = 0;
 }
@@ -367,6 +331,7 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 		status = LP_STATUS_HV_ERROR;
 		goto out;
 	}
+	exit_vcpu_init(v);
 	if (load_guest(vm, spec, what, sizeof(what), err, sizeof(err))) {
 		kprintf("lightpath: vm%u: cannot load guest image '%s': %s\n", id, spec->image_name,
 			err);

@@ -22,9 +22,9 @@
 #include "dev/rtc.h"
 #include "dev/uart16550.h"
 #include "include/lightpath/abi.h"
+#include "vmm/light.h"
 #include "arch_vcpu.h"   /* the backend's: -Ivmm/svm or -Ivmm/vmx */
 
-#define LIGHT_TABLE_SIZE  0x91
 #define CPUID_CACHED_LEAVES 0x20
 
 #define VM_MAX_IO_RANGES  32
@@ -57,28 +57,29 @@ struct exit_stats {
 	uint64_t emulated;       /* instructions the emulator performed */
 };
 
-/* vcpu->pending: hazard bits tested once at the end of every light exit. */
-#define VCPU_PENDING_HEAVY   (1u << 0)  /* the handler asked for the heavy path */
+/* vcpu->pending: hazard bits, tested once at the end of every handled light
+ * exit (vmm/light.h). */
+#define VCPU_PENDING_RECHECK (1u << 0)  /* an interrupt may have become deliverable,
+					   or the VM ended: re-check before resuming */
 
-/* vcpu->heavy_action: why the light loop was left */
+/* vcpu->heavy_action: what the heavy path does once the light loop is left */
 enum heavy_action {
-	HEAVY_NONE = 0,       /* light=off: handled, just go round */
-	HEAVY_EXIT,           /* vendor exit needing the heavy handler */
+	HEAVY_NONE = 0,       /* the exit was handled: only state and interrupts */
+	HEAVY_EXIT,           /* the exit still needs its heavy handler */
 };
 
-/* The syscall MSRs seed 000 switches lazily (msr=lazy|always). */
+/* The syscall MSRs msr=lazy|always switches (seed 000). */
 enum syscall_msr { SMSR_STAR, SMSR_LSTAR, SMSR_CSTAR, SMSR_SFMASK, SMSR_KGS, SMSR_COUNT };
 
 struct vm;
 struct vcpu;
-typedef uint64_t light_handler_fn(struct vcpu *);
 
 struct vcpu {
 	struct vcpu_arch arch;      /* first: the backend's page-aligned block */
 	struct guest_regs regs;     /* fixed offset the exit stub relies on */
-	/* light handler per exit code, chosen once per VM; the last entry takes
-	 * every code beyond the table (NPF, invalid state...) */
-	light_handler_fn *light_table[LIGHT_TABLE_SIZE];
+	/* light handler per exit code, filled from the backend's exit table once
+	 * per VM; codes past the table share the last entry */
+	light_handler_fn *light_table[VENDOR_EXIT_CODES];
 	uint32_t pending;
 	uint32_t heavy_action;
 	struct vm *vm;
@@ -93,10 +94,9 @@ struct vcpu {
 	uint64_t code_lin, code_cr3, code_cr0;
 	uint8_t *code_host;
 
-	/* seed 000: syscall MSRs; guest copy used while msr=always */
-	uint64_t guest_smsr[SMSR_COUNT], host_smsr[SMSR_COUNT];
-	bool vmstate_in_cpu;        /* VMLOAD state of the guest currently in the CPU */
-	/* seed 001: debug registers */
+	/* msr=always: the guest's syscall MSRs while the host's are in the CPU */
+	uint64_t guest_smsr[SMSR_COUNT];
+	/* dr=lazy|always: the guest's DR0-3 while the host's are in the CPU */
 	uint64_t guest_dr[4];
 	bool dr_dirty;
 	/* interrupts: the local APIC, and the test facility's vector
@@ -106,7 +106,7 @@ struct vcpu {
 	/* instruction emulator: consecutive RETRY results at one RIP */
 	uint64_t emul_retry_rip;
 	unsigned emul_retries;
-	/* seed 002: perf-counter MSRs */
+	/* pmu=lazy|always: perf-counter MSRs (selects 0-3, counters 0-3) */
 	uint64_t guest_pmu[8], host_pmu[8];
 };
 
@@ -123,7 +123,7 @@ struct vm {
 	unsigned status;
 	const char *end_reason;
 
-	uint8_t port_map[65536];    /* port -> index into io[] (0 = nobody) */
+	uint8_t port_map[65536];    /* port -> index into io[], | VM_PORT_SLOW */
 	unsigned nr_io;
 	struct io_range io[VM_MAX_IO_RANGES];
 	unsigned nr_mmio;
@@ -157,22 +157,28 @@ struct vm {
 	bool at_line_start;
 };
 
-/* One port access as a device sees it (the light path's exit_port_io and
- * the emulator share it): *data in/out. Nobody there: reads all-ones,
- * writes dropped, both counted as denied. */
+/* port_map entries: the index of the port's range in io[], with this bit set
+ * when the light path must not call it: nobody is there (index 0), or the
+ * device runs on the heavy path only (io_range.light false). The light path
+ * tests this one bit before anything else. */
+#define VM_PORT_SLOW 0x80u
+
+/* A port nobody claimed: reads all-ones, writes are dropped; both counted.
+ * Returns IO_OK. */
+int vm_port_unclaimed(struct vcpu *v, uint64_t *data, bool is_write) __attribute__((cold));
+
+/* One port access as a device sees it (the heavy path and the emulator; the
+ * light path tests VM_PORT_SLOW itself): *data in/out. Returns IO_OK,
+ * IO_VM_END or negative. */
 static inline int vm_port_access(struct vcpu *v, uint16_t port, uint64_t *data, unsigned size,
 				 bool is_write)
 {
 	struct vm *vm = v->vm;
 	unsigned idx = vm->port_map[port];
-	if (__builtin_expect(idx == 0, 0)) {
-		if (is_write) {
-			v->stats.denied_port_writes++;
-		} else {
-			v->stats.denied_port_reads++;
-			*data = ~0ull;
-		}
-		return IO_OK;
+	if (__builtin_expect(idx & VM_PORT_SLOW, 0)) {
+		idx &= ~VM_PORT_SLOW;
+		if (!idx)
+			return vm_port_unclaimed(v, data, is_write);
 	}
 	return vm->io[idx].fn(v, port, data, size, is_write, vm->io[idx].opaque);
 }
@@ -193,15 +199,6 @@ const struct io_range *vm_find_mmio(const struct vm *vm, uint64_t gpa);
  * size 1/2/4(/8 for MMIO). Nobody there: reads all-ones, writes dropped
  * (counted as denied). Returns IO_OK, IO_VM_END or a negative error. */
 int vm_mmio_access(struct vcpu *v, uint64_t gpa, uint64_t *data, unsigned size, bool is_write);
-struct emul_ctx;
-/* Points the instruction emulator's memory, MMIO and port callbacks at this
- * vCPU's VM (the backends fill in the registers). */
-void vm_emul_bind(struct vcpu *v, struct emul_ctx *c);
-struct emul_result;
-/* EMUL_RETRY at `rip`: resume, unless it keeps happening (then stop the VM). */
-void vm_emul_retry(struct vcpu *v, uint64_t rip);
-/* EMUL_UNSUPPORTED: stop the VM with one line naming `what` and the bytes. */
-void vm_emul_unsupported(struct vcpu *v, const struct emul_result *res, const char *what);
 int vm_register_msr(struct vm *vm, uint32_t base, uint32_t count, msr_handler_fn fn);
 /* Fires every armed timer whose deadline has passed and reprograms the host
  * timer for the next one. Returns true if any fired. */

@@ -7,7 +7,7 @@
 #include <cmocka.h>
 
 #include "emul/pio_decode.h"
-#include "emul/svm_ioio.h"
+#include "vmm/svm/ioio.h"
 
 static struct io_intercept decode(uint64_t info1, uint64_t info2)
 {

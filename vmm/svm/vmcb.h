@@ -154,7 +154,25 @@ _Static_assert(offsetof(struct vmcb, g_pat) == 0x668, "g_pat");
 #define SVM_EXIT_SKINIT          0x086
 #define SVM_EXIT_XSETBV          0x08d
 #define SVM_EXIT_NPF             0x400
-#define SVM_EXIT_INVALID         ((uint64_t)-1)
+/* VMRUN refused the guest state: -1 by the APM; QEMU stores the 32-bit
+ * 0xffffffff, so the backend compares the low 32 bits only. */
+#define SVM_EXIT_INVALID         0xffffffffu
+
+/* EXITINFO1 of a nested page fault */
+#define SVM_NPF_FETCH            (1ull << 4)
+#define SVM_NPF_FINAL_ACCESS     (1ull << 32)   /* the access itself, not a guest page walk */
+
+/* int_ctl */
+#define SVM_INT_CTL_V_IRQ        (1ull << 8)
+#define SVM_INT_CTL_V_INTR_PRIO_MAX (0xfull << 16)
+#define SVM_INT_CTL_V_IGN_TPR    (1ull << 20)
+#define SVM_INT_CTL_V_INTR_MASKING (1ull << 24)
+/* int_state */
+#define SVM_INT_STATE_SHADOW     (1ull << 0)
+
+/* segment attributes (the descriptor's bits 40-47 and 52-55, packed) */
+#define SVM_SEG_ATTR_L           (1u << 9)
+#define SVM_SEG_ATTR_DB          (1u << 10)
 
 /* EVENTINJ */
 #define SVM_EVTINJ_VALID         (1ull << 31)

@@ -7,11 +7,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Basic exit reasons the light table covers directly (the SDM defines them
+ * up to 77); others share its last slot. */
+#define VENDOR_EXIT_CODES 80
+
 struct vcpu_arch {
 	uint8_t vmcs[4096] __attribute__((aligned(4096)));
 	uint8_t launched;        /* VMLAUNCH done: the stub uses VMRESUME */
 	uint8_t entry_failed;    /* VMLAUNCH/VMRESUME fell through (VMfail) */
-	uint8_t virq;            /* queued virtual interrupt vector, 0 = none */
 	bool smsr_in_cpu;        /* msr=lazy: the guest's syscall MSRs are in the CPU */
 	uint32_t proc;           /* primary processor-based controls as written */
 	uint64_t guest_dr6;      /* DR6 is not in the VMCS: switched with DR0-3 */

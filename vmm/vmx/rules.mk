@@ -27,6 +27,6 @@ $(BUILD)/gen/vmx/asm-offsets.h: vmm/vmx/asm-offsets.c $(wildcard vmm/*.h vmm/vmx
 	@mkdir -p $(dir $@)
 	$(CC) $(VMX_CFLAGS) -S -o $@.s $<
 	sed -n 's/.*@@OFFSET \([A-Z0-9_]*\) \$$\{0,1\}\([0-9-]*\).*/#define \1 \2/p' $@.s > $@
-$(BUILD)/hv-vmx/vmm/vmx/vmx_entry.S.o: $(BUILD)/gen/vmx/asm-offsets.h
+$(BUILD)/hv-vmx/vmm/vmx/entry.S.o: $(BUILD)/gen/vmx/asm-offsets.h
 
 -include $(VMX_OBJS:.o=.d)

@@ -8,10 +8,6 @@
 /* ---- capability and control MSRs ---- */
 #define MSR_IA32_FEATURE_CONTROL     0x03au
 #define MSR_IA32_DEBUGCTL            0x1d9u
-#define MSR_IA32_PAT                 0x277u
-#define MSR_IA32_SYSENTER_CS         0x174u
-#define MSR_IA32_SYSENTER_ESP        0x175u
-#define MSR_IA32_SYSENTER_EIP        0x176u
 #define MSR_IA32_PMC0                0x0c1u  /* general-purpose counters 0..3 */
 #define MSR_IA32_PERFEVTSEL0         0x186u  /* their event selects */
 #define MSR_IA32_VMX_BASIC           0x480u
@@ -282,6 +278,8 @@
 #define VMX_INTERRUPTIBILITY_MOV_SS  (1u << 1)
 
 /* ---- segment access rights ---- */
+#define VMX_AR_L                     (1u << 13)   /* 64-bit code segment */
+#define VMX_AR_DB                    (1u << 14)   /* default operand size 32 */
 #define VMX_AR_UNUSABLE              (1u << 16)
 
 /* ---- EPT entries ---- */

@@ -25,6 +25,24 @@ struct vmx_caps {
 
 extern struct vmx_caps vmx_caps;
 
+/* The control word lightpath wants, adjusted to what the CPU allows; `want`
+ * bits it cannot have are reported by the caller. */
+static inline uint32_t ctl_adjust(struct vmx_ctl_cap c, uint32_t want)
+{
+	return (want | c.must) & c.may;
+}
+
+struct vm;
+/* The EPT pointer of a VM (vmm/vmx/ept.c). */
+uint64_t vmx_eptp(const struct vm *vm);
+
+/* The host GDT and TSS a VM exit loads (vmm/vmx/cpu.c). */
+#define VMX_HOST_SEL_CODE 0x08
+#define VMX_HOST_SEL_DATA 0x10
+#define VMX_HOST_SEL_TSS  0x18
+extern uint8_t vmx_host_tss[104];
+extern uint64_t vmx_host_gdt[5];
+
 /* After a failed VM entry (VMfail with `insn_error`, or an exit reason with
  * bit 31 set), checks the current VMCS against the entry checks lightpath
  * knows and writes one line naming the first field that breaks one. */

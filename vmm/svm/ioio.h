@@ -2,12 +2,12 @@
  * EXITINFO2, seed 004's fast path. Layout per the AMD64 APM vol. 2, section
  * 15.10.2 "IN and OUT Behavior" (figure "EXITINFO1 for IOIO Intercept"). Static
  * inline: it sits on the light exit path. */
-#ifndef EMUL_SVM_IOIO_H
-#define EMUL_SVM_IOIO_H
+#ifndef VMM_SVM_IOIO_H
+#define VMM_SVM_IOIO_H
 
 #include <stdint.h>
 
-#include "vmm/io_intercept.h"
+#include "emul/io_intercept.h"
 
 #define SVM_IOIO_TYPE_IN    (1u << 0)  /* 1 = IN/INS, 0 = OUT/OUTS */
 					/* bit 1 reserved */
@@ -30,9 +30,9 @@ static inline void svm_ioio_decode(uint64_t exitinfo1, uint64_t exitinfo2,
 {
 	uint32_t info = (uint32_t)exitinfo1;
 
-	out->port = (uint16_t)(info >> SVM_IOIO_PORT_SHIFT);
+	out->port = info >> SVM_IOIO_PORT_SHIFT;
 	/* SZ8/SZ16/SZ32 are one-hot: bits 4,5,6 -> 1,2,4 bytes. */
-	out->size = (uint8_t)((info >> 4) & 7);
+	out->size = (info >> 4) & 7;
 	out->in = info & SVM_IOIO_TYPE_IN;
 	out->string = info & SVM_IOIO_STR;
 	out->rep = info & SVM_IOIO_REP;

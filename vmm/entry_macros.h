@@ -1,0 +1,69 @@
+/* Pieces both exit stubs share (vmm/svm/entry.S, vmm/vmx/entry.S), as
+ * assembler macros. The light loop keeps the guest's rbp and r12-r15 in the
+ * CPU (C preserves them) and stores them only on the way to the heavy path;
+ * the caller-saved GPRs go through struct vcpu on every exit. The vcpu
+ * pointer is at (%rsp) inside the loop. */
+#ifndef VMM_ENTRY_MACROS_H
+#define VMM_ENTRY_MACROS_H
+
+/* Entering the loop: save the host's callee-saved registers, keep the vcpu
+ * (in \vcpu) at (%rsp), load the guest's callee-saved ones. */
+.macro LIGHT_LOOP_BEGIN vcpu
+	push %rbx
+	push %rbp
+	push %r12
+	push %r13
+	push %r14
+	push %r15
+	push \vcpu
+	mov VCPU_RBP(\vcpu), %rbp
+	mov VCPU_R12(\vcpu), %r12
+	mov VCPU_R13(\vcpu), %r13
+	mov VCPU_R14(\vcpu), %r14
+	mov VCPU_R15(\vcpu), %r15
+.endm
+
+/* The guest's caller-saved GPRs but rax, from and to the vcpu at \vcpu. */
+.macro LOAD_GUEST_SCRATCH vcpu
+	mov VCPU_RBX(\vcpu), %rbx
+	mov VCPU_RCX(\vcpu), %rcx
+	mov VCPU_RDX(\vcpu), %rdx
+	mov VCPU_RSI(\vcpu), %rsi
+	mov VCPU_RDI(\vcpu), %rdi
+	mov VCPU_R8(\vcpu), %r8
+	mov VCPU_R9(\vcpu), %r9
+	mov VCPU_R10(\vcpu), %r10
+	mov VCPU_R11(\vcpu), %r11
+.endm
+
+.macro STORE_GUEST_SCRATCH vcpu
+	mov %rbx, VCPU_RBX(\vcpu)
+	mov %rcx, VCPU_RCX(\vcpu)
+	mov %rdx, VCPU_RDX(\vcpu)
+	mov %rsi, VCPU_RSI(\vcpu)
+	mov %r8, VCPU_R8(\vcpu)
+	mov %r9, VCPU_R9(\vcpu)
+	mov %r10, VCPU_R10(\vcpu)
+	mov %r11, VCPU_R11(\vcpu)
+.endm
+
+/* Leaving for the heavy path: hand the rest of the guest GPRs to C, restore
+ * the host's, return from the loop. */
+.macro LIGHT_LOOP_END
+	mov (%rsp), %rax
+	mov %rbp, VCPU_RBP(%rax)
+	mov %r12, VCPU_R12(%rax)
+	mov %r13, VCPU_R13(%rax)
+	mov %r14, VCPU_R14(%rax)
+	mov %r15, VCPU_R15(%rax)
+	pop %rdi
+	pop %r15
+	pop %r14
+	pop %r13
+	pop %r12
+	pop %rbp
+	pop %rbx
+	ret
+.endm
+
+#endif

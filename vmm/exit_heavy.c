@@ -1,0 +1,364 @@
+/* The heavy path, written once for both backends: the handlers the exit
+ * tables name for exits the light loop left unhandled, the instruction
+ * emulator's glue, interrupt delivery, and the lazy halves of the state
+ * switch. Every heavy pass ends in exit_heavy, which injects what is due. */
+#include "core/console.h"
+#include "core/cpu.h"
+#include "emul/x86_emulate.h"
+#include "lib/printf.h"
+#include "vmm/exit.h"
+#include "vmm/platform.h"
+#include "vmm/vcpu_exit.h"
+#include "vmm/vendor.h"
+#include "vmm/vm.h"
+
+/* ---- the state switch, lazy halves (the "always" halves run per exit) ---- */
+
+void vcpu_state_enter(struct vcpu *v)
+{
+	const struct lp_options *o = v->vm->opt;
+	if (!o->pmu_lazy || v->vm->has_vpmu)
+		vendor_pmu_load_guest(v);
+	if (!o->dr_lazy || v->dr_dirty)
+		vendor_dr_load_guest(v);
+	vendor_guest_msrs_enter(v);
+}
+
+void vcpu_state_leave(struct vcpu *v)
+{
+	const struct lp_options *o = v->vm->opt;
+	vendor_guest_msrs_leave(v);
+	if (o->dr_lazy && v->dr_dirty)
+		vendor_dr_save_guest_load_host(v);
+	if (o->pmu_lazy && v->vm->has_vpmu)
+		vendor_pmu_save_guest_load_host(v);
+}
+
+/* ---- interrupts ---- */
+
+void exit_inject_interrupts(struct vcpu *v)
+{
+	bool from_pic, test;
+	int vec = platform_intr_pending(v, &from_pic, &test);
+	if (vec < 0) {
+		vendor_intr_window(v, false);
+		return;
+	}
+	/* an exception or a re-injected event goes first; the window exit that
+	 * follows it brings this interrupt */
+	if (vendor_intr_injectable(v)) {
+		vec = platform_intr_ack(v, vec, from_pic, test);
+		if (vec < 0)
+			return;
+		vendor_inject_intr(v, (uint8_t)vec);
+		vendor_intr_window(v, false);
+		return;
+	}
+	vendor_intr_window(v, true);
+}
+
+int exit_raise_test_irq(struct vcpu *v, uint8_t vector)
+{
+	if (v->test_irq)
+		return -1;
+	v->test_irq = vector;
+	v->pending |= VCPU_PENDING_RECHECK;
+	return 0;
+}
+
+/* ---- the instruction emulator (MMIO and port I/O) ---- */
+
+static void *emul_gpa_ptr(struct emul_ctx *c, uint64_t gpa, size_t len)
+{
+	struct vcpu *v = c->opaque;
+	return gpa_to_host(v->vm, gpa, len);
+}
+
+static int emul_mmio_cb(struct emul_ctx *c, uint64_t gpa, uint64_t *data, unsigned size,
+			bool is_write)
+{
+	return vm_mmio_access(c->opaque, gpa, data, size, is_write);
+}
+
+static int emul_pio_cb(struct emul_ctx *c, uint16_t port, uint64_t *data, unsigned size,
+		       bool is_write)
+{
+	return vm_port_access(c->opaque, port, data, size, is_write);
+}
+
+static void emul_ctx_load(struct vcpu *v, struct emul_ctx *c)
+{
+	const struct guest_regs *r = &v->regs;
+	/* every field is set below: no memset of the 272-byte context */
+	c->gpr[X86_RAX] = *vendor_rax(v); c->gpr[X86_RCX] = r->rcx;  c->gpr[X86_RDX] = r->rdx;
+	c->gpr[X86_RBX] = r->rbx;     c->gpr[X86_RSP] = vendor_rsp(v);  c->gpr[X86_RBP] = r->rbp;
+	c->gpr[X86_RSI] = r->rsi;     c->gpr[X86_RDI] = r->rdi;  c->gpr[X86_R8] = r->r8;
+	c->gpr[X86_R9] = r->r9;       c->gpr[X86_R10] = r->r10;  c->gpr[X86_R11] = r->r11;
+	c->gpr[X86_R12] = r->r12;     c->gpr[X86_R13] = r->r13;  c->gpr[X86_R14] = r->r14;
+	c->gpr[X86_R15] = r->r15;
+	c->rip = vendor_guest_rip(v);
+	c->rflags = vendor_rflags(v);
+	vendor_seg_bases(v, c->seg_base);
+	vendor_guest_paging(v, &c->pg);
+	c->cpl = vendor_cpl(v);
+	c->maxphyaddr = 0;
+	c->rep_max = 0;
+	c->gpa_ptr = emul_gpa_ptr;
+	c->mmio = emul_mmio_cb;
+	c->pio = emul_pio_cb;
+	c->opaque = v;
+}
+
+static void emul_ctx_store(struct vcpu *v, const struct emul_ctx *c)
+{
+	struct guest_regs *r = &v->regs;
+	*vendor_rax(v) = c->gpr[X86_RAX]; r->rcx = c->gpr[X86_RCX];  r->rdx = c->gpr[X86_RDX];
+	r->rbx = c->gpr[X86_RBX];     vendor_set_rsp(v, c->gpr[X86_RSP]); r->rbp = c->gpr[X86_RBP];
+	r->rsi = c->gpr[X86_RSI];     r->rdi = c->gpr[X86_RDI];  r->r8 = c->gpr[X86_R8];
+	r->r9 = c->gpr[X86_R9];       r->r10 = c->gpr[X86_R10];  r->r11 = c->gpr[X86_R11];
+	r->r12 = c->gpr[X86_R12];     r->r13 = c->gpr[X86_R13];  r->r14 = c->gpr[X86_R14];
+	r->r15 = c->gpr[X86_R15];
+	vendor_set_rip(v, c->rip);
+	vendor_set_rflags(v, c->rflags);
+}
+
+/* EMUL_RETRY at `rip`: the code or page tables changed under the emulator;
+ * a guest that keeps doing that at one RIP would loop forever. */
+static void emul_retry(struct vcpu *v, uint64_t rip)
+{
+	if (rip == v->emul_retry_rip && ++v->emul_retries >= 16) {
+		vm_fault(v->vm, "the instruction at rip 0x%lx keeps changing under the emulator", rip);
+		return;
+	}
+	if (rip != v->emul_retry_rip) {
+		v->emul_retry_rip = rip;
+		v->emul_retries = 1;
+	}
+}
+
+/* EMUL_UNSUPPORTED: stop the VM with one line naming `what` and the bytes. */
+static void emul_unsupported(struct vcpu *v, const struct emul_result *res, const char *what)
+{
+	char bytes[3 * X86_MAX_INSN_LEN + 1];
+	unsigned n = 0;
+	for (unsigned i = 0; i < res->nbytes && n + 4 < sizeof(bytes); i++)
+		n += snprintf(bytes + n, sizeof(bytes) - n, "%s%02x", i ? " " : "", res->bytes[i]);
+	bytes[n] = 0;
+	vm_fault(v->vm, "cannot emulate the %s at rip 0x%lx (%s; bytes %s)", what, res->rip,
+		 res->reason ? res->reason : "?", n ? bytes : "none");
+}
+
+/* What the emulator is asked to do. */
+enum heavy_emul {
+	HEAVY_EMUL_MMIO,      /* NPF/EPT violation on MMIO: emul_mmio */
+	HEAVY_EMUL_STRING_IO, /* io=fast, string I/O exit: emul_string_io */
+	HEAVY_EMUL_PORT_IO,   /* io=emulate, any I/O exit: emul_port_io */
+};
+
+/* Runs the emulator for an MMIO fault (fault_gpa) or a port I/O exit (io)
+ * and acts on its result. */
+static void heavy_emulate(struct vcpu *v, enum heavy_emul what, uint64_t fault_gpa,
+			  const struct io_intercept *io)
+{
+	struct emul_ctx c;
+	struct emul_result res;
+	enum emul_status st;
+	emul_ctx_load(v, &c);
+	switch (what) {
+	case HEAVY_EMUL_STRING_IO:
+		st = emul_string_io(&c, io, &res);
+		break;
+	case HEAVY_EMUL_PORT_IO:
+		st = emul_port_io(&c, io, &res);
+		break;
+	default:
+		st = emul_mmio(&c, fault_gpa, &res);
+		break;
+	}
+	if (st != EMUL_RETRY)
+		v->emul_retries = 0;
+	switch (st) {
+	case EMUL_DONE:
+		emul_ctx_store(v, &c);
+		v->stats.emulated++;
+		break;
+	case EMUL_EXCEPTION:
+		emul_ctx_store(v, &c);
+		if (res.vector == EMUL_VEC_PF)
+			vendor_set_guest_cr2(v, res.cr2);
+		vendor_inject_exception(v, res.vector, res.has_error_code, res.error_code);
+		break;
+	case EMUL_RETRY:
+		emul_retry(v, c.rip);
+		return;
+	case EMUL_VM_END:
+		emul_ctx_store(v, &c);
+		break;
+	case EMUL_UNSUPPORTED:
+		emul_unsupported(v, &res, what == HEAVY_EMUL_MMIO ? "MMIO access" :
+					  what == HEAVY_EMUL_STRING_IO ? "string I/O" : "port I/O");
+		break;
+	case EMUL_IO_ERROR:
+		vm_fault(v->vm, "device error %d during emulation at rip 0x%lx", res.io_error, c.rip);
+		break;
+	}
+}
+
+/* ---- the heavy handlers ---- */
+
+/* Skips the instruction `p` at RIP for the guest (the VM is stopped if the
+ * bytes there are not that instruction). */
+static void heavy_skip(struct vcpu *v, struct insn_pattern p)
+{
+	uint64_t next = vendor_next_rip_slow(v, p);
+	if (next) {
+		vendor_set_rip(v, next);
+		vendor_clear_interrupt_shadow(v);   /* an STI/MOV SS shadow ends with the instruction */
+	}
+}
+
+void heavy_hypercall(struct vcpu *v)
+{
+	uint64_t next = vendor_next_rip_slow(v, insn_hypercall);
+	if (next) {
+		exit_hypercall(v, vendor_rax(v));
+		vendor_set_rip(v, next);
+	}
+}
+
+void heavy_cpuid(struct vcpu *v)
+{
+	uint64_t next = vendor_next_rip_slow(v, insn_cpuid);
+	if (next) {
+		exit_do_cpuid(v);
+		vendor_set_rip(v, next);
+	}
+}
+
+void heavy_msr(struct vcpu *v)
+{
+	bool wr = vendor_exit_msr_write(v);
+	uint64_t next = vendor_next_rip_slow(v, insn_msr(wr));
+	if (next && exit_do_msr(v, wr))
+		vendor_set_rip(v, next);
+}
+
+/* IN/OUT to a device that runs on the heavy path only. */
+static __attribute__((noinline)) void heavy_port_io(struct vcpu *v, uint16_t port, unsigned size,
+						    bool in)
+{
+	exit_port_io(v, port, size, in, vendor_rax(v));
+	vendor_set_rip(v, vendor_exit_io_next_rip(v));
+}
+
+void heavy_io(struct vcpu *v)
+{
+	struct io_intercept io;
+	vendor_exit_io(v, &io);
+	if (v->vm->opt->io_fast && !io.string) {
+		heavy_port_io(v, io.port, io.size, io.in);
+		return;
+	}
+	/* io=emulate (seed 004's "before": every port I/O is fetched, decoded
+	 * and performed by the instruction emulator; the exit information only
+	 * cross-checks what it decoded), or string I/O */
+	io.next_rip = vendor_exit_io_next_rip(v);
+	heavy_emulate(v, io.string && v->vm->opt->io_fast ? HEAVY_EMUL_STRING_IO : HEAVY_EMUL_PORT_IO,
+		      0, &io);
+}
+
+/* A blocking HLT: sleep until a timer or input makes an interrupt pending
+ * (with IF=0 only an NMI could wake it: stop the VM). */
+void heavy_hlt(struct vcpu *v)
+{
+	bool can_wake = vendor_rflags(v) & RFLAGS_IF, from_pic, test;
+	while (can_wake && platform_intr_pending(v, &from_pic, &test) < 0 && v->vm->nr_timers &&
+	       !v->vm->ended) {
+		vendor_host_wait_for_interrupt();
+		vm_timers_run(v->vm);
+	}
+	if (v->vm->ended)
+		return;
+	if (platform_intr_pending(v, &from_pic, &test) >= 0 && can_wake)
+		heavy_skip(v, insn_hlt);
+	else
+		vm_fault(v->vm, "HLT at rip 0x%lx with no interrupt pending and no interrupt source "
+			 "that could wake it (RFLAGS.IF=%u)", vendor_guest_rip(v),
+			 (unsigned)((vendor_rflags(v) >> 9) & 1));
+}
+
+void heavy_host_intr(struct vcpu *v)
+{
+	vendor_host_interrupt_window();
+	vm_timers_run(v->vm);
+}
+
+/* The interrupt window opened: exit_heavy injects what waits. */
+void heavy_intr_window(struct vcpu *v)
+{
+	vendor_intr_window(v, false);
+}
+
+void heavy_npf(struct vcpu *v)
+{
+	struct npf_info f;
+	vendor_exit_npf(v, &f);
+	uint64_t rip = vendor_guest_rip(v);
+	if (!vm_find_mmio(v->vm, f.gpa))
+		vm_fault(v->vm, "guest-physical access to 0x%lx outside its RAM and devices at "
+			 "rip 0x%lx", f.gpa, rip);
+	else if (f.in_event_delivery)   /* the IDT, stack or TSS in MMIO */
+		vm_fault(v->vm, "delivering an interrupt or exception touched MMIO at 0x%lx "
+			 "(rip 0x%lx)", f.gpa, rip);
+	else if (!f.final_access)
+		vm_fault(v->vm, "the guest's page tables point into MMIO at 0x%lx (rip 0x%lx)",
+			 f.gpa, rip);
+	else
+		heavy_emulate(v, HEAVY_EMUL_MMIO, f.gpa, 0);
+}
+
+/* INVD: nothing cached to lose under nested paging: a no-op. */
+void heavy_invd(struct vcpu *v)
+{
+	heavy_skip(v, insn_invd);
+}
+
+/* dr=lazy: first use of a debug register (seed 001). Stop trapping, switch
+ * the DRs from now on, and let the guest re-execute its MOV DR. */
+void heavy_dr_first_use(struct vcpu *v)
+{
+	v->dr_dirty = true;
+	vendor_dr_intercept_off(v);
+}
+
+/* SVM/VMX instructions: no nested virtualization, #UD as on a CPU without it. */
+void heavy_undefined_opcode(struct vcpu *v)
+{
+	vendor_inject_exception(v, 6, false, 0);
+}
+
+void heavy_triple_fault(struct vcpu *v)
+{
+	vm_fault(v->vm, "triple fault (%s) at rip 0x%lx", VENDOR_TRIPLE_FAULT_EXIT,
+		 vendor_guest_rip(v));
+}
+
+void exit_heavy(struct vcpu *v)
+{
+	if (v->heavy_action == HEAVY_EXIT) {
+		if (v->vm->ended || !vendor_heavy_begin(v))
+			return;
+		const struct exit_row *row = exit_row_of(vendor_exit_code(v));
+		if (row)
+			row->heavy(v);
+		else
+			vendor_unexpected_exit(v);
+	}
+	/* Something can have become deliverable only where v->pending was set
+	 * (the light path's hazard check relies on the same), or while the
+	 * guest could not take it (then an interrupt window is requested). */
+	if ((v->pending || vendor_intr_window_requested(v)) && !v->vm->ended) {
+		v->pending = 0;
+		exit_inject_interrupts(v);
+	}
+}

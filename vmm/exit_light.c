@@ -1,0 +1,462 @@
+/* The light handlers (the protocol is in vmm/light.h): one per kind of exit,
+ * written once for both backends, and instantiated once per switch set, so
+ * that every configuration runs a straight path with its "always" pieces
+ * around it and no test of an option on the way. */
+#include "core/console.h"
+#include "core/cpu.h"
+#include "include/lightpath/abi.h"
+#include "vmm/code_cache.h"
+#include "vmm/exit.h"
+#include "vmm/state_switch.h"
+#include "vmm/vcpu_exit.h"
+#include "vmm/vendor.h"
+#include "vmm/vm.h"
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+#define COLD __attribute__((noinline, cold))
+
+/* ---- how a light handler ends ---- */
+
+/* Not handled here: the heavy path handles the exit from scratch. */
+static COLD light_ret light_go_heavy(struct vcpu *v, unsigned reason)
+{
+	v->stats.heavy[reason]++;
+	v->heavy_action = HEAVY_EXIT;
+	return light_leave();
+}
+
+/* Handled here, but the light loop ends (light=off, the VM ended, or a
+ * hypercall that asks for the heavy path). */
+static COLD light_ret light_handled_leave(struct vcpu *v, unsigned reason)
+{
+	v->stats.heavy[reason]++;
+	v->heavy_action = HEAVY_NONE;   /* v->pending stays for the heavy path */
+	return light_leave();
+}
+
+/* The hazard check found work. Delivering an interrupt touches only the
+ * VMCB/VMCS and the emulated controllers, so it is done here; a VM that
+ * ended leaves for the heavy path. */
+static COLD light_ret light_recheck(struct vcpu *v, unsigned reason)
+{
+	v->pending = 0;
+	if (v->vm->ended)
+		return light_handled_leave(v, reason);
+	exit_inject_interrupts(v);
+	return light_resume(v);
+}
+
+/* The end of every handled light exit: one test of v->pending (NOVA's
+ * hazard check). With light=off (seed 000's "before") every exit goes round
+ * the outer loop instead. */
+ALWAYS_INLINE light_ret light_done(struct vcpu *v, unsigned reason, const unsigned sw)
+{
+	if (sw & SW_LIGHT_OFF)
+		return light_handled_leave(v, reason);
+	if (__builtin_expect(v->pending, 0))
+		return light_recheck(v, reason);
+	return light_resume(v);
+}
+
+static light_ret light_code_miss(struct vcpu *v, unsigned reason, enum light_kind kind,
+					bool light_off);
+
+/* ---- the handlers ---- */
+
+/* Every hypercall but the null one, out of line (a tail call). */
+static __attribute__((noinline)) light_ret light_hypercall_other(struct vcpu *v,
+									 uint64_t next,
+									 bool light_off)
+{
+	bool leave = exit_hypercall_slow(v, vendor_rax(v));
+	vendor_skip_insn(v, next);
+	if (leave || light_off)
+		return light_handled_leave(v, LP_EXIT_HYPERCALL);
+	if (v->pending)
+		return light_recheck(v, LP_EXIT_HYPERCALL);
+	return light_resume(v);
+}
+
+ALWAYS_INLINE light_ret light_hypercall(struct vcpu *v, const unsigned sw)
+{
+	uint64_t next, *rax = vendor_rax(v);
+	v->stats.exits[LP_EXIT_HYPERCALL]++;
+	if (!vendor_next_rip(v, insn_hypercall, sw, &next))
+		return light_code_miss(v, LP_EXIT_HYPERCALL, LIGHT_HYPERCALL, sw & SW_LIGHT_OFF);
+	if (*rax != LP_HC_NULL)
+		return light_hypercall_other(v, next, sw & SW_LIGHT_OFF);
+	*rax = 0;
+	vendor_skip_insn(v, next);
+	return light_done(v, LP_EXIT_HYPERCALL, sw);
+}
+
+ALWAYS_INLINE light_ret light_cpuid(struct vcpu *v, const unsigned sw)
+{
+	uint64_t next;
+	v->stats.exits[LP_EXIT_CPUID]++;
+	if (!vendor_next_rip(v, insn_cpuid, sw, &next))
+		return light_code_miss(v, LP_EXIT_CPUID, LIGHT_CPUID, sw & SW_LIGHT_OFF);
+	exit_do_cpuid(v);
+	vendor_skip_insn(v, next);
+	return light_done(v, LP_EXIT_CPUID, sw);
+}
+
+/* A port nobody claimed: denied like on the heavy path. */
+static COLD void light_io_unclaimed(struct vcpu *v, uint16_t port, unsigned size, bool in)
+{
+	exit_port_io(v, port, size, in, vendor_rax(v));
+}
+
+/* Port I/O decoded from the exit information (io=fast, seed 004). */
+ALWAYS_INLINE light_ret light_io(struct vcpu *v, const unsigned sw)
+{
+	struct io_intercept io;
+	v->stats.exits[LP_EXIT_IO]++;
+	if (sw & SW_IO_EMULATE)   /* seed 004's "before": the emulator decodes every IN/OUT */
+		return light_go_heavy(v, LP_EXIT_IO);
+	vendor_exit_io(v, &io);
+	if (io.string)
+		return light_go_heavy(v, LP_EXIT_IO);
+	unsigned idx = v->vm->port_map[io.port];
+	if (__builtin_expect(idx & VM_PORT_SLOW, 0)) {
+		if (idx != VM_PORT_SLOW)   /* a device that runs on the heavy path only */
+			return light_go_heavy(v, LP_EXIT_IO);
+		light_io_unclaimed(v, io.port, io.size, io.in);
+	} else {
+		exit_port_io_at(v, idx, io.port, io.size, io.in, vendor_rax(v));
+	}
+	vendor_set_rip(v, vendor_exit_io_next_rip(v));
+	return light_done(v, LP_EXIT_IO, sw);
+}
+
+/* RDMSR/WRMSR; LIGHT_MSR takes the direction from the exit information. */
+ALWAYS_INLINE light_ret light_msr(struct vcpu *v, const unsigned sw,
+					 const enum light_kind kind)
+{
+	bool wr = kind == LIGHT_WRMSR || (kind == LIGHT_MSR && vendor_exit_msr_write(v));
+	unsigned reason = wr ? LP_EXIT_MSR_WRITE : LP_EXIT_MSR_READ;
+	uint64_t next;
+	v->stats.exits[reason]++;
+	if (!vendor_next_rip(v, insn_msr(wr), sw, &next))
+		return light_code_miss(v, reason, kind, sw & SW_LIGHT_OFF);
+	if (exit_do_msr(v, wr))
+		vendor_skip_insn(v, next);
+	return light_done(v, reason, sw);
+}
+
+/* HLT while an interrupt waits for the guest to open its window: with IF=1
+ * the HLT ends at once, and the interrupt is delivered now. A HLT that
+ * would block (nothing pending, or IF=0) is the heavy path's. */
+ALWAYS_INLINE light_ret light_hlt(struct vcpu *v, const unsigned sw)
+{
+	uint64_t next;
+	v->stats.exits[LP_EXIT_HLT]++;
+	if (!vendor_intr_window_requested(v) || !(vendor_rflags(v) & RFLAGS_IF))
+		return light_go_heavy(v, LP_EXIT_HLT);
+	if (!vendor_next_rip(v, insn_hlt, sw, &next))
+		return light_code_miss(v, LP_EXIT_HLT, LIGHT_HLT, sw & SW_LIGHT_OFF);
+	vendor_skip_insn(v, next);
+	vendor_clear_interrupt_shadow(v);   /* an STI shadow ends with the HLT */
+	v->pending |= VCPU_PENDING_RECHECK;
+	return light_done(v, LP_EXIT_HLT, sw);
+}
+
+/* A host interrupt (the timer) arrived while the guest ran: take it (the
+ * host IDT uses no IST, so the guest's TR in the CPU does not matter), run
+ * the expired VM timers, deliver what they raised. */
+ALWAYS_INLINE light_ret light_host_intr(struct vcpu *v, const unsigned sw)
+{
+	v->stats.exits[LP_EXIT_INTR]++;
+	if (vendor_exit_in_event_delivery(v))   /* the heavy path re-injects that event */
+		return light_go_heavy(v, LP_EXIT_INTR);
+	vendor_host_interrupt_window();
+	vm_timers_run(v->vm);   /* sets v->pending if a timer fired */
+	return light_done(v, LP_EXIT_INTR, sw);
+}
+
+/* The interrupt window the injection asked for has opened. */
+ALWAYS_INLINE light_ret light_intr_window(struct vcpu *v, const unsigned sw)
+{
+	v->stats.exits[LP_EXIT_VINTR]++;
+	vendor_intr_window(v, false);
+	v->pending |= VCPU_PENDING_RECHECK;
+	return light_done(v, LP_EXIT_VINTR, sw);
+}
+
+/* The guest GPR `n` (x86 encoding order) where the light path has it: rbp
+ * and r12-r15 are still in the CPU there, so they are not reachable (0). */
+static uint64_t *light_gpr(struct vcpu *v, unsigned n)
+{
+	struct guest_regs *r = &v->regs;
+	switch (n) {
+	case 0: return vendor_rax(v);
+	case 1: return &r->rcx;
+	case 2: return &r->rdx;
+	case 3: return &r->rbx;
+	case 4: return vendor_light_rsp(v);
+	case 6: return &r->rsi;
+	case 7: return &r->rdi;
+	case 8: return &r->r8;
+	case 9: return &r->r9;
+	case 10: return &r->r10;
+	case 11: return &r->r11;
+	}
+	return 0;
+}
+
+/* The guest's code at CS:RIP through the code-page cache, refilled once (a
+ * guest page walk, still no world switch); 0 when it cannot be read so. */
+static const uint8_t *code_at_rip(struct vcpu *v, const struct guest_paging *pg, uint64_t rip)
+{
+	uint64_t lin = vendor_cs_base(v) + rip, off;
+	if (code_cache_peek(v, lin, pg->cr3, pg->cr0, &off) ||
+	    (code_cache_fill(v) && code_cache_peek(v, lin, pg->cr3, pg->cr0, &off)))
+		return v->code_host + off;
+	return 0;
+}
+
+/* A nested page fault on a light MMIO device (the local APIC, the I/O APIC):
+ * guests touch them on every interrupt (EOI) and timer change. The common
+ * encoding, a 32-bit MOV between a register and memory (any ModRM/SIB
+ * addressing), is decoded here; anything else goes to the emulator.
+ * Returns false, having changed nothing, when the heavy path must do it. */
+static __attribute__((noinline)) bool light_mmio_access(struct vcpu *v)
+{
+	/* the device first: most faults on other devices are the emulator's */
+	const struct io_range *r = vm_find_mmio(v->vm, vendor_exit_npf_gpa(v));
+	if (!r || !r->light)
+		return false;
+	struct npf_info f;
+	vendor_exit_npf(v, &f);
+	if (!f.final_access || f.fetch || f.in_event_delivery || (f.gpa & 3))
+		return false;
+	struct guest_paging pg;
+	vendor_guest_paging(v, &pg);
+	uint64_t rip = vendor_guest_rip(v);
+	const uint8_t *p = code_at_rip(v, &pg, rip);
+	if (!p)
+		return false;
+	unsigned len = 0, rex = 0;
+	if ((p[0] & 0xf0) == 0x40 && pg.cs_long)
+		rex = p[len++];
+	uint8_t op = p[len], modrm = p[len + 1];
+	unsigned mod = modrm >> 6, rm = modrm & 7;
+	/* 32-bit or 64-bit addressing only (no 16-bit code, no 67 prefix) */
+	if ((op != 0x89 && op != 0x8b) || (rex & 8) || mod == 3 || !(pg.cs_long || pg.cs_32))
+		return false;
+	/* the length only: the fault already gave the address */
+	len += 2;
+	if (rm == 4)
+		len += 1 + (mod == 0 && (p[len] & 7) == 5 ? 4 : 0);   /* SIB (+ disp32, no base) */
+	else if (mod == 0 && rm == 5)
+		len += 4;                     /* [rip + disp32] or [disp32] */
+	len += mod == 1 ? 1 : mod == 2 ? 4 : 0;
+	uint64_t *reg = light_gpr(v, ((modrm >> 3) & 7) | ((rex & 4) << 1));
+	if (!reg)
+		return false;
+	bool is_write = op == 0x89;
+	uint64_t data = (uint32_t)*reg;
+	r->fn(v, f.gpa, &data, 4, is_write, r->opaque);   /* a VM end sets v->pending */
+	if (!is_write)
+		*reg = (uint32_t)data;        /* a 32-bit load zero-extends */
+	rip += len;
+	vendor_set_rip(v, (pg.efer & EFER_LMA) ? rip : (rip & 0xffffffffull));
+	return true;
+}
+
+ALWAYS_INLINE light_ret light_npf(struct vcpu *v, const unsigned sw)
+{
+	v->stats.exits[LP_EXIT_NPF]++;
+	if (!light_mmio_access(v))
+		return light_go_heavy(v, LP_EXIT_NPF);
+	return light_done(v, LP_EXIT_NPF, sw);
+}
+
+/* An exit without a light handler: count it in its class, go heavy. */
+static COLD light_ret light_other(struct vcpu *v)
+{
+	const struct exit_row *row = exit_row_of(vendor_exit_code(v));
+	unsigned reason = row ? row->stat : LP_EXIT_OTHER;
+	v->stats.exits[reason]++;
+	return light_go_heavy(v, reason);
+}
+
+/* The next-RIP check missed (SVM without NRIP). If the code page is simply
+ * not the cached one, walk the guest page tables for it (no world switch)
+ * and run the handler again; if it is cached, the bytes are not the plain
+ * encoding (a prefix, say) and the heavy path decodes them. */
+static COLD light_ret light_code_miss(struct vcpu *v, unsigned reason, enum light_kind kind,
+					     bool light_off)
+{
+	struct guest_paging pg;
+	vendor_guest_paging(v, &pg);
+	uint64_t lin = vendor_cs_base(v) + vendor_guest_rip(v), off;
+	if (code_cache_peek(v, lin, pg.cr3, pg.cr0, &off) || !code_cache_fill(v) ||
+	    !code_cache_peek(v, lin, pg.cr3, pg.cr0, &off))   /* near the page end: heavy */
+		return light_go_heavy(v, reason);
+	light_ret r;
+	v->stats.exits[reason]--;            /* the retry counts it again */
+	switch (kind) {
+	case LIGHT_HYPERCALL: r = light_hypercall(v, 0); break;
+	case LIGHT_CPUID: r = light_cpuid(v, 0); break;
+	case LIGHT_MSR: r = light_msr(v, 0, LIGHT_MSR); break;
+	case LIGHT_RDMSR: r = light_msr(v, 0, LIGHT_RDMSR); break;
+	case LIGHT_WRMSR: r = light_msr(v, 0, LIGHT_WRMSR); break;
+	case LIGHT_HLT: r = light_hlt(v, 0); break;
+	default:
+		v->stats.exits[reason]++;
+		return light_go_heavy(v, reason);
+	}
+	if (light_off && r)
+		return light_handled_leave(v, reason);
+	return r;
+}
+
+/* ---- one handler per switch set and kind ---- */
+
+/* The "always" switches: their piece of the state switch on every exit
+ * (the seeds' "before"), around the handler. */
+ALWAYS_INLINE void per_exit_leave(struct vcpu *v, const unsigned sw)
+{
+	if (sw & SW_MSR_ALWAYS)
+		smsr_save_guest_load_host(v);   /* before VMSAVE: the CPU holds the guest's */
+	if (sw & SW_VMLOAD_ALWAYS)
+		vendor_vmload_leave(v);
+	if (sw & SW_DR_ALWAYS)
+		vendor_dr_save_guest_load_host(v);
+	if (sw & SW_PMU_ALWAYS)
+		vendor_pmu_save_guest_load_host(v);
+}
+
+ALWAYS_INLINE void per_exit_enter(struct vcpu *v, const unsigned sw)
+{
+	if (sw & SW_PMU_ALWAYS)
+		vendor_pmu_load_guest(v);
+	if (sw & SW_DR_ALWAYS)
+		vendor_dr_load_guest(v);
+	if (sw & SW_VMLOAD_ALWAYS)
+		vendor_vmload_enter(v);
+	if (sw & SW_MSR_ALWAYS)
+		smsr_load_guest(v);             /* after VMLOAD, which loaded stale copies */
+}
+
+ALWAYS_INLINE light_ret light_dispatch(struct vcpu *v, const unsigned sw,
+					      const enum light_kind kind)
+{
+	switch (kind) {
+	case LIGHT_HYPERCALL: return light_hypercall(v, sw);
+	case LIGHT_CPUID: return light_cpuid(v, sw);
+	case LIGHT_IO: return light_io(v, sw);
+	case LIGHT_MSR:
+	case LIGHT_RDMSR:
+	case LIGHT_WRMSR: return light_msr(v, sw, kind);
+	case LIGHT_HLT: return light_hlt(v, sw);
+	case LIGHT_HOST_INTR: return light_host_intr(v, sw);
+	case LIGHT_INTR_WINDOW: return light_intr_window(v, sw);
+	case LIGHT_NPF: return light_npf(v, sw);
+	default: return light_other(v);
+	}
+}
+
+ALWAYS_INLINE light_ret light_exit(struct vcpu *v, const unsigned sw,
+					  const enum light_kind kind)
+{
+	if (!(sw & SW_PER_EXIT))
+		return light_dispatch(v, sw, kind);   /* tail calls stay tail calls */
+	per_exit_leave(v, sw);
+	light_ret r = light_dispatch(v, sw, kind);
+	if (r)
+		per_exit_enter(v, sw);
+	return r;
+}
+
+/* light_handlers[sw][kind] = light_exit(v, sw, kind), as functions the
+ * stub can call. LIGHT_SET(a, b) makes the handlers of set a * 8 + b. */
+#define LIGHT_FN(a, b, kind) light_set_##a##_##b##_##kind
+#define LIGHT_SET(a, b)                                                                           \
+	LIGHT_DEF(a, b, none, LIGHT_NONE) LIGHT_DEF(a, b, hypercall, LIGHT_HYPERCALL)             \
+	LIGHT_DEF(a, b, cpuid, LIGHT_CPUID) LIGHT_DEF(a, b, io, LIGHT_IO)                         \
+	LIGHT_DEF(a, b, msr, LIGHT_MSR) LIGHT_DEF(a, b, rdmsr, LIGHT_RDMSR)                       \
+	LIGHT_DEF(a, b, wrmsr, LIGHT_WRMSR) LIGHT_DEF(a, b, hlt, LIGHT_HLT)                       \
+	LIGHT_DEF(a, b, host_intr, LIGHT_HOST_INTR) LIGHT_DEF(a, b, intr_window, LIGHT_INTR_WINDOW) \
+	LIGHT_DEF(a, b, npf, LIGHT_NPF)
+#define LIGHT_DEF(a, b, name, kind)                                                               \
+	static __attribute__((noipa)) light_ret LIGHT_FN(a, b, name)(struct vcpu *v)         \
+	{                                                                                         \
+		return light_exit(v, (a) * 8 + (b), kind);                                        \
+	}
+#define LIGHT_ROW(a, b)                                                                           \
+	[(a) * 8 + (b)] = {                                                                       \
+		[LIGHT_NONE] = LIGHT_FN(a, b, none), [LIGHT_HYPERCALL] = LIGHT_FN(a, b, hypercall), \
+		[LIGHT_CPUID] = LIGHT_FN(a, b, cpuid), [LIGHT_IO] = LIGHT_FN(a, b, io),           \
+		[LIGHT_MSR] = LIGHT_FN(a, b, msr), [LIGHT_RDMSR] = LIGHT_FN(a, b, rdmsr),         \
+		[LIGHT_WRMSR] = LIGHT_FN(a, b, wrmsr), [LIGHT_HLT] = LIGHT_FN(a, b, hlt),         \
+		[LIGHT_HOST_INTR] = LIGHT_FN(a, b, host_intr),                                    \
+		[LIGHT_INTR_WINDOW] = LIGHT_FN(a, b, intr_window), [LIGHT_NPF] = LIGHT_FN(a, b, npf) \
+	},
+#define LIGHT_SETS8(a, X) X(a, 0) X(a, 1) X(a, 2) X(a, 3) X(a, 4) X(a, 5) X(a, 6) X(a, 7)
+#define LIGHT_SETS(X)                                                                             \
+	LIGHT_SETS8(0, X) LIGHT_SETS8(1, X) LIGHT_SETS8(2, X) LIGHT_SETS8(3, X)                   \
+	LIGHT_SETS8(4, X) LIGHT_SETS8(5, X) LIGHT_SETS8(6, X) LIGHT_SETS8(7, X)                   \
+	LIGHT_SETS8(8, X) LIGHT_SETS8(9, X) LIGHT_SETS8(10, X) LIGHT_SETS8(11, X)                 \
+	LIGHT_SETS8(12, X) LIGHT_SETS8(13, X) LIGHT_SETS8(14, X) LIGHT_SETS8(15, X)
+
+_Static_assert(LIGHT_KIND_COUNT == 11 && SW_SETS_MAX == 16 * 8, "LIGHT_SET lists every kind and set");
+LIGHT_SETS(LIGHT_SET)
+light_handler_fn *const light_handlers[SW_SETS_MAX][LIGHT_KIND_COUNT] = { LIGHT_SETS(LIGHT_ROW) };
+
+/* ---- the exit table ---- */
+
+const struct exit_row *exit_row_index[VENDOR_EXIT_CODES - 1];
+
+int exit_table_init(void)
+{
+	for (unsigned i = 0; i < vendor_exit_table_rows; i++) {
+		const struct exit_row *r = &vendor_exit_table[i];
+		bool past_table = r->last >= VENDOR_EXIT_CODES - 1;
+		if (r->first > r->last || r->light >= LIGHT_KIND_COUNT || r->stat >= LP_EXIT_COUNT ||
+		    !r->heavy || (past_table && r->light != LIGHT_NONE)) {
+			kprintf("lightpath: error: exit table row %u (exit 0x%x) is malformed\n", i,
+				r->first);
+			return -1;
+		}
+		for (uint64_t c = r->first; c <= r->last && c < VENDOR_EXIT_CODES - 1; c++) {
+			if (exit_row_index[c]) {
+				kprintf("lightpath: error: exit 0x%lx is in two exit table rows\n", c);
+				return -1;
+			}
+			exit_row_index[c] = r;
+		}
+	}
+	return 0;
+}
+
+const struct exit_row *exit_row_past_table(uint64_t code)
+{
+	for (unsigned i = 0; i < vendor_exit_table_rows; i++)
+		if (code >= vendor_exit_table[i].first && code <= vendor_exit_table[i].last)
+			return &vendor_exit_table[i];
+	return 0;
+}
+
+unsigned exit_switch_set(const struct lp_options *o)
+{
+	return (o->light ? 0 : SW_LIGHT_OFF) | (o->dr_lazy ? 0 : SW_DR_ALWAYS) |
+	       (o->pmu_lazy ? 0 : SW_PMU_ALWAYS) | (o->msr_lazy ? 0 : SW_MSR_ALWAYS) |
+	       (o->io_fast ? 0 : SW_IO_EMULATE) | vendor_switch_bits(o);
+}
+
+void exit_light_table_fill(struct vcpu *v, unsigned sw)
+{
+	for (unsigned c = 0; c < VENDOR_EXIT_CODES; c++) {
+		const struct exit_row *r = c < VENDOR_EXIT_CODES - 1 ? exit_row_of(c) : 0;
+		v->light_table[c] = light_handlers[sw][r ? r->light : LIGHT_NONE];
+	}
+}
+
+void exit_vcpu_init(struct vcpu *v)
+{
+	code_cache_reset(v);
+	exit_cpuid_cache_init(v);
+	exit_light_table_fill(v, exit_switch_set(v->vm->opt));
+}

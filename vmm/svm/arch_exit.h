@@ -1,0 +1,232 @@
+/* The SVM backend's inline hooks (the list is in vmm/vendor.h): guest state
+ * is in the VMCB, except the GPRs the exit stub saves into struct vcpu. */
+#ifndef VMM_SVM_ARCH_EXIT_H
+#define VMM_SVM_ARCH_EXIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/cpu.h"
+#include "vmm/code_cache.h"
+#include "vmm/state_switch.h"
+#include "vmm/svm/ioio.h"
+#include "vmm/svm/vmcb.h"
+#include "vmm/vm.h"
+
+#define SVM_ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* VMMCALL: 0f 01 d9 */
+INSN_PATTERN insn_hypercall = { 3, { 0x0f, 0x01, 0xd9 } };
+#define VENDOR_TRIPLE_FAULT_EXIT "SHUTDOWN exit"
+
+/* The VMCB-format page holding the host's VMLOAD state, and whether the CPU
+ * saves the next RIP (vmm/svm/cpu.c). */
+extern uint64_t svm_host_vmstate_pa;
+extern bool svm_has_nrip;
+
+static inline void svm_vmload(uint64_t pa) { asm volatile("vmload %%rax" ::"a"(pa) : "memory"); }
+static inline void svm_vmsave(uint64_t pa) { asm volatile("vmsave %%rax" ::"a"(pa) : "memory"); }
+/* The VMCB is first in struct vcpu, which is identity mapped. */
+static inline uint64_t svm_vmcb_pa(struct vcpu *v) { return (uint64_t)(uintptr_t)v; }
+
+/* ---- guest registers ---- */
+
+static inline uint64_t *vendor_rax(struct vcpu *v) { return &v->arch.vmcb.rax; }
+static inline uint64_t *vendor_light_rsp(struct vcpu *v) { return &v->arch.vmcb.rsp; }
+static inline uint64_t vendor_rsp(struct vcpu *v) { return v->arch.vmcb.rsp; }
+static inline void vendor_set_rsp(struct vcpu *v, uint64_t rsp) { v->arch.vmcb.rsp = rsp; }
+static inline uint64_t vendor_guest_rip(struct vcpu *v) { return v->arch.vmcb.rip; }
+static inline void vendor_set_rip(struct vcpu *v, uint64_t rip) { v->arch.vmcb.rip = rip; }
+static inline uint64_t vendor_rflags(struct vcpu *v) { return v->arch.vmcb.rflags; }
+static inline void vendor_set_rflags(struct vcpu *v, uint64_t f) { v->arch.vmcb.rflags = f; }
+static inline uint64_t vendor_cs_base(struct vcpu *v) { return v->arch.vmcb.cs.base; }
+static inline unsigned vendor_cpl(struct vcpu *v) { return v->arch.vmcb.cpl; }
+static inline void vendor_set_guest_cr2(struct vcpu *v, uint64_t cr2) { v->arch.vmcb.cr2 = cr2; }
+
+static inline void vendor_guest_paging(struct vcpu *v, struct guest_paging *pg)
+{
+	const struct vmcb *vmcb = &v->arch.vmcb;
+	pg->cr0 = vmcb->cr0;
+	pg->cr3 = vmcb->cr3;
+	pg->cr4 = vmcb->cr4;
+	pg->efer = vmcb->efer;
+	pg->cs_long = (vmcb->efer & EFER_LMA) && (vmcb->cs.attrib & SVM_SEG_ATTR_L);
+	pg->cs_32 = vmcb->cs.attrib & SVM_SEG_ATTR_DB;
+}
+
+static inline void vendor_seg_bases(struct vcpu *v, uint64_t base[6])
+{
+	const struct vmcb *vmcb = &v->arch.vmcb;
+	base[0] = vmcb->es.base;
+	base[1] = vmcb->cs.base;
+	base[2] = vmcb->ss.base;
+	base[3] = vmcb->ds.base;
+	base[4] = vmcb->fs.base;
+	base[5] = vmcb->gs.base;
+}
+
+/* ---- the exit ---- */
+
+typedef uint32_t __attribute__((may_alias, aligned(1))) unaligned_u32;
+
+/* Next RIP on the light path: the CPU's with NRIP save; without it, is the
+ * instruction at RIP exactly the plain encoding? That is read through the
+ * cached host mapping of the code page; false when it cannot tell (the
+ * miss path refills the cache or decodes properly). */
+SVM_ALWAYS_INLINE bool vendor_next_rip(struct vcpu *v, struct insn_pattern p,
+				       const unsigned sw, uint64_t *next)
+{
+	const struct vmcb *vmcb = &v->arch.vmcb;
+	if (sw & SW_NRIP) {
+		*next = vmcb->nrip;
+		return true;
+	}
+	uint64_t rip = vmcb->rip, off;
+	if (__builtin_expect(code_cache_peek(v, vmcb->cs.base + rip, vmcb->cr3, vmcb->cr0, &off), 1) &&
+	    __builtin_expect((*(const unaligned_u32 *)(v->code_host + off) & insn_pattern_mask(p)) ==
+				     insn_pattern_bytes(p), 1)) {
+		*next = rip + p.len;
+		return true;
+	}
+	return false;
+}
+
+static inline void vendor_skip_insn(struct vcpu *v, uint64_t next) { v->arch.vmcb.rip = next; }
+
+SVM_ALWAYS_INLINE void vendor_exit_io(struct vcpu *v, struct io_intercept *io)
+{
+	svm_ioio_decode(v->arch.vmcb.exitinfo1, v->arch.vmcb.exitinfo2, io);
+}
+
+/* EXITINFO2 of an IOIO intercept is the next RIP, with or without NRIP. */
+static inline uint64_t vendor_exit_io_next_rip(struct vcpu *v) { return v->arch.vmcb.exitinfo2; }
+
+static inline bool vendor_exit_msr_write(struct vcpu *v) { return v->arch.vmcb.exitinfo1 & 1; }
+
+static inline bool vendor_exit_in_event_delivery(struct vcpu *v)
+{
+	return v->arch.vmcb.exitintinfo & SVM_EVTINJ_VALID;
+}
+
+static inline uint64_t vendor_exit_npf_gpa(struct vcpu *v) { return v->arch.vmcb.exitinfo2; }
+
+static inline void vendor_exit_npf(struct vcpu *v, struct npf_info *f)
+{
+	const struct vmcb *vmcb = &v->arch.vmcb;
+	f->gpa = vmcb->exitinfo2;
+	f->final_access = vmcb->exitinfo1 & SVM_NPF_FINAL_ACCESS;
+	f->fetch = vmcb->exitinfo1 & SVM_NPF_FETCH;
+	f->in_event_delivery = vmcb->exitintinfo & SVM_EVTINJ_VALID;
+}
+
+/* ---- events ---- */
+
+static inline void vendor_inject_exception(struct vcpu *v, unsigned vector, bool has_err,
+					   uint32_t err)
+{
+	v->arch.vmcb.eventinj = SVM_EVTINJ_VALID | SVM_EVTINJ_TYPE_EXC | vector |
+				(has_err ? SVM_EVTINJ_ERR_VALID | ((uint64_t)err << 32) : 0);
+}
+
+static inline bool vendor_intr_injectable(struct vcpu *v)
+{
+	const struct vmcb *vmcb = &v->arch.vmcb;
+	return !(vmcb->eventinj & SVM_EVTINJ_VALID) && (vmcb->rflags & RFLAGS_IF) &&
+	       !(vmcb->int_state & SVM_INT_STATE_SHADOW);
+}
+
+static inline void vendor_inject_intr(struct vcpu *v, uint8_t vector)
+{
+	v->arch.vmcb.eventinj = SVM_EVTINJ_VALID | SVM_EVTINJ_TYPE_INTR | vector;
+}
+
+/* A virtual interrupt with the VINTR intercept: the CPU exits as soon as
+ * the guest opens an interrupt window (then the real vector is injected). */
+static inline void vendor_intr_window(struct vcpu *v, bool want)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	if (want) {
+		vmcb->int_ctl |= SVM_INT_CTL_V_IRQ | SVM_INT_CTL_V_IGN_TPR | SVM_INT_CTL_V_INTR_PRIO_MAX;
+		vmcb->intercept_misc1 |= SVM_INTERCEPT_VINTR;
+	} else {
+		vmcb->intercept_misc1 &= ~SVM_INTERCEPT_VINTR;
+		vmcb->int_ctl &= ~SVM_INT_CTL_V_IRQ;
+	}
+}
+
+static inline bool vendor_intr_window_requested(struct vcpu *v)
+{
+	return v->arch.vmcb.int_ctl & SVM_INT_CTL_V_IRQ;
+}
+
+static inline void vendor_clear_interrupt_shadow(struct vcpu *v)
+{
+	v->arch.vmcb.int_state &= ~SVM_INT_STATE_SHADOW;
+}
+
+/* ---- the heavy path ---- */
+
+static inline uint64_t vendor_exit_code(struct vcpu *v) { return (uint32_t)v->arch.vmcb.exitcode; }
+
+/* An exit in the middle of delivering an event (EXITINTINFO valid, e.g. a
+ * nested page fault on the guest's IDT or stack): deliver it again. */
+static inline bool vendor_heavy_begin(struct vcpu *v)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	if (vmcb->exitintinfo & SVM_EVTINJ_VALID)
+		vmcb->eventinj = vmcb->exitintinfo;
+	return true;
+}
+
+/* msr=lazy rides on the VMLOAD state, which holds the syscall MSRs. */
+static inline void vendor_guest_msrs_enter(struct vcpu *v)
+{
+	svm_vmload(svm_vmcb_pa(v));
+	v->arch.vmstate_in_cpu = true;
+	if (!v->vm->opt->msr_lazy)
+		smsr_load_guest(v);   /* after VMLOAD, which loaded stale copies */
+}
+
+static inline void vendor_guest_msrs_leave(struct vcpu *v)
+{
+	/* svm.vmload=always switched it on this exit already (and msr=always
+	 * the syscall MSRs) */
+	if (v->vm->opt->vmload_lazy) {
+		svm_vmsave(svm_vmcb_pa(v));
+		svm_vmload(svm_host_vmstate_pa);
+		v->arch.vmstate_in_cpu = false;
+	}
+}
+
+/* ---- state switched per exit by the "always" switches ---- */
+
+/* svm.vmload=always: VMSAVE/VMLOAD on every exit (seed 003's "before") */
+SVM_ALWAYS_INLINE void vendor_vmload_leave(struct vcpu *v)
+{
+	svm_vmsave(svm_vmcb_pa(v));
+	svm_vmload(svm_host_vmstate_pa);
+	v->arch.vmstate_in_cpu = false;
+}
+
+SVM_ALWAYS_INLINE void vendor_vmload_enter(struct vcpu *v)
+{
+	svm_vmload(svm_vmcb_pa(v));
+	v->arch.vmstate_in_cpu = true;
+}
+
+/* DR6 and DR7 are in the VMCB: only DR0-3 are switched by hand. */
+SVM_ALWAYS_INLINE void vendor_dr_save_guest_load_host(struct vcpu *v) { dr03_save_guest_load_host(v); }
+SVM_ALWAYS_INLINE void vendor_dr_load_guest(struct vcpu *v) { dr03_load_guest(v); }
+
+/* The four legacy counters every AMD64 CPU has. */
+SVM_ALWAYS_INLINE void vendor_pmu_save_guest_load_host(struct vcpu *v)
+{
+	pmu_save_guest_load_host(v, MSR_PERF_CTL0, MSR_PERF_CTR0, 4);
+}
+
+SVM_ALWAYS_INLINE void vendor_pmu_load_guest(struct vcpu *v)
+{
+	pmu_load_guest(v, MSR_PERF_CTL0, MSR_PERF_CTR0, 4);
+}
+
+#endif

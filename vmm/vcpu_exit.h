@@ -1,0 +1,117 @@
+/* The vendor-neutral exit core (docs/EXITS.md): what every exit means,
+ * written once for both backends. A backend decodes its exit information
+ * through the hooks of vmm/vendor.h and lists its exits in one table; the
+ * light handlers (vmm/exit_light.c), the heavy handlers and the interrupt
+ * decisions (vmm/exit_heavy.c) are shared. */
+#ifndef VMM_VCPU_EXIT_H
+#define VMM_VCPU_EXIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vmm/light.h"
+#include "vmm/vm.h"
+
+struct vcpu;
+struct lp_options;
+
+/* One row of a backend's exit table: every exit it intercepts, with the
+ * statistics class, the light handler and the heavy handler. Adding an exit
+ * is adding a row. */
+struct exit_row {
+	uint32_t first, last;          /* exit codes (SVM) / basic reasons (VMX) */
+	uint8_t stat;                  /* LP_EXIT_* statistics class */
+	uint8_t light;                 /* enum light_kind */
+	void (*heavy)(struct vcpu *v); /* on the heavy path */
+};
+
+/* The backend's table (vmm/svm/exits.c, vmm/vmx/exits.c). */
+extern const struct exit_row vendor_exit_table[];
+extern const unsigned vendor_exit_table_rows;
+
+/* Indexes the backend's table; call once at boot. Returns negative (after
+ * one line) if the table is malformed. */
+int exit_table_init(void);
+/* A new vCPU's exit state: no code page cached, its CPUID, and the light
+ * handlers of its VM's switch set. */
+void exit_vcpu_init(struct vcpu *v);
+/* The row of each exit code below the light table's shared last slot (0:
+ * not in the table), and the lookup of the codes past it. */
+extern const struct exit_row *exit_row_index[VENDOR_EXIT_CODES - 1];
+const struct exit_row *exit_row_past_table(uint64_t code);
+
+/* The row for an exit code, or 0 when it is not in the table. */
+static inline const struct exit_row *exit_row_of(uint64_t code)
+{
+	if (code < VENDOR_EXIT_CODES - 1)
+		return exit_row_index[code];
+	return exit_row_past_table(code);
+}
+/* The switch set this VM's options select on this CPU (vmm/light.h). */
+unsigned exit_switch_set(const struct lp_options *o);
+/* Points v->light_table at the handlers of switch set `sw`. */
+void exit_light_table_fill(struct vcpu *v, unsigned sw);
+
+/* An instruction lightpath skips for the guest: its plain encoding, for the
+ * next-RIP check when the CPU does not report the length (SVM without NRIP),
+ * and the opcode the decoder looks for behind prefixes. */
+struct insn_pattern {
+	uint8_t len;
+	uint8_t op[3];
+};
+#define INSN_PATTERN static const struct insn_pattern __attribute__((unused))
+INSN_PATTERN insn_cpuid = { 2, { 0x0f, 0xa2 } };
+INSN_PATTERN insn_hlt = { 1, { 0xf4 } };
+INSN_PATTERN insn_invd = { 2, { 0x0f, 0x08 } };
+/* (the backend's hypercall instruction is insn_hypercall, in its arch_exit.h) */
+
+/* RDMSR 0f 32, WRMSR 0f 30: a value, so that the light path's choice
+ * between them folds into constants. */
+static inline struct insn_pattern insn_msr(bool is_write)
+{
+	return (struct insn_pattern){ 2, { 0x0f, is_write ? 0x30 : 0x32, 0 } };
+}
+
+/* The pattern's bytes as the little-endian word at RIP shows them, and the
+ * mask of the bytes that count. */
+static inline uint32_t insn_pattern_bytes(struct insn_pattern p)
+{
+	return p.op[0] | (uint32_t)p.op[1] << 8 | (uint32_t)p.op[2] << 16;
+}
+
+static inline uint32_t insn_pattern_mask(struct insn_pattern p)
+{
+	return (1u << (8 * p.len)) - 1;
+}
+
+/* The heavy handlers rows name (vmm/exit_heavy.c). Each handles its exit
+ * from scratch, on the heavy path. */
+void heavy_hypercall(struct vcpu *v);
+void heavy_cpuid(struct vcpu *v);
+void heavy_msr(struct vcpu *v);
+void heavy_io(struct vcpu *v);
+void heavy_hlt(struct vcpu *v);
+void heavy_host_intr(struct vcpu *v);
+void heavy_intr_window(struct vcpu *v);
+void heavy_npf(struct vcpu *v);
+void heavy_invd(struct vcpu *v);
+void heavy_dr_first_use(struct vcpu *v);
+void heavy_undefined_opcode(struct vcpu *v);
+void heavy_triple_fault(struct vcpu *v);
+
+/* The heavy path after the light loop: handles the exit that left it (if
+ * any), then injects what is pending. */
+void exit_heavy(struct vcpu *v);
+/* Loads what the heavy path took away / saves the guest's and restores the
+ * host's, per switch (the "lazy" halves; the "always" halves run per exit). */
+void vcpu_state_enter(struct vcpu *v);
+void vcpu_state_leave(struct vcpu *v);
+
+/* Interrupt delivery: injects the platform's next vector when the guest can
+ * take it, or asks for an exit when it can (interrupt window). */
+void exit_inject_interrupts(struct vcpu *v);
+/* Queues the test facility's vector (LP_HC_RAISE_IRQ, LP_HC_TIMER); returns
+ * negative if one is still queued. */
+int exit_raise_test_irq(struct vcpu *v, uint8_t vector);
+
+#endif

@@ -1,0 +1,173 @@
+/* Intel VT-x: the CPU checks against the capability MSRs, VMXON with the
+ * host GDT/TSS a VM exit needs, and the parts of the run loop that touch
+ * host interrupts and the syscall MSRs. */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/console.h"
+#include "core/cpu.h"
+#include "core/pmem.h"
+#include "vmm/state_switch.h"
+#include "vmm/vendor.h"
+#include "vmm/vm.h"
+#include "vmm/vmx/vmcs.h"
+#include "vmm/vmx/vmx.h"
+#include "vmm/vmx/vmx_ops.h"
+
+void vmx_light_loop(struct vcpu *v);
+
+struct vmx_caps vmx_caps;
+
+/* VM exits load TR from HOST_TR_SEL, which must not be 0: the boot GDT has
+ * no TSS, so the backend installs its own GDT (the boot code/data
+ * descriptors plus a TSS) before VMXON. */
+uint8_t vmx_host_tss[104] __attribute__((aligned(16)));
+uint64_t vmx_host_gdt[5] __attribute__((aligned(16)));
+
+const char *vendor_name(void)
+{
+	return "Intel VT-x";
+}
+
+static void load_host_gdt(void)
+{
+	uint64_t tss = (uint64_t)(uintptr_t)vmx_host_tss;
+	vmx_host_gdt[0] = 0;
+	vmx_host_gdt[1] = 0x00AF9B000000FFFFull;      /* 64-bit code, as boot/entry.S */
+	vmx_host_gdt[2] = 0x00CF93000000FFFFull;      /* data */
+	vmx_host_gdt[3] = (sizeof(vmx_host_tss) - 1) | ((tss & 0xffffff) << 16) | (0x89ull << 40) |
+			  (((tss >> 24) & 0xff) << 56);  /* available 64-bit TSS */
+	vmx_host_gdt[4] = tss >> 32;
+	*(uint16_t *)(vmx_host_tss + 102) = sizeof(vmx_host_tss);   /* no I/O bitmap */
+	struct __attribute__((packed)) { uint16_t limit; uint64_t base; } d = {
+		sizeof(vmx_host_gdt) - 1, (uint64_t)(uintptr_t)vmx_host_gdt
+	};
+	asm volatile("lgdt %0" ::"m"(d));
+	asm volatile("ltr %w0" ::"r"(VMX_HOST_SEL_TSS));
+}
+
+static struct vmx_ctl_cap ctl_cap(uint32_t msr)
+{
+	uint64_t v = rdmsr(msr);
+	return (struct vmx_ctl_cap){ (uint32_t)v, (uint32_t)(v >> 32) };
+}
+
+static bool cpu_is_intel(void)
+{
+	uint32_t r[4];
+	cpuid(0, 0, r);
+	return r[1] == 0x756e6547u && r[3] == 0x49656e69u && r[2] == 0x6c65746eu; /* GenuineIntel */
+}
+
+static int vmx_fail(const char *what)
+{
+	kprintf("lightpath: %s\n", what);
+	return -1;
+}
+
+int vendor_cpu_init(const struct lp_options *opt)
+{
+	(void)opt;
+	uint32_t r[4];
+	cpuid(1, 0, r);
+	if (!cpu_is_intel() || !(r[2] & (1u << 5)))
+		return vmx_fail("this CPU has no Intel VMX");
+	uint64_t fc = rdmsr(MSR_IA32_FEATURE_CONTROL);
+	if (!(fc & FEATURE_CONTROL_LOCK))
+		wrmsr(MSR_IA32_FEATURE_CONTROL,
+		      fc | FEATURE_CONTROL_LOCK | FEATURE_CONTROL_VMX_OUTSIDE_SMX);
+	else if (!(fc & FEATURE_CONTROL_VMX_OUTSIDE_SMX))
+		return vmx_fail("VMX is disabled by the firmware (IA32_FEATURE_CONTROL is locked "
+				"without VMX outside SMX)");
+
+	struct vmx_caps *c = &vmx_caps;
+	c->basic = rdmsr(MSR_IA32_VMX_BASIC);
+	bool true_ctls = c->basic & VMX_BASIC_TRUE_CTLS;
+	c->pin = ctl_cap(true_ctls ? MSR_IA32_VMX_TRUE_PINBASED : MSR_IA32_VMX_PINBASED_CTLS);
+	c->proc = ctl_cap(true_ctls ? MSR_IA32_VMX_TRUE_PROCBASED : MSR_IA32_VMX_PROCBASED_CTLS);
+	c->exit = ctl_cap(true_ctls ? MSR_IA32_VMX_TRUE_EXIT : MSR_IA32_VMX_EXIT_CTLS);
+	c->entry = ctl_cap(true_ctls ? MSR_IA32_VMX_TRUE_ENTRY : MSR_IA32_VMX_ENTRY_CTLS);
+	c->misc = rdmsr(MSR_IA32_VMX_MISC);
+	c->cr0_fixed0 = rdmsr(MSR_IA32_VMX_CR0_FIXED0);
+	c->cr0_fixed1 = rdmsr(MSR_IA32_VMX_CR0_FIXED1);
+	c->cr4_fixed0 = rdmsr(MSR_IA32_VMX_CR4_FIXED0);
+	c->cr4_fixed1 = rdmsr(MSR_IA32_VMX_CR4_FIXED1);
+	if (!(c->proc.may & PROC_SECONDARY_CONTROLS))
+		return vmx_fail("this CPU's VMX has no secondary controls (no EPT)");
+	c->proc2 = ctl_cap(MSR_IA32_VMX_PROCBASED_CTLS2);
+	if (!(c->proc2.may & PROC2_ENABLE_EPT))
+		return vmx_fail("this CPU's VMX has no EPT");
+	c->ept_vpid = rdmsr(MSR_IA32_VMX_EPT_VPID_CAP);
+	if ((c->ept_vpid & (EPT_CAP_PAGEWALK4 | EPT_CAP_WB | EPT_CAP_2M)) !=
+	    (EPT_CAP_PAGEWALK4 | EPT_CAP_WB | EPT_CAP_2M))
+		return vmx_fail("this CPU's EPT lacks 4-level walks, write-back memory or 2 MiB pages");
+	if (!(c->proc2.may & PROC2_UNRESTRICTED_GUEST))
+		return vmx_fail("this CPU's VMX has no unrestricted guest (needed to start multiboot "
+				"guests in 32-bit protected mode with paging off)");
+	if (!(c->pin.may & PIN_EXT_INTR_EXITING))
+		return vmx_fail("this CPU's VMX has no external-interrupt exiting");
+	uint32_t need_proc = PROC_HLT_EXITING | PROC_USE_IO_BITMAPS | PROC_USE_MSR_BITMAPS |
+			     PROC_MOV_DR_EXITING | PROC_INTR_WINDOW_EXITING;
+	if ((c->proc.may & need_proc) != need_proc)
+		return vmx_fail("this CPU's VMX lacks HLT exiting, I/O or MSR bitmaps, MOV-DR exiting "
+				"or interrupt-window exiting");
+	uint32_t need_exit = EXIT_HOST_ADDR_SPACE_SIZE | EXIT_SAVE_EFER | EXIT_LOAD_EFER;
+	uint32_t need_entry = ENTRY_IA32E_MODE_GUEST | ENTRY_LOAD_EFER;
+	if ((c->exit.may & need_exit) != need_exit || (c->entry.may & need_entry) != need_entry)
+		return vmx_fail("this CPU's VMX cannot switch IA32_EFER on VM entry and exit");
+	if ((c->proc.must & (PROC_CR3_LOAD_EXITING | PROC_CR3_STORE_EXITING | PROC_INVLPG_EXITING)))
+		return vmx_fail("this CPU's VMX forces CR3/INVLPG exiting (no true controls)");
+	c->vpid = (c->proc2.may & PROC2_ENABLE_VPID) &&
+		  (c->ept_vpid & (VPID_CAP_INVVPID | VPID_CAP_INVVPID_ALL)) ==
+			  (VPID_CAP_INVVPID | VPID_CAP_INVVPID_ALL);
+	cpuid(0, 0, r);
+	if (r[0] >= 0xa) {
+		cpuid(0xa, 0, r);
+		c->pmu_counters = (r[0] & 0xff) ? (r[0] >> 8) & 0xff : 0;
+		if (c->pmu_counters > 4)
+			c->pmu_counters = 4;
+	}
+
+	/* VMXON: CR0/CR4 must meet the fixed bits (NE, VMXE). */
+	uint64_t cr0 = (read_cr0() | c->cr0_fixed0) & c->cr0_fixed1;
+	uint64_t cr4 = (read_cr4() | c->cr4_fixed0 | CR4_VMXE) & c->cr4_fixed1;
+	asm volatile("mov %0, %%cr0" ::"r"(cr0));
+	asm volatile("mov %0, %%cr4" ::"r"(cr4));
+	load_host_gdt();
+	uint64_t region = pmem_alloc(4096, 4096);
+	if (!region)
+		return vmx_fail("error: out of memory setting up VMX");
+	*(uint32_t *)(uintptr_t)region = (uint32_t)c->basic & 0x7fffffffu;
+	if (!vmxon(region))
+		return vmx_fail("VMXON failed");
+	state_switch_init();
+	kprintf("lightpath: Intel VMX with EPT and unrestricted guest%s; next RIP from the "
+		"VM-exit instruction length; %u PMU counters; svm.vmload has no VMX meaning and "
+		"is ignored\n", c->vpid ? ", VPID" : "", c->pmu_counters);
+	return 0;
+}
+
+unsigned vendor_switch_bits(const struct lp_options *o)
+{
+	(void)o;   /* svm.vmload has no VMX meaning; the CPU reports every length */
+	return 0;
+}
+
+void vendor_enter_guest(struct vcpu *v)
+{
+	vmx_light_loop(v);
+}
+
+/* A VM exit clears RFLAGS.IF, and with external-interrupt exiting a host
+ * interrupt arriving in the guest exits (reason 1) and stays pending in the
+ * local APIC: the heavy path opens a window for it here. */
+void vendor_host_interrupt_window(void)
+{
+	asm volatile("sti; nop; cli" ::: "memory");
+}
+
+void vendor_host_wait_for_interrupt(void)
+{
+	/* sti's one-instruction shadow makes "sti; hlt" race-free */
+	asm volatile("sti; hlt; cli" ::: "memory");
+}

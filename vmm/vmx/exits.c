@@ -1,0 +1,123 @@
+/* Intel VT-x: every exit lightpath intercepts, in one table (what the exit
+ * means is in the exit core, vmm/vcpu_exit.h), and the exits only this
+ * backend has: control-register accesses and failed VM entries. */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/cpu.h"
+#include "lib/printf.h"
+#include "vmm/vcpu_exit.h"
+#include "vmm/vendor.h"
+#include "vmm/vm.h"
+#include "vmm/vmx/vmcs.h"
+#include "vmm/vmx/vmx.h"
+#include "vmm/vmx/vmx_ops.h"
+
+/* Register operand n (x86 encoding order) of a CR access, on the heavy path
+ * (every GPR but RSP is in v->regs there). */
+static uint64_t *gpr_slot(struct vcpu *v, unsigned n)
+{
+	struct guest_regs *r = &v->regs;
+	uint64_t *const slots[16] = { &r->rax, &r->rcx, &r->rdx, &r->rbx, 0, &r->rbp, &r->rsi,
+				       &r->rdi, &r->r8, &r->r9, &r->r10, &r->r11, &r->r12, &r->r13,
+				       &r->r14, &r->r15 };
+	return slots[n & 15];
+}
+
+/* MOV to CR0/CR4 that changed a host-owned bit: the guest's view goes to the
+ * read shadow, the CPU gets it with the VMX-fixed bits applied. */
+static void vmx_heavy_cr_access(struct vcpu *v)
+{
+	uint64_t q = vmread(VMCS_EXIT_QUALIFICATION);
+	unsigned cr = q & 15, type = (q >> 4) & 3, reg = (q >> 8) & 15;
+	if (type != 0 || (cr != 0 && cr != 4)) {
+		vm_fault(v->vm, "unexpected control-register access (qualification 0x%lx) at rip 0x%lx",
+			 q, vendor_guest_rip(v));
+		return;
+	}
+	uint64_t val = reg == 4 ? vendor_rsp(v) : *gpr_slot(v, reg);
+	const struct vmx_caps *c = &vmx_caps;
+	if (cr == 0) {
+		if ((val >> 32) || ((val & CR0_PG) && !(val & CR0_PE))) {
+			vendor_inject_exception(v, 13, true, 0);
+			return;
+		}
+		vmwrite(VMCS_CR0_READ_SHADOW, val);
+		vmwrite(VMCS_GUEST_CR0, (val | (c->cr0_fixed0 & ~(CR0_PE | CR0_PG))) & c->cr0_fixed1);
+	} else {
+		/* VMXE is hidden from the guest (no nested VMX); other bits the CPU
+		 * cannot have: #GP */
+		if ((val & ~c->cr4_fixed1 & ~CR4_VMXE) || (val & CR4_VMXE)) {
+			vendor_inject_exception(v, 13, true, 0);
+			return;
+		}
+		vmwrite(VMCS_CR4_READ_SHADOW, val);
+		vmwrite(VMCS_GUEST_CR4, (val | c->cr4_fixed0) & c->cr4_fixed1);
+	}
+	vmwrite(VMCS_GUEST_RIP, vmread(VMCS_GUEST_RIP) + vmread(VMCS_EXIT_INSN_LEN));
+}
+
+static void vmx_heavy_ept_misconfig(struct vcpu *v)
+{
+	vm_fault(v->vm, "EPT misconfiguration at guest-physical 0x%lx (a lightpath bug)",
+		 vmread(VMCS_GUEST_PHYS_ADDR));
+}
+
+#define ROW(code, stat, light, heavy) { code, code, stat, light, heavy }
+
+const struct exit_row vendor_exit_table[] = {
+	/* no exception is intercepted yet */
+	ROW(VMX_EXIT_EXCEPTION_NMI, LP_EXIT_EXCEPTION, LIGHT_NONE, vendor_unexpected_exit),
+	ROW(VMX_EXIT_EXT_INTR, LP_EXIT_INTR, LIGHT_HOST_INTR, heavy_host_intr),
+	ROW(VMX_EXIT_TRIPLE_FAULT, LP_EXIT_SHUTDOWN, LIGHT_NONE, heavy_triple_fault),
+	ROW(VMX_EXIT_INTR_WINDOW, LP_EXIT_VINTR, LIGHT_INTR_WINDOW, heavy_intr_window),
+	ROW(VMX_EXIT_CPUID, LP_EXIT_CPUID, LIGHT_CPUID, heavy_cpuid),
+	ROW(VMX_EXIT_GETSEC, LP_EXIT_VIRT_INSN, LIGHT_NONE, heavy_undefined_opcode),
+	ROW(VMX_EXIT_HLT, LP_EXIT_HLT, LIGHT_HLT, heavy_hlt),
+	ROW(VMX_EXIT_INVD, LP_EXIT_OTHER, LIGHT_NONE, heavy_invd),
+	ROW(VMX_EXIT_VMCALL, LP_EXIT_HYPERCALL, LIGHT_HYPERCALL, heavy_hypercall),
+	{ VMX_EXIT_VMCLEAR, VMX_EXIT_VMXON, LP_EXIT_VIRT_INSN, LIGHT_NONE,
+	  heavy_undefined_opcode },   /* VMCLEAR ... VMXON: no nested VMX */
+	ROW(VMX_EXIT_CR_ACCESS, LP_EXIT_OTHER, LIGHT_NONE, vmx_heavy_cr_access),
+	ROW(VMX_EXIT_MOV_DR, LP_EXIT_DR_ACCESS, LIGHT_NONE, heavy_dr_first_use),
+	ROW(VMX_EXIT_IO, LP_EXIT_IO, LIGHT_IO, heavy_io),
+	ROW(VMX_EXIT_RDMSR, LP_EXIT_MSR_READ, LIGHT_RDMSR, heavy_msr),
+	ROW(VMX_EXIT_WRMSR, LP_EXIT_MSR_WRITE, LIGHT_WRMSR, heavy_msr),
+	ROW(VMX_EXIT_EPT_VIOLATION, LP_EXIT_NPF, LIGHT_NPF, heavy_npf),
+	ROW(VMX_EXIT_EPT_MISCONFIG, LP_EXIT_NPF, LIGHT_NONE, vmx_heavy_ept_misconfig),
+	ROW(VMX_EXIT_INVEPT, LP_EXIT_VIRT_INSN, LIGHT_NONE, heavy_undefined_opcode),
+	ROW(VMX_EXIT_INVVPID, LP_EXIT_VIRT_INSN, LIGHT_NONE, heavy_undefined_opcode),
+	ROW(VMX_EXIT_VMFUNC, LP_EXIT_VIRT_INSN, LIGHT_NONE, heavy_undefined_opcode),
+};
+const unsigned vendor_exit_table_rows = sizeof(vendor_exit_table) / sizeof(vendor_exit_table[0]);
+
+void vmx_report_entry_failure(struct vcpu *v, unsigned insn_error, uint32_t reason)
+{
+	char why[160];
+	vmx_explain_entry_failure(insn_error, reason, why, sizeof(why));
+	vm_fault(v->vm, "%s", why);
+}
+
+void vendor_unexpected_exit(struct vcpu *v)
+{
+	vm_fault(v->vm, "unexpected VM exit, reason %lu, qualification 0x%lx, at rip 0x%lx",
+		 vendor_exit_code(v), vmread(VMCS_EXIT_QUALIFICATION), vendor_guest_rip(v));
+}
+
+/* The CPU reports every intercepted instruction's length. */
+uint64_t vendor_next_rip_slow(struct vcpu *v, struct insn_pattern p)
+{
+	(void)v;
+	(void)p;
+	return vmread(VMCS_GUEST_RIP) + vmread(VMCS_EXIT_INSN_LEN);
+}
+
+const char *vendor_interrupt_state(struct vcpu *v)
+{
+	static char buf[96];
+	snprintf(buf, sizeof(buf), "rflags.IF %u, interruptibility 0x%lx, entry info 0x%lx, "
+		 "window %u", (unsigned)((vmread(VMCS_GUEST_RFLAGS) >> 9) & 1),
+		 vmread(VMCS_GUEST_INTERRUPTIBILITY), vmread(VMCS_ENTRY_INTR_INFO),
+		 (unsigned)vendor_intr_window_requested(v));
+	return buf;
+}

@@ -1,0 +1,268 @@
+/* Intel VT-x: a vCPU's VMCS at its start state (controls derived from the
+ * capability MSRs, host state, the multiboot guest state), and the guest
+ * MSRs whose home is the VMCS or the CPU. */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/cpu.h"
+#include "lib/printf.h"
+#include "lib/string.h"
+#include "vmm/linux_boot.h"
+#include "vmm/state_switch.h"
+#include "vmm/vendor.h"
+#include "vmm/vm.h"
+#include "vmm/vmx/vmcs.h"
+#include "vmm/vmx/vmx.h"
+#include "vmm/vmx/vmx_ops.h"
+
+void vmx_exit_stub(void);
+
+/* ---- vCPU start state (multiboot: 32-bit protected mode, paging off) ---- */
+
+/* VMWRITEs of the setup; the first failure is remembered and reported. */
+static uint32_t setup_bad_field;
+static unsigned setup_bad_error;
+
+static void vmcs_set(uint32_t field, uint64_t value)
+{
+	if (!vmwrite_ok(field, value) && !setup_bad_field) {
+		setup_bad_field = field;
+		setup_bad_error = (unsigned)vmread(VMCS_INSN_ERROR);
+	}
+}
+
+static void set_seg(unsigned n, uint16_t sel, uint32_t ar, uint32_t limit, uint64_t base)
+{
+	vmcs_set(VMCS_GUEST_ES_SEL + 2 * n, sel);
+	vmcs_set(VMCS_GUEST_ES_AR + 2 * n, ar);
+	vmcs_set(VMCS_GUEST_ES_LIMIT + 2 * n, limit);
+	vmcs_set(VMCS_GUEST_ES_BASE + 2 * n, base);
+}
+
+enum { SEG_ES_N, SEG_CS_N, SEG_SS_N, SEG_DS_N, SEG_FS_N, SEG_GS_N, SEG_LDTR_N, SEG_TR_N };
+
+/* CR0/CR4 bits the guest may not choose: fixed to 1 or 0 by VMX. With
+ * unrestricted guest PE and PG are the guest's own. */
+static uint64_t cr0_host_owned(void)
+{
+	return (vmx_caps.cr0_fixed0 & ~(CR0_PE | CR0_PG)) | ~vmx_caps.cr0_fixed1;
+}
+
+static uint64_t cr4_host_owned(void)
+{
+	return vmx_caps.cr4_fixed0 | ~vmx_caps.cr4_fixed1;
+}
+
+static void host_state_init(void)
+{
+	struct __attribute__((packed)) { uint16_t limit; uint64_t base; } idtr;
+	asm volatile("sidt %0" : "=m"(idtr));
+	vmcs_set(VMCS_HOST_CR0, read_cr0());
+	vmcs_set(VMCS_HOST_CR3, read_cr3());
+	vmcs_set(VMCS_HOST_CR4, read_cr4());
+	vmcs_set(VMCS_HOST_CS_SEL, VMX_HOST_SEL_CODE);
+	vmcs_set(VMCS_HOST_SS_SEL, VMX_HOST_SEL_DATA);
+	vmcs_set(VMCS_HOST_DS_SEL, VMX_HOST_SEL_DATA);
+	vmcs_set(VMCS_HOST_ES_SEL, VMX_HOST_SEL_DATA);
+	vmcs_set(VMCS_HOST_FS_SEL, 0);
+	vmcs_set(VMCS_HOST_GS_SEL, 0);
+	vmcs_set(VMCS_HOST_TR_SEL, VMX_HOST_SEL_TSS);
+	vmcs_set(VMCS_HOST_FS_BASE, rdmsr(MSR_FS_BASE));
+	vmcs_set(VMCS_HOST_GS_BASE, rdmsr(MSR_GS_BASE));
+	vmcs_set(VMCS_HOST_TR_BASE, (uint64_t)(uintptr_t)vmx_host_tss);
+	vmcs_set(VMCS_HOST_GDTR_BASE, (uint64_t)(uintptr_t)vmx_host_gdt);
+	vmcs_set(VMCS_HOST_IDTR_BASE, idtr.base);
+	vmcs_set(VMCS_HOST_SYSENTER_CS, rdmsr(MSR_IA32_SYSENTER_CS));
+	vmcs_set(VMCS_HOST_SYSENTER_ESP, rdmsr(MSR_IA32_SYSENTER_ESP));
+	vmcs_set(VMCS_HOST_SYSENTER_EIP, rdmsr(MSR_IA32_SYSENTER_EIP));
+	vmcs_set(VMCS_HOST_EFER, rdmsr(MSR_EFER));
+	if (vmx_caps.exit.may & EXIT_LOAD_PAT)
+		vmcs_set(VMCS_HOST_PAT, rdmsr(MSR_IA32_PAT));
+	vmcs_set(VMCS_HOST_RIP, (uint64_t)(uintptr_t)vmx_exit_stub);
+	/* HOST_RSP is written by the stub, which knows its stack */
+}
+
+void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx)
+{
+	struct vm *vm = v->vm;
+	const struct lp_options *o = vm->opt;
+	const struct vmx_caps *c = &vmx_caps;
+	uint64_t vmcs_pa = (uint64_t)(uintptr_t)v->arch.vmcs;
+	memset(&v->arch, 0, sizeof(v->arch));
+	*(uint32_t *)v->arch.vmcs = (uint32_t)c->basic & 0x7fffffffu;
+	if (!vmclear(vmcs_pa) || !vmptrld(vmcs_pa)) {
+		vm_fault(vm, "VMCLEAR/VMPTRLD of the VMCS at 0x%lx failed", vmcs_pa);
+		return;
+	}
+	setup_bad_field = 0;
+
+	/* controls: what lightpath needs, adjusted to the capability MSRs */
+	vmcs_set(VMCS_PIN_CONTROLS, ctl_adjust(c->pin, PIN_EXT_INTR_EXITING));
+	uint32_t proc = PROC_HLT_EXITING | PROC_USE_IO_BITMAPS | PROC_USE_MSR_BITMAPS |
+			PROC_SECONDARY_CONTROLS | (o->dr_lazy ? PROC_MOV_DR_EXITING : 0);
+	v->arch.proc = ctl_adjust(c->proc, proc);
+	if (!o->dr_lazy && (v->arch.proc & PROC_MOV_DR_EXITING))
+		vm_fault(vm, "dr=always needs MOV-DR exiting off, but this CPU forces it on");
+	vmcs_set(VMCS_PROC_CONTROLS, v->arch.proc);
+	uint32_t proc2 = PROC2_ENABLE_EPT | PROC2_UNRESTRICTED_GUEST |
+			 (c->vpid ? PROC2_ENABLE_VPID : 0) |
+			 (c->proc2.may & PROC2_ENABLE_RDTSCP);    /* else RDTSCP would #UD */
+	vmcs_set(VMCS_PROC_CONTROLS2, ctl_adjust(c->proc2, proc2));
+	uint32_t exit_ctl = EXIT_HOST_ADDR_SPACE_SIZE | EXIT_SAVE_EFER | EXIT_LOAD_EFER |
+			    EXIT_SAVE_DEBUG_CONTROLS |
+			    (c->exit.may & (EXIT_SAVE_PAT | EXIT_LOAD_PAT));
+	vmcs_set(VMCS_EXIT_CONTROLS, ctl_adjust(c->exit, exit_ctl));
+	uint32_t entry_ctl = ENTRY_LOAD_EFER | ENTRY_LOAD_DEBUG_CONTROLS |
+			     (c->entry.may & ENTRY_LOAD_PAT);
+	vmcs_set(VMCS_ENTRY_CONTROLS, ctl_adjust(c->entry, entry_ctl) & ~ENTRY_IA32E_MODE_GUEST);
+	vmcs_set(VMCS_EXCEPTION_BITMAP, 0);
+	vmcs_set(VMCS_PF_ERROR_MASK, 0);
+	vmcs_set(VMCS_PF_ERROR_MATCH, 0);
+	vmcs_set(VMCS_CR3_TARGET_COUNT, 0);
+	vmcs_set(VMCS_EXIT_MSR_STORE_COUNT, 0);
+	vmcs_set(VMCS_EXIT_MSR_LOAD_COUNT, 0);
+	vmcs_set(VMCS_ENTRY_MSR_LOAD_COUNT, 0);
+	vmcs_set(VMCS_ENTRY_INTR_INFO, 0);
+	vmcs_set(VMCS_IO_BITMAP_A, vm->iopm_pa);
+	vmcs_set(VMCS_IO_BITMAP_B, vm->iopm_pa + 4096);
+	vmcs_set(VMCS_MSR_BITMAP, vm->msrpm_pa);
+	vmcs_set(VMCS_EPT_POINTER, vmx_eptp(vm));
+	if (c->vpid)
+		vmcs_set(VMCS_VPID, 1 + vm->id % 0xfffeu);
+	vmcs_set(VMCS_TSC_OFFSET, 0);
+	vmcs_set(VMCS_LINK_POINTER, ~0ull);
+
+	/* CR0/CR4: the guest sees the read shadows; the bits VMX fixes stay
+	 * host-owned (a guest write that changes one exits) */
+	uint64_t cr0 = CR0_PE | CR0_ET;
+	vmcs_set(VMCS_CR0_GUEST_HOST_MASK, cr0_host_owned());
+	vmcs_set(VMCS_CR0_READ_SHADOW, cr0);
+	vmcs_set(VMCS_GUEST_CR0, (cr0 | (c->cr0_fixed0 & ~(CR0_PE | CR0_PG))) & c->cr0_fixed1);
+	vmcs_set(VMCS_CR4_GUEST_HOST_MASK, cr4_host_owned());
+	vmcs_set(VMCS_CR4_READ_SHADOW, 0);
+	vmcs_set(VMCS_GUEST_CR4, c->cr4_fixed0 & c->cr4_fixed1);
+	vmcs_set(VMCS_GUEST_CR3, 0);
+
+	/* flat 32-bit segments (access rights: G, D/B, P, S, type) */
+	set_seg(SEG_CS_N, 0x10, 0xc09b, 0xffffffffu, 0);
+	set_seg(SEG_DS_N, 0x18, 0xc093, 0xffffffffu, 0);
+	set_seg(SEG_ES_N, 0x18, 0xc093, 0xffffffffu, 0);
+	set_seg(SEG_SS_N, 0x18, 0xc093, 0xffffffffu, 0);
+	set_seg(SEG_FS_N, 0x18, 0xc093, 0xffffffffu, 0);
+	set_seg(SEG_GS_N, 0x18, 0xc093, 0xffffffffu, 0);
+	set_seg(SEG_TR_N, 0, 0x008b, 0xffff, 0);
+	set_seg(SEG_LDTR_N, 0, VMX_AR_UNUSABLE, 0, 0);
+	vmcs_set(VMCS_GUEST_GDTR_BASE, 0);
+	vmcs_set(VMCS_GUEST_GDTR_LIMIT, 0xffff);
+	vmcs_set(VMCS_GUEST_IDTR_BASE, 0);
+	vmcs_set(VMCS_GUEST_IDTR_LIMIT, 0xffff);
+	vmcs_set(VMCS_GUEST_EFER, 0);
+	if (c->entry.may & ENTRY_LOAD_PAT)
+		vmcs_set(VMCS_GUEST_PAT, 0x0007040600070406ull);
+	vmcs_set(VMCS_GUEST_DEBUGCTL, 0);
+	vmcs_set(VMCS_GUEST_DR7, 0x400);
+	vmcs_set(VMCS_GUEST_RFLAGS, 2);
+	vmcs_set(VMCS_GUEST_RIP, entry);
+	vmcs_set(VMCS_GUEST_RSP, 0);
+	vmcs_set(VMCS_GUEST_SYSENTER_CS, 0);
+	vmcs_set(VMCS_GUEST_SYSENTER_ESP, 0);
+	vmcs_set(VMCS_GUEST_SYSENTER_EIP, 0);
+	vmcs_set(VMCS_GUEST_INTERRUPTIBILITY, 0);
+	vmcs_set(VMCS_GUEST_ACTIVITY_STATE, 0);
+	vmcs_set(VMCS_GUEST_PENDING_DBG, 0);
+	host_state_init();
+	if (setup_bad_field) {
+		const char *name = vmcs_field_name(setup_bad_field);
+		vm_fault(vm, "VMWRITE to %s (0x%x) failed: VM-instruction error %u (%s)",
+			 name ? name : "an unnamed field", setup_bad_field, setup_bad_error,
+			 vmx_insn_error_name(setup_bad_error));
+	}
+
+	memset(&v->regs, 0, sizeof(v->regs));
+	v->regs.rax = eax;
+	v->regs.rbx = ebx;
+	v->arch.guest_dr6 = 0xffff0ff0;
+
+	pmu_init(v, MSR_IA32_PERFEVTSEL0, MSR_IA32_PMC0, c->pmu_counters);
+	for (unsigned i = 0; i < SMSR_COUNT; i++)
+		v->guest_smsr[i] = 0;
+}
+
+
+void vendor_vcpu_init_linux(struct vcpu *v, const struct linux_boot_state *st)
+{
+	/* the 64-bit entry state is not set up in the VMCS yet: say so */
+	vendor_vcpu_init(v, st->rip, 0, 0);
+	vm_fault(v->vm, "Linux guests are not supported on the Intel VT-x backend yet");
+}
+
+void vendor_dr_intercept_off(struct vcpu *v)
+{
+	v->arch.proc &= ~PROC_MOV_DR_EXITING;
+	vmwrite(VMCS_PROC_CONTROLS, v->arch.proc);
+}
+
+/* ---- MSRs whose guest copy lives in the VMCS or in the CPU ---- */
+
+uint64_t vendor_efer_read(struct vcpu *v)
+{
+	(void)v;
+	return vmread(VMCS_GUEST_EFER);
+}
+
+void vendor_efer_write(struct vcpu *v, uint64_t efer)
+{
+	(void)v;
+	vmwrite(VMCS_GUEST_EFER, efer);   /* LMA must match the IA-32e entry control: kept */
+}
+
+int vendor_msr_pat(struct vcpu *v, uint64_t *val, bool is_write)
+{
+	(void)v;
+	if (!(vmx_caps.entry.may & ENTRY_LOAD_PAT))
+		return -1;   /* no PAT switching: the guest gets no PAT */
+	if (is_write)
+		vmwrite(VMCS_GUEST_PAT, *val);
+	else
+		*val = vmread(VMCS_GUEST_PAT);
+	return 0;
+}
+
+static uint32_t vmcs_sysenter_field(uint32_t msr)
+{
+	switch (msr) {
+	case MSR_IA32_SYSENTER_CS: return VMCS_GUEST_SYSENTER_CS;
+	case MSR_IA32_SYSENTER_ESP: return VMCS_GUEST_SYSENTER_ESP;
+	case MSR_IA32_SYSENTER_EIP: return VMCS_GUEST_SYSENTER_EIP;
+	}
+	return 0;
+}
+
+int vendor_msr_vmstate(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
+{
+	uint32_t field = vmcs_sysenter_field(msr);
+	if (field) {
+		if (is_write)
+			vmwrite(field, *val);
+		else
+			*val = vmread(field);
+		return 0;
+	}
+	int slot = smsr_slot(msr);
+	if (slot < 0)
+		return -1;
+	/* msr=lazy inside the light loop: the CPU holds it, so WRMSR goes there
+	 * and a following SYSCALL sees it at once */
+	if (v->arch.smsr_in_cpu) {
+		if (is_write)
+			wrmsr(msr, *val);
+		else
+			*val = rdmsr(msr);
+		return 0;
+	}
+	if (is_write)
+		v->guest_smsr[slot] = *val;   /* loaded into the CPU before VMRESUME */
+	else
+		*val = v->guest_smsr[slot];
+	return 0;
+}

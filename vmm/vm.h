@@ -153,8 +153,7 @@ struct vm {
 	struct vm_timer test_timer; /* LP_HC_TIMER */
 
 	struct vcpu *vcpu;
-	bool prefix_output;         /* several VMs: prefix their console lines */
-	bool at_line_start;
+	bool console_after_cr;      /* its last console byte was '\r' */
 };
 
 /* One port access as a device sees it (the light path's exit_port_io and
@@ -225,7 +224,6 @@ struct vm_spec {
 };
 
 /* Creates, runs to its end and destroys one VM. Returns its end status. */
-unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options *opt,
-		bool prefix_output);
+unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options *opt);
 
 #endif

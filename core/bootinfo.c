@@ -41,8 +41,12 @@ static void add_module(struct boot_info *bi, uint64_t start, uint64_t end, const
 	note_used(bi, end);
 	if (cmd)
 		note_used(bi, (uint64_t)(uintptr_t)cmd + strlen(cmd) + 1);
-	if (bi->nr_modules == BOOT_MAX_MODULES)
+	if (bi->nr_modules == BOOT_MAX_MODULES) {
+		if (bi->nr_ignored < BOOT_MAX_IGNORED)
+			bi->ignored[bi->nr_ignored] = cmd ? cmd : "";
+		bi->nr_ignored++;
 		return;
+	}
 	bi->modules[bi->nr_modules].start = start;
 	bi->modules[bi->nr_modules].end = end;
 	bi->modules[bi->nr_modules].cmdline = cmd ? cmd : "";

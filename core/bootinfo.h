@@ -5,6 +5,9 @@
 #include <stdint.h>
 
 #define BOOT_MAX_MODULES 8
+/* Modules beyond BOOT_MAX_MODULES are not run; the first this many are
+ * remembered so that each can be reported by name. */
+#define BOOT_MAX_IGNORED 32
 #define BOOT_MAX_RAM     32
 
 struct boot_module {
@@ -20,6 +23,8 @@ struct boot_info {
 	const char *cmdline;
 	unsigned nr_modules;
 	struct boot_module modules[BOOT_MAX_MODULES];
+	unsigned nr_ignored;                 /* modules given beyond BOOT_MAX_MODULES */
+	const char *ignored[BOOT_MAX_IGNORED]; /* their strings ("path args...") */
 	unsigned nr_ram;
 	struct boot_range ram[BOOT_MAX_RAM]; /* usable RAM from the memory map */
 	uint64_t highest_used;               /* end of boot loader data we must keep */

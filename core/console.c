@@ -5,8 +5,12 @@
 #include "core/cpu.h"
 #include "include/lightpath/abi.h"
 #include "lib/printf.h"
+#include "lib/string.h"
 
 #define COM1 0x3f8
+#define BOCHS_E9_PORT 0xe9
+
+static bool line_open;   /* bytes sent since the last '\n' */
 
 void console_init(void)
 {
@@ -19,13 +23,19 @@ void console_init(void)
 	outb(COM1 + 4, 0x03);
 }
 
+static void uart_out(uint8_t b)
+{
+	for (int spin = 0; spin < 100000 && !(inb(COM1 + 5) & 0x20); spin++)
+		;
+	outb(COM1, b);
+}
+
 void console_putc(char c)
 {
 	if (c == '\n')
-		console_putc('\r');
-	for (int spin = 0; spin < 100000 && !(inb(COM1 + 5) & 0x20); spin++)
-		;
-	outb(COM1, (uint8_t)c);
+		uart_out('\r');
+	uart_out((uint8_t)c);
+	line_open = c != '\n';
 }
 
 void console_write(const char *s)
@@ -34,37 +44,78 @@ void console_write(const char *s)
 		console_putc(*s++);
 }
 
+bool console_at_line_start(void)
+{
+	return !line_open;
+}
+
+/* buf holds len bytes of formatted text (len may exceed size when cut):
+ * make it whole lines, with the cut visible. */
+static void finish_lines(char *buf, size_t size, size_t len)
+{
+	static const char mark[] = KPRINTF_CUT_MARK "\n";
+	if (len >= size) {
+		memcpy(buf + size - sizeof(mark), mark, sizeof(mark));
+		return;
+	}
+	if (len == 0 || buf[len - 1] != '\n') {
+		if (len + 1 < size) {
+			buf[len] = '\n';
+			buf[len + 1] = '\0';
+		} else {
+			memcpy(buf + size - sizeof(mark), mark, sizeof(mark));
+		}
+	}
+}
+
 void kprintf(const char *fmt, ...)
 {
-	char buf[256];
+	char buf[KPRINTF_LINE_MAX + 1];   /* + the newline */
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	console_write(buf);
+	finish_lines(buf, sizeof(buf), n < 0 ? 0 : (size_t)n);
+	if (line_open)              /* a guest's unfinished line: end it first */
+		console_putc('\n');
+	for (const char *s = buf; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		/* a '\r' or an escape from a string we quote must not move the
+		 * terminal's cursor over what was printed */
+		console_putc(c < 0x20 && c != '\n' && c != '\t' ? '?' : (char)c);
+	}
 }
 
 void panic(const char *fmt, ...)
 {
-	char buf[200];
+	char buf[KPRINTF_LINE_MAX];   /* a longer message is cut by kprintf */
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	console_write("lightpath: panic: ");
-	console_write(buf);
-	console_write("\n");
+	kprintf("lightpath: panic: %s\n", buf);
 	power_off(LP_STATUS_HV_ERROR);
+}
+
+unsigned power_off_status(unsigned status)
+{
+	return status > POWER_OFF_STATUS_MAX ? POWER_OFF_STATUS_MAX : status;
 }
 
 void power_off(unsigned status)
 {
-	/* QEMU's isa-debug-exit turns this into exit code (status << 1) | 1. */
-	outl(LP_DEBUG_EXIT_PORT, status);
+	unsigned v = power_off_status(status);
+	/* QEMU's isa-debug-exit turns this into exit code (v << 1) | 1. */
+	outl(LP_DEBUG_EXIT_PORT, v);
 	/* Still running: no isa-debug-exit. Under Bochs (port 0xe9 reads back
-	 * 0xe9 there, 0xff elsewhere) its shutdown port ends the emulator; the
-	 * status is in the last console line. */
-	if (inb(0xe9) == 0xe9) {
+	 * 0xe9 there, 0xff elsewhere) the status goes to port 0xe9, which Bochs
+	 * prints on its own output and no guest can reach (guests' port I/O is
+	 * intercepted), then its shutdown port ends the emulator. */
+	if (inb(BOCHS_E9_PORT) == BOCHS_E9_PORT) {
+		char line[48];
+		snprintf(line, sizeof(line), "\nlightpath-power-off-status: %u\n", v);
+		for (const char *s = line; *s; s++)
+			outb(BOCHS_E9_PORT, (uint8_t)*s);
 		for (int spin = 0; spin < 100000 && !(inb(COM1 + 5) & 0x40); spin++)
 			;   /* let the UART shift out the last character */
 		for (const char *s = "Shutdown"; *s; s++)

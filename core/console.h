@@ -1,15 +1,41 @@
-/* The host console: COM1, 115200 8N1. All hypervisor output goes here. */
+/* The host console: COM1, 115200 8N1. All hypervisor output goes here, and
+ * so does guest output (vm_console_putc), each guest line behind "[vmN] ".
+ *
+ * lightpath's own output is whole lines: kprintf() starts on a fresh line
+ * (ending a guest's unfinished one) and always ends with a newline, so a
+ * log split at '\n' has every hypervisor line at a line start and every
+ * guest byte on a line that starts "[vmN] ". */
 #ifndef CORE_CONSOLE_H
 #define CORE_CONSOLE_H
 
+#include <stdbool.h>
+
+/* Longest line kprintf() prints; longer ones are cut and end in
+ * KPRINTF_CUT_MARK (then the newline). */
+#define KPRINTF_LINE_MAX  256
+#define KPRINTF_CUT_MARK  "...[cut]"
+
+/* The largest status the power-off port passes on: QEMU's isa-debug-exit
+ * exits with (v << 1) | 1 truncated to 8 bits, so a larger v would wrap
+ * (0x80 would read as 0); larger statuses are clamped to this. */
+#define POWER_OFF_STATUS_MAX 0x7fu
+
 void console_init(void);
+/* One raw byte ('\n' goes out as "\r\n"). */
 void console_putc(char c);
 void console_write(const char *s);
-/* printf-style output to the console (lib/printf.h formats). */
+/* Is the console at the start of a line (nothing sent since the last '\n')? */
+bool console_at_line_start(void);
+/* Lines of lightpath's own output, printf-style (lib/printf.h formats): see
+ * above. Control characters other than '\n' and '\t' are printed as '?'. */
 void kprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints one "lightpath: panic: ..." line and powers off (or halts). */
 void panic(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-/* Ends the machine: isa-debug-exit with status under QEMU, halt otherwise. */
+/* The status power_off() passes on for `status`: at most POWER_OFF_STATUS_MAX. */
+unsigned power_off_status(unsigned status);
+/* Ends the machine: QEMU's isa-debug-exit with power_off_status(status);
+ * under Bochs the same value goes to port 0xe9 (a line
+ * "lightpath-power-off-status: N") before its shutdown port; halts otherwise. */
 void power_off(unsigned status) __attribute__((noreturn));
 
 #endif

@@ -11,6 +11,7 @@
 #include "core/timer.h"
 #include "core/tsc.h"
 #include "include/lightpath/abi.h"
+#include "lib/printf.h"
 #include "vmm/guests.h"
 #include "vmm/vcpu_exit.h"
 #include "vmm/vendor.h"
@@ -25,6 +26,26 @@ static void mask_legacy_pic(void)
 {
 	outb(0x21, 0xff);
 	outb(0xa1, 0xff);
+}
+
+/* The last line: the status and the rule that chose it (guests.h). */
+static void report_outcome(const struct guests_outcome *end)
+{
+	char why[128], clamp[80] = "";
+	if (end->nonzero)
+		snprintf(why, sizeof(why), "the first non-zero status, vm%u's; VMs that did not end "
+			 "with 0: %u of %u%s", end->first_nonzero, end->nonzero, end->vms,
+			 end->ignored ? "; modules were ignored" : "");
+	else if (end->ignored)
+		snprintf(why, sizeof(why), "every VM ended with status 0, but %u module%s ignored",
+			 end->ignored, end->ignored == 1 ? " was" : "s were");
+	else
+		snprintf(why, sizeof(why), "every VM ended with status 0");
+	if (power_off_status(end->status) != end->status)
+		snprintf(clamp, sizeof(clamp), "; passed on as %u, the largest QEMU's exit code carries",
+			 power_off_status(end->status));
+	kprintf("lightpath: all VMs ended; powering off with status %u (%s%s)\n", end->status, why,
+		clamp);
 }
 
 void kmain(uint32_t magic, uint32_t info);
@@ -68,7 +89,8 @@ void kmain(uint32_t magic, uint32_t info)
 		power_off(LP_STATUS_HV_ERROR);
 	}
 
-	unsigned status = guests_run_all(&boot_info, &options);
-	kprintf("lightpath: all VMs ended; powering off with status %u\n", status);
-	power_off(status);
+	struct guests_outcome end;
+	guests_run_all(&boot_info, &options, &end);
+	report_outcome(&end);
+	power_off(end.status);
 }

@@ -32,6 +32,8 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import serial_log  # noqa: E402  (tools/serial_log.py)
 LP_QEMU = os.path.join(ROOT, "tools", "lp-qemu")
 LP_BOCHS = os.path.join(ROOT, "tools", "lp-bochs")
 
@@ -73,10 +75,14 @@ VMX_CPU = "corei7_skylake_x"
 VMX_BEGIN = "<!-- vmx -->"
 VMX_END = "<!-- /vmx -->"
 
-_LINE = re.compile(
-    r"^(?:\[vm\d+\] )?bench: mode=(?P<mode>\S+) exit=(?P<exit>\S+) "
-    r"n=(?P<n>\d+) min=(?P<min>\d+) mean=(?P<mean>\d+(?:\.\d+)?)\s*$")
-_DONE = re.compile(r"^(?:\[vm\d+\] )?bench: mode=(?P<mode>\S+) done\s*$")
+# Bench lines count only at the start of a line of guest output: behind
+# lightpath's "[vmN] " prefix (or, for tools/compare's KVM log, kvmrun's
+# "[guest] "). Anything else, e.g. a bench line a guest printed after a '\r'
+# or inside another line, is not a result.
+LP_PREFIX = r"\[vm(?P<vm>\d+)\] "
+_LINE = r"bench: mode=(?P<mode>\S+) exit=(?P<exit>\S+) n=(?P<n>\d+) min=(?P<min>\d+) " \
+        r"mean=(?P<mean>\d+(?:\.\d+)?)\s*$"
+_DONE = r"bench: mode=(?P<mode>\S+) done\s*$"
 _FAILED = re.compile(r"bench: check FAILED")
 _OPTIONS = re.compile(r"^lightpath: options: (?P<opts>.*?)\s*$")
 
@@ -85,19 +91,29 @@ class BenchError(Exception):
     pass
 
 
-def parse_bench(text, n=None, modes=MODES, exits=EXITS):
+def parse_bench(text, n=None, modes=MODES, exits=EXITS, prefix=LP_PREFIX):
     """Parses a serial log. Returns {mode: {exit: {"min": int, "mean": float}}}.
 
-    Raises BenchError when a bench guest reported a failed check, a mode did
-    not finish, a required line is missing or duplicated, or n differs."""
+    Only lines starting with `prefix` count (see LP_PREFIX). Raises BenchError
+    when a bench guest reported a failed check, a mode did not finish, a
+    required line is missing or duplicated, n differs, or one mode's lines
+    come from two VMs."""
+    line_re, done_re = re.compile("^" + prefix + _LINE), re.compile("^" + prefix + _DONE)
     results = {}
     done = set()
-    for raw in text.splitlines():
-        line = raw.rstrip("\r")
+    source = {}   # mode -> the VM that reports it
+
+    def same_vm(m):
+        vm, mode = m.groupdict().get("vm"), m.group("mode")
+        if source.setdefault(mode, vm) != vm:
+            raise BenchError("mode=%s is reported by vm%s and vm%s" % (mode, source[mode], vm))
+
+    for line in serial_log.lines(text):
         if _FAILED.search(line):
             raise BenchError("bench guest reported: " + line.strip())
-        m = _LINE.match(line)
+        m = line_re.match(line)
         if m:
+            same_vm(m)
             mode, exit_ = m.group("mode"), m.group("exit")
             if n is not None and int(m.group("n")) != n:
                 raise BenchError("mode=%s exit=%s ran n=%s, expected n=%d"
@@ -108,8 +124,9 @@ def parse_bench(text, n=None, modes=MODES, exits=EXITS):
             per[exit_] = {"min": int(m.group("min")),
                           "mean": float(m.group("mean"))}
             continue
-        m = _DONE.match(line)
+        m = done_re.match(line)
         if m:
+            same_vm(m)
             done.add(m.group("mode"))
     for mode in modes:
         if mode not in done:
@@ -121,7 +138,7 @@ def parse_bench(text, n=None, modes=MODES, exits=EXITS):
     return results
 
 
-_CONFIG = re.compile(r"^(?:\[vm\d+\] )?bench: mode=(?P<mode>\S+) config=(?P<bits>0x[0-9a-fA-F]+)\s*$")
+_CONFIG = re.compile(r"^" + LP_PREFIX + r"bench: mode=(?P<mode>\S+) config=(?P<bits>0x[0-9a-fA-F]+)\s*$")
 
 
 def config_bits(opts):
@@ -139,8 +156,8 @@ def check_config_bits(text, opts):
     """If the bench guests print 'bench: mode=M config=0x..' (LP_HC_CONFIG),
     it must match the boot options."""
     want = config_bits(opts)
-    for line in text.splitlines():
-        m = _CONFIG.match(line.rstrip("\r"))
+    for line in serial_log.lines(text):
+        m = _CONFIG.match(line)
         if m and int(m.group("bits"), 16) != want:
             raise BenchError("mode=%s: guest sees config=%s, expected %#x for '%s'"
                              % (m.group("mode"), m.group("bits"), want, opts or "defaults"))
@@ -148,8 +165,8 @@ def check_config_bits(text, opts):
 
 def parse_options(text):
     """The key=value words of the 'lightpath: options:' line, or None."""
-    for line in text.splitlines():
-        m = _OPTIONS.match(line.rstrip("\r"))
+    for line in serial_log.lines(text):
+        m = _OPTIONS.match(line)
         if m:
             return dict(w.split("=", 1) for w in m.group("opts").split() if "=" in w)
     return None
@@ -189,8 +206,7 @@ def run_config(name, opts, n, timeout, outdir, backend="svm"):
     secs = time.monotonic() - t0
     text = ""
     if os.path.exists(log):
-        with open(log, errors="replace") as f:
-            text = f.read()
+        text = serial_log.read(log)
     rc = proc.returncode
     emu = "lp-bochs" if backend == "vmx" else "QEMU"
     if rc != 1:
@@ -416,8 +432,7 @@ def main():
     args = ap.parse_args()
 
     if args.parse:
-        with open(args.parse, errors="replace") as f:
-            text = f.read()
+        text = serial_log.read(args.parse)
         try:
             res = parse_bench(text, n=args.n_expected)
         except BenchError as e:

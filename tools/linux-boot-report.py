@@ -75,7 +75,8 @@ def one_boot(mode, i, timeout):
     r = {"prompt_s": round(g.t_prompt, 2), "init_s": round(g.t_init, 2),
          "total_s": round(g.t_end, 2), "rc": rc, "log": lpguest.rel(log)}
     if mode == "lightpath":
-        ok = re.search(r"^lightpath: vm0: ended with status 0 \(ACPI power-off\)", g.text, re.M)
+        # lightpath's own line, at a line start (guest lines start "[vm0] ")
+        ok = "lightpath: vm0: ended with status 0 (ACPI power-off)" in lpguest.serial_log.lines(g.text)
         if rc != 1 or not ok:
             raise lpguest.GuestError("lightpath run %d: QEMU exit %d, %s (serial log %s)"
                                      % (i, rc, "powered off" if ok else "no ACPI power-off line",

@@ -43,7 +43,9 @@ bench)
 	;;
 esac
 
-if ((rc == 1)) && grep -q '^lightpath: ' "$log"; then
+# lightpath's own lines start with "lightpath: " (guest lines with "[vmN] ");
+# -a: a guest may have printed NUL bytes
+if ((rc == 1)) && grep -aq '^lightpath: ' "$log"; then
 	echo "lightpath: run ended with status 0 (QEMU exit 1); serial output in $log"
 	exit 0
 fi
@@ -51,12 +53,14 @@ if ((rc == 1)); then
 	echo "lightpath: QEMU exited 1 without lightpath output: QEMU failed to start?" >&2
 elif ((rc == 124)); then
 	echo "lightpath: run timed out after ${LP_RUN_TIMEOUT:-600} s" >&2
-elif ((rc == 0)) && [[ "$mode" == linux ]] && ! grep -q '^lightpath: all VMs ended' "$log"; then
+elif ((rc == 0)) && [[ "$mode" == linux ]] && ! grep -aq '^lightpath: all VMs ended' "$log"; then
 	echo "lightpath: QEMU exited 0 before lightpath ended: quit with Ctrl-A x, or the machine reset" >&2
 elif ((rc == 0)); then
 	echo "lightpath: QEMU exited 0: the machine reset (lightpath triple-faulted?)" >&2
 elif ((rc % 2 == 1)); then
-	printf 'lightpath: run ended with status %#x (QEMU exit %d)\n' $((rc >> 1)) "$rc" >&2
+	# statuses above 127 reach QEMU as 127 (README, "Output and exit status")
+	printf 'lightpath: run ended with status %#x%s (QEMU exit %d)\n' $((rc >> 1)) \
+		"$( ((rc == 255)) && echo ' or more')" "$rc" >&2
 else
 	echo "lightpath: run failed (exit $rc)" >&2
 fi

@@ -2,14 +2,31 @@
  * module that starts with the line "# lightpath vm" is a VM description
  * (vmm/vmconfig.h) naming other modules by their file name; every other
  * module not named by a description is a guest of its own (a multiboot ELF
- * kernel, or a Linux bzImage whose module arguments are its command line). */
+ * kernel, or a Linux bzImage whose module arguments are its command line).
+ *
+ * Every module is used or reported with one line: a description that names
+ * a description (itself included) as its kernel or initrd is refused, and
+ * modules beyond BOOT_MAX_MODULES are listed as ignored. */
 #ifndef VMM_GUESTS_H
 #define VMM_GUESTS_H
 
 #include "core/bootinfo.h"
 #include "core/options.h"
 
-/* Returns the end status of the last VM (what lightpath powers off with). */
-unsigned guests_run_all(const struct boot_info *bi, const struct lp_options *opt);
+/* How the VMs of one boot ended. `status` is what lightpath powers off
+ * with: 0 only if every VM ended with status 0 and no module was ignored;
+ * otherwise the first non-zero status in module order (a VM that could not
+ * be started counts as LP_STATUS_VM_FAULT or LP_STATUS_HV_ERROR, and ignored
+ * modules, which come last, as LP_STATUS_VM_FAULT). */
+struct guests_outcome {
+	unsigned status;
+	unsigned vms;            /* VMs run or refused (vm0 .. vmN-1) */
+	unsigned nonzero;        /* of those, how many did not end with status 0 */
+	unsigned first_nonzero;  /* the VM `status` comes from, if nonzero > 0 */
+	unsigned ignored;        /* modules beyond BOOT_MAX_MODULES */
+};
+
+void guests_run_all(const struct boot_info *bi, const struct lp_options *opt,
+		    struct guests_outcome *out);
 
 #endif

@@ -175,7 +175,7 @@ static void dump_interrupt_state(struct vm *vm)
 			highest_isr = (unsigned)i;
 			break;
 		}
-	kprintf("\nlightpath: vm%u: ioapic lines 0x%x, uart ier 0x%x rx %u irq %u, ioapic pin4 0x%lx, "
+	kprintf("lightpath: vm%u: ioapic lines 0x%x, uart ier 0x%x rx %u irq %u, ioapic pin4 0x%lx, "
 		"lapic irr %s isr 0x%x tpr 0x%x, pending vector %d, %s\n", vm->id, vm->ioapic.lines,
 		vm->uart.ier, vm->uart.rx_count, vm->uart.irq_level, vm->ioapic.rte[4],
 		lapic_irr_nonempty(&v->lapic) ? "set" : "empty", highest_isr, v->lapic.tpr, pending,

@@ -92,25 +92,37 @@ void vm_end(struct vm *vm, unsigned status, const char *why)
 
 void vm_fault(struct vm *vm, const char *fmt, ...)
 {
-	char buf[200];
+	char buf[KPRINTF_LINE_MAX];   /* a longer reason is cut (visibly) by kprintf */
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	if (!vm->at_line_start)
-		console_putc('\n');
 	kprintf("lightpath: vm%u: stopped: %s\n", vm->id, buf);
-	vm->at_line_start = true;
 	vm_end(vm, LP_STATUS_VM_FAULT, "stopped");
 	vm->end_reason = 0; /* already reported */
 }
 
+static bool console_visible(char c)
+{
+	unsigned char u = (unsigned char)c;
+	return c == '\t' || (u >= 0x20 && u != 0x7f);
+}
+
 void vm_console_putc(struct vm *vm, char c)
 {
-	if (vm->prefix_output && vm->at_line_start)
-		kprintf("[vm%u] ", vm->id);
+	/* Every line that holds guest bytes starts with "[vmN] " (lightpath's
+	 * own lines start with "lightpath:" or blanks), so nothing a guest
+	 * prints can pass for the hypervisor's output in a log split at '\n'.
+	 * A bare '\r' followed by a visible character gets the prefix again,
+	 * for a terminal, which went back to column 0 (not before an escape
+	 * sequence: that would break the guest's cursor control). */
+	if (console_at_line_start() || (vm->console_after_cr && console_visible(c))) {
+		char prefix[16];
+		snprintf(prefix, sizeof(prefix), "[vm%u] ", vm->id);
+		console_write(prefix);
+	}
+	vm->console_after_cr = c == '\r';
 	console_putc(c);
-	vm->at_line_start = c == '\n';
 }
 
 #define TIMER_MIN_PERIOD_US 50u
@@ -242,8 +254,6 @@ static void vcpu_run(struct vcpu *v)
 
 static void report_end(struct vm *vm)
 {
-	if (!vm->at_line_start)
-		console_putc('\n');
 	if (vm->end_reason)
 		kprintf("lightpath: vm%u: ended with status %u (%s)\n", vm->id, vm->status,
 			vm->end_reason);
@@ -292,8 +302,7 @@ static int load_guest(struct vm *vm, const struct vm_spec *spec, char *what, siz
 	return 0;
 }
 
-unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options *opt,
-		bool prefix_output)
+unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options *opt)
 {
 	char err[200], what[96];
 	uint64_t vm_pages = (sizeof(struct vm) + 0xfff) & ~0xfffull;
@@ -319,8 +328,6 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	vm->mem_hpa = mem_hpa;
 	vm->mem_size = mem;
 	vm->vcpu = v;
-	vm->prefix_output = prefix_output;
-	vm->at_line_start = true;
 	v->vm = vm;
 
 	unsigned status;

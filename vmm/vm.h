@@ -153,8 +153,7 @@ struct vm {
 	struct vm_timer test_timer; /* LP_HC_TIMER */
 
 	struct vcpu *vcpu;
-	bool prefix_output;         /* several VMs: prefix their console lines */
-	bool at_line_start;
+	bool console_after_cr;      /* its last console byte was '\r' */
 };
 
 /* port_map entries: the index of the port's range in io[], with this bit set
@@ -222,7 +221,6 @@ struct vm_spec {
 };
 
 /* Creates, runs to its end and destroys one VM. Returns its end status. */
-unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options *opt,
-		bool prefix_output);
+unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options *opt);
 
 #endif

@@ -77,7 +77,8 @@ enum lp_exit_reason {
  * VM; the first 2 KiB read back what was written. */
 #define LP_MMIO_TEST_BASE      0xfeb00000u
 
-/* VM end statuses lightpath itself uses (QEMU exit code = (status << 1) | 1). */
+/* VM end statuses lightpath itself uses (QEMU exit code = (status << 1) | 1;
+ * lightpath powers off with min(status, 127), core/console.h). */
 #define LP_STATUS_VM_FAULT     0x70u /* VM stopped for misbehaving (QEMU: 225) */
 #define LP_STATUS_HV_ERROR     0x7fu /* hypervisor could not run (QEMU: 255) */
 

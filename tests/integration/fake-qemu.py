@@ -45,7 +45,7 @@ def end(status):
     sys.exit((status << 1) | 1)
 
 
-p("lightpath: lightpath 0.0 (fake)")
+p("lightpath: lightweight-exit hypervisor, AMD SVM backend (fake)")
 if "svm" not in cpu or brk == "nosvm":
     p("lightpath: this CPU has no AMD SVM with nested paging")
     end(0x7f)
@@ -70,21 +70,22 @@ if not mods:
     p("lightpath: error: no guest modules given (add multiboot modules)")
     end(0x7f)
 
-status = 0
-several = len(mods) > 1
+statuses = []   # per VM, in order: the first non-zero is the final status
 for i, m in enumerate(mods):
     path = m.split(" ")[0]
     margs = dict(w.split("=", 1) for w in m.split()[1:] if "=" in w)
     data = open(path, "rb").read(8192)
     if not data.startswith(b"\x7fELF"):
         p("lightpath: vm%d: cannot load guest image '%s': not an ELF file" % (i, path))
+        statuses.append(0x70)
         continue
     if b"\x02\xb0\xad\x1b" not in data and b"\xd6\x50\x52\xe8" not in data:
         p("lightpath: vm%d: cannot load guest image '%s': no multiboot header" % (i, path))
+        statuses.append(0x70)
         continue
     p('lightpath: vm%d: loaded %s (multiboot ELF32, entry 0x100000), %s MiB, cmdline "%s"'
       % (i, path, o["mem"], m))
-    pre = "[vm%d] " % i if several else ""
+    pre = "[vm%d] " % i
     name = os.path.basename(path)[:-4]
     st = 0
     if name == "hello":
@@ -93,7 +94,7 @@ for i, m in enumerate(mods):
     elif name == "triple":
         p(pre + "triple: about to triple fault")
         p("lightpath: vm%d: stopped: triple fault (SHUTDOWN exit) at rip 0x100234" % i)
-        status = 0x70
+        statuses.append(0x70)
         continue
     elif name.startswith("bench"):
         mode = "flat32" if name == "bench32" else "paged64"
@@ -120,7 +121,7 @@ for i, m in enumerate(mods):
         p(pre + "selftest %s: %d passed, %d failed" % (name, np, nf))
         st = 1 if nf else 0
     p("lightpath: vm%d: ended with status %d (isa-debug-exit)" % (i, st))
-    status = st
+    statuses.append(st)
     if o["stats"] == "on":
         hc = 40 if brk == "stats" else 1001
         p("lightpath: vm%d: exit statistics" % i)
@@ -129,7 +130,16 @@ for i, m in enumerate(mods):
         p("  cpuid                 19    0.9%          19          0")
         p("  total          %10d  100.0%%  %9d  %9d   light 99.1%%" % (hc + 19, hc + 18, 1 + (brk == "stats")))
         p("  denied: 3 port reads, 2 port writes, 1 MSR accesses")
+bad = [(i, v) for i, v in enumerate(statuses) if v]
 if brk == "isolation":
-    status = 0
-p("lightpath: all VMs ended; powering off with status %d" % status)
-end(status)
+    bad = bad[-1:]   # the old rule: the last VM's status
+if bad:
+    status = bad[0][1]
+    why = "the first non-zero status, vm%d's; VMs that did not end with 0: %d of %d" % (
+        bad[0][0], len(bad), len(statuses))
+else:
+    status, why = 0, "every VM ended with status 0"
+if status > 127:
+    why += "; passed on as 127, the largest QEMU's exit code carries"
+p("lightpath: all VMs ended; powering off with status %d (%s)" % (status, why))
+end(min(status, 127))

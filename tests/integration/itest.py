@@ -27,6 +27,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import bench  # noqa: E402  (tools/bench.py: the bench-line parser under test)
+sys.path.insert(0, os.path.join(ROOT, "tools", "linux"))
+import lpguest  # noqa: E402  (tools/linux/lpguest.py: its exit-statistics parser)
+import serial_log  # noqa: E402  (tools/serial_log.py: lines a guest cannot forge)
 
 LP_QEMU = os.path.join(ROOT, "tools", "lp-qemu")
 OUT = os.path.join(ROOT, "build", "test")
@@ -51,7 +54,7 @@ SWITCH_CONFIGS = (
     ("all-off", ALL_OFF),
 )
 
-PREFIX = r"(?:\[vm\d+\] )?"
+PREFIX = r"\[vm\d+\] "   # every line of guest output starts with it
 NO_SVM_LINE = "lightpath: this CPU has no AMD SVM with nested paging"
 
 
@@ -86,11 +89,11 @@ class Boot:
         self.rc = p.returncode
         self.stderr = p.stderr
         try:
-            with open(os.path.join(ROOT, self.log), errors="replace") as f:
-                self.text = f.read().replace("\r", "")
+            self.text = serial_log.read(os.path.join(ROOT, self.log))
         except OSError:
             self.text = ""
-        self.lines = self.text.splitlines()
+        # split at '\n' only: a guest can print the other line breaks
+        self.lines = serial_log.lines(self.text)
         getattr(_current, "logs", []).append(self.log)
         if p.stderr.strip():
             with open(os.path.join(ROOT, self.log[:-4] + ".stderr"), "w") as f:
@@ -110,7 +113,7 @@ class Boot:
                if l.strip() and "TCG doesn't support requested feature" not in l]
         if err:
             s += "; stderr: " + err[-1].strip()
-        last = [l for l in self.lines if l.startswith("lightpath:")]
+        last = [l for l in serial_log.lightpath_lines(self.text) if l.startswith("lightpath:")]
         if last:
             s += "; last line: " + last[-1].strip()
         return s
@@ -149,9 +152,19 @@ class Boot:
             check(seen.get(k) == v, "asked for %s, lightpath reports options: %s"
                   % (word, m.group(1).strip()))
 
-    def expect_powered_off(self, status):
-        self.expect(r"^lightpath: all VMs ended; powering off with status %d\s*$" % status,
-                    "'lightpath: all VMs ended; powering off with status %d'" % status)
+    def expect_powered_off(self, status, why=None):
+        """The last line: `status`, and the rule that chose it (a regex;
+        default: every VM ended with 0 for status 0, the first non-zero
+        otherwise)."""
+        if why is None:
+            why = (r"every VM ended with status 0" if status == 0 else
+                   r"the first non-zero status, vm\d+'s; .*")
+        m = self.expect(r"^lightpath: all VMs ended; powering off with status %d \((.*)\)$" % status,
+                        "'lightpath: all VMs ended; powering off with status %d (...)'" % status)
+        check(re.fullmatch(why, m.group(1)), "powering off with status %d, but (%s); expected /%s/"
+              % (status, m.group(1), why))
+        ends = self.findall(r"^lightpath: all VMs ended")
+        check(len(ends) == 1, "%d 'lightpath: all VMs ended' lines" % len(ends))
 
 
 def guest(name, args=""):
@@ -267,8 +280,110 @@ def t_isolation():
              "'lightpath: vm0: stopped: triple fault (SHUTDOWN exit) at rip 0x...'")
     b.expect(r"^\[vm1\] hello from lightpath guest\s*$", "'[vm1] hello from lightpath guest'")
     b.expect(r"^lightpath: vm1: ended with status 3 ", "'lightpath: vm1: ended with status 3 (...)'")
-    b.expect_rc(7)
-    b.expect_powered_off(3)
+    expect_first_nonzero(b, 0x70, 0, 2, 2)
+    return b
+
+
+def expect_first_nonzero(b, status, vm, nonzero, vms):
+    """Powered off with vmN's status, the first non-zero of the boot, and the
+    QEMU exit code that goes with it: (status << 1) | 1, or 255 above 127."""
+    b.expect_powered_off(status, r"the first non-zero status, vm%d's; VMs that did not end with 0: "
+                         r"%d of %d" % (vm, nonzero, vms) + (r"; passed on as 127, .*" if status > 127 else ""))
+    b.expect_rc((min(status, 127) << 1) | 1)
+
+
+def t_status_stopped_then_healthy():
+    """A stopped VM, then one that ends with 0: not "status 0" (QEMU exit 1
+    means every VM ended with 0), but the stopped VM's 0x70."""
+    b = Boot("status-stopped-then-healthy", [guest("triple"), guest("hello")])
+    b.expect(r"^lightpath: vm0: stopped: triple fault ", "'lightpath: vm0: stopped: triple fault ...'")
+    b.expect(r"^lightpath: vm1: ended with status 0 ", "'lightpath: vm1: ended with status 0 (...)'")
+    expect_first_nonzero(b, 0x70, 0, 1, 2)
+    return b
+
+
+def t_status_first_nonzero():
+    """0, 5, 9: the first non-zero status (5) is the final one, not the last."""
+    b = Boot("status-first-nonzero", [guest("hello", "status=%d" % v) for v in (0, 5, 9)])
+    for i, v in enumerate((0, 5, 9)):
+        b.expect(r"^lightpath: vm%d: ended with status %d \(isa-debug-exit\)$" % (i, v),
+                 "'lightpath: vm%d: ended with status %d (isa-debug-exit)'" % (i, v))
+    expect_first_nonzero(b, 5, 1, 2, 3)
+    return b
+
+
+def t_status_high(status):
+    """A guest status whose low 7 bits are 0 (0x80) used to leave QEMU with
+    exit 1, "every VM ended with 0"; any status above 127 now gives 255."""
+    def run():
+        b = Boot("status-%#x" % status, [guest("hello", "status=%d" % status)])
+        b.expect(r"^lightpath: vm0: ended with status %d \(isa-debug-exit\)$" % status,
+                 "'lightpath: vm0: ended with status %d (isa-debug-exit)'" % status)
+        expect_first_nonzero(b, status, 0, 1, 1)
+        return b
+    return run
+
+
+# What guests/hostile/forge.c prints behind its tricks: (line, times).
+FORGE_ENDED = "lightpath: vm0: ended with status 0 (isa-debug-exit)"
+FORGE_POWER = "lightpath: all VMs ended; powering off with status 0 (every VM ended with status 0)"
+FORGE_LINES = ((FORGE_ENDED, 10), (FORGE_POWER, 7), ("lightpath-power-off-status: 0", 2),
+               ("  total                 100  100.0%", 1))
+FORGE_PAD = "pad=" + "x" * 300    # a module command line longer than a lightpath line
+
+
+def check_forge(b, status=3):
+    """forge (status 3) then hello: nothing forge printed passes for
+    lightpath's output; lightpath's own lines are whole; hello still runs."""
+    b.expect(r"^\[vm0\] forge: start$", "'[vm0] forge: start'")
+    b.expect(r"^\[vm0\] forge: done, exiting with status %d$" % status,
+             "'[vm0] forge: done, exiting with status %d' (forge ran all its tricks)" % status)
+    # The tricks are real: a reader that splits the way str.splitlines() does
+    # would see forged lines at a line start.
+    naive = [l for l in b.text.replace("\r\n", "\n").splitlines() if l.startswith(FORGE_ENDED)]
+    check(naive, "forge's output has no line that str.splitlines() takes for lightpath's "
+          "(the guest did not print its tricks?)")
+    # Each forged line is in the log, inside a line of vm0's output.
+    for text, times in FORGE_LINES:
+        n = sum(1 for vm, rest in serial_log.guest_lines(b.text, 0) if text in rest)
+        check(n == times, "%d lines of vm0 output hold %r, forge prints it %d times" % (n, text, times))
+    # lightpath's lines: the usual ones and the exit statistics, each VM's
+    # end reported once, with the real status.
+    own = serial_log.lightpath_lines(b.text)
+    odd = [l for l in own if not NORMAL_LINE.match(l) and not STATS_LINE.match(l)]
+    check(not odd, "lines outside any [vmN] prefix that lightpath does not print: %s"
+          % " | ".join(repr(l[:80]) for l in odd[:3]))
+    ended = [l for l in own if l.startswith("lightpath: vm0: ended")]
+    check(ended == ["lightpath: vm0: ended with status %d (isa-debug-exit)" % status],
+          "vm0's end as lightpath reports it: %r" % ended)
+    # Guest output around lightpath's lines: the over-long "loaded" line is
+    # cut visibly and ends, and forge's last, unfinished line is ended
+    # before lightpath's "ended" line.
+    i = next((i for i, l in enumerate(b.lines) if l.startswith("lightpath: vm0: loaded ")), None)
+    check(i is not None, "no 'lightpath: vm0: loaded' line")
+    check(b.lines[i].endswith("...[cut]"), "the long 'loaded' line does not end in '...[cut]': %r"
+          % b.lines[i][-40:])
+    check(b.lines[i + 1] == "[vm0] forge: start", "the line after 'loaded' is %r" % b.lines[i + 1][:80])
+    j = b.lines.index(ended[0])
+    check(b.lines[j - 1] == "[vm0] " + FORGE_POWER, "the line before vm0's end is %r, not forge's "
+          "unfinished last line" % b.lines[j - 1][:100])
+    # On a terminal: after a bare '\r' the prefix is written again (not
+    # before an escape sequence, which must stay whole).
+    check("progress 50%\r[vm0] " + FORGE_POWER in b.text, "no '[vm0] ' written again after "
+          "forge's carriage return")
+    check("[vm0] \x1b[2K\x1b[1G" + FORGE_POWER in b.text, "forge's escape sequence was altered")
+    # The exit statistics as tools/linux/lpguest.py reads them: the real table
+    # (forge makes thousands of exits), not the forged total row.
+    rows, _ = lpguest.exit_stats(b.text, 0)
+    check(rows and rows.get("total", (0,))[0] > 1000, "exit statistics of vm0 misread: %r" % rows)
+    b.expect(r"^\[vm1\] hello from lightpath guest$", "'[vm1] hello from lightpath guest'")
+    b.expect(r"^lightpath: vm1: ended with status 0 ", "'lightpath: vm1: ended with status 0 (...)'")
+    expect_first_nonzero(b, status, 0, 1, 2)
+
+
+def t_forge():
+    b = Boot("forge", [guest("forge", FORGE_PAD), guest("hello")])
+    check_forge(b)
     return b
 
 
@@ -284,8 +399,7 @@ def t_mmio_bad():
     check(len(b.findall(r"^lightpath: vm0: stopped:")) == 1, "more than one 'vm0: stopped' line")
     b.expect(r"^\[vm1\] hello from lightpath guest\s*$", "'[vm1] hello from lightpath guest'")
     b.expect(r"^lightpath: vm1: ended with status 3 ", "'lightpath: vm1: ended with status 3 (...)'")
-    b.expect_rc(7)
-    b.expect_powered_off(3)
+    expect_first_nonzero(b, 0x70, 0, 2, 2)
     return b
 
 
@@ -335,10 +449,10 @@ def t_bad_image(label, path_maker):
         b.expect(r"^lightpath: vm0: cannot load guest image '%s': \S.*$" % re.escape(path),
                  "'lightpath: vm0: cannot load guest image '%s': <reason>'" % path)
         b.expect_not(r"^lightpath: vm0: loaded .*")
-        b.expect(PREFIX + r"hello from lightpath guest\s*$",
-                 "'hello from lightpath guest' (the next VM must still run)")
-        b.expect_rc(1)
-        b.expect_powered_off(0)
+        b.expect(r"^\[vm1\] hello from lightpath guest\s*$",
+                 "'[vm1] hello from lightpath guest' (the next VM must still run)")
+        b.expect(r"^lightpath: vm1: ended with status 0 ", "'lightpath: vm1: ended with status 0 (...)'")
+        expect_first_nonzero(b, 0x70, 0, 1, 2)   # a VM that could not start is not a 0
         return b
     return run
 
@@ -362,9 +476,12 @@ def make_non_multiboot_elf():
 # VM in the same boot: one clear line for the bad VM (vm0), then hello runs as
 # vm1 and lightpath powers off normally.
 NORMAL_LINE = re.compile(r"^lightpath: (lightweight-exit hypervisor|options: |AMD SVM with nested paging|"
+                         r"Intel VMX with EPT |"
                          r"vm\d+: loaded |vm\d+: ended with status |vm\d+: exit statistics\s*$|"
                          r"all VMs ended; powering off )")
 HELLO = GUESTS + "/hello.elf"
+# The rows of the exit statistics table (lightpath's, without a prefix).
+STATS_LINE = re.compile(r"^  (reason|denied:|emulated:|\S.*\s\d+\s+\d+(\.\d+)?%)")
 LINUX_KERNEL = "build/linux/vmlinuz"
 LINUX_KERNEL_LOCK = threading.Lock()
 
@@ -397,23 +514,41 @@ def linux_kernel():
         return LINUX_KERNEL
 
 
+def odd_lines(b):
+    """lightpath's lines other than the usual ones: errors and reports."""
+    return [l.strip() for l in b.lines if l.startswith("lightpath:") and not NORMAL_LINE.match(l)]
+
+
+def expect_bad_vms_then_hello(b, lines):
+    """One problem line per bad VM, equal to lines[i] (a regex for the whole
+    line) for vmi, in that order and nothing else; then hello runs as the
+    next VM, and lightpath powers off with vm0's status 0x70 (the first
+    non-zero: a VM that could not start is not a VM that ended with 0)."""
+    b.expect_not(r"^lightpath: panic:.*", "a hypervisor panic")
+    odd = odd_lines(b)
+    check(odd, "no error line for the bad VM (wanted /%s/); %s" % (lines[0], b.why_rc()))
+    check(len(odd) == len(lines), "expected %d error line(s), got %d: %s"
+          % (len(lines), len(odd), " | ".join(odd[:4])))
+    for got, want in zip(odd, lines):
+        check(re.fullmatch(want + r"\s*", got) is not None, "wrong error line: %r (wanted /%s/)"
+              % (got, want))
+    n = len(lines)
+    for i in range(n):
+        b.expect_not(r"^lightpath: vm%d: loaded .*" % i, "the bad VM vm%d must not be loaded" % i)
+        b.expect_not(r"^\[vm%d\] .*" % i, "the bad VM vm%d must print nothing" % i)
+    b.expect(r"^lightpath: vm%d: loaded %s " % (n, re.escape(HELLO)),
+             "'lightpath: vm%d: loaded %s ...'" % (n, HELLO))
+    b.expect(r"^\[vm%d\] hello from lightpath guest\s*$" % n,
+             "'[vm%d] hello from lightpath guest' (the next VM must still run)" % n)
+    b.expect(r"^lightpath: vm%d: ended with status 0 " % n,
+             "'lightpath: vm%d: ended with status 0 (...)'" % n)
+    expect_first_nonzero(b, 0x70, 0, n, n + 1)
+
+
 def expect_bad_vm_then_hello(b, line):
     """Exactly one problem line, equal to `line` (a regex for the whole line,
-    anchored), for vm0; then hello runs as vm1 and all ends with status 0."""
-    b.expect_not(r"^lightpath: panic:.*", "a hypervisor panic")
-    odd = [l.strip() for l in b.lines if l.startswith("lightpath:") and not NORMAL_LINE.match(l)]
-    check(odd, "no error line for the bad VM (wanted /%s/); %s" % (line, b.why_rc()))
-    check(len(odd) == 1, "expected one error line, got %d: %s" % (len(odd), " | ".join(odd[:4])))
-    check(re.fullmatch(line + r"\s*", odd[0]) is not None,
-          "wrong error line: %r (wanted /%s/)" % (odd[0], line))
-    b.expect_not(r"^lightpath: vm0: loaded .*", "the bad VM must not be loaded")
-    b.expect_not(r"^\[vm0\] .*", "the bad VM must print nothing")
-    b.expect(r"^lightpath: vm1: loaded %s " % re.escape(HELLO), "'lightpath: vm1: loaded %s ...'" % HELLO)
-    b.expect(r"^\[vm1\] hello from lightpath guest\s*$",
-             "'[vm1] hello from lightpath guest' (the next VM must still run)")
-    b.expect(r"^lightpath: vm1: ended with status 0 ", "'lightpath: vm1: ended with status 0 (...)'")
-    b.expect_rc(1)
-    b.expect_powered_off(0)
+    anchored), for vm0; then hello runs as vm1."""
+    expect_bad_vms_then_hello(b, [line])
 
 
 def t_bad_config(label, text, line_for):
@@ -437,7 +572,63 @@ BAD_CONFIGS = (
      lambda p: r"lightpath: error: %s: no 'kernel = \.\.\.' line \(every VM needs a kernel\)" % p),
     ("missing-module", "# lightpath vm\nkernel = missing.elf\n",
      lambda p: r"lightpath: vm0: %s names module 'missing\.elf', which was not given" % p),
+    ("self", "# lightpath vm\nname = narcissus\nkernel = bad-config-self.cfg\n",
+     lambda p: r"lightpath: vm0: %s names itself as its kernel" % p),
 )
+
+
+def t_config_cycle():
+    """Two descriptions naming each other: each is reported (the old loader
+    took both for modules of the other and ran neither, without a word)."""
+    a = write_test_file("config-cycle-a.cfg", "# lightpath vm\nkernel = config-cycle-b.cfg\n")
+    bb = write_test_file("config-cycle-b.cfg", "# lightpath vm\nkernel = config-cycle-a.cfg\n")
+    b = Boot("config-cycle", [a, bb, HELLO])
+    expect_bad_vms_then_hello(b, [
+        r"lightpath: vm0: %s names module 'config-cycle-b\.cfg' as its kernel, but that is a VM "
+        r"description" % re.escape(a),
+        r"lightpath: vm1: %s names module 'config-cycle-a\.cfg' as its kernel, but that is a VM "
+        r"description" % re.escape(bb)])
+    return b
+
+
+def t_config_names_config():
+    """A description naming a valid description: the first is refused, the
+    second still runs as its own VM."""
+    a = write_test_file("config-outer.cfg", "# lightpath vm\nkernel = config-inner.cfg\n")
+    inner = write_test_file("config-inner.cfg", "# lightpath vm\nkernel = hello.elf\nmemory = 16\n")
+    b = Boot("config-names-config", [a, inner, HELLO])
+    odd = odd_lines(b)
+    want = (r"lightpath: vm0: %s names module 'config-inner\.cfg' as its kernel, but that is a VM "
+            r"description" % re.escape(a))
+    check(len(odd) == 1 and re.fullmatch(want, odd[0]), "expected one line /%s/, got: %s"
+          % (want, " | ".join(odd) or "none"))
+    b.expect(r"^lightpath: vm1: loaded %s \(multiboot ELF32, .*\), 16 MiB" % re.escape(inner),
+             "'lightpath: vm1: loaded %s (multiboot ELF32 ...), 16 MiB' (the inner description)" % inner)
+    b.expect(r"^\[vm1\] hello from lightpath guest$", "'[vm1] hello from lightpath guest'")
+    b.expect(r"^lightpath: vm1: ended with status 0 ", "'lightpath: vm1: ended with status 0 (...)'")
+    b.expect_not(r"^lightpath: vm2:", "a third VM (hello.elf is the inner description's kernel)")
+    expect_first_nonzero(b, 0x70, 0, 1, 2)
+    return b
+
+
+def t_too_many_modules():
+    """10 modules: the first 8 run, the 9th and 10th are reported by name
+    (the old loader dropped them without a word)."""
+    mods = [guest("hello", "n=%d" % i) for i in range(1, 11)]
+    b = Boot("modules-10", mods)
+    errs = b.findall(r"^lightpath: error: module (\d+) \('(.*)'\) is ignored: lightpath takes at most "
+                     r"8 modules$")
+    check([(m.group(1), m.group(2)) for m in errs] == [("9", mods[8]), ("10", mods[9])],
+          "expected one 'module N (...) is ignored' line each for modules 9 and 10, got: %s"
+          % (" | ".join(m.group(0) for m in errs) or "none"))
+    for i in range(8):
+        b.expect(r'^\[vm%d\] hello: args "n=%d"$' % (i, i + 1),
+                 "'[vm%d] hello: args \"n=%d\"'" % (i, i + 1))
+        b.expect(r"^lightpath: vm%d: ended with status 0 " % i, "'lightpath: vm%d: ended with status 0'" % i)
+    b.expect_not(r"^lightpath: vm8:", "a 9th VM")
+    b.expect_powered_off(0x70, r"every VM ended with status 0, but 2 modules were ignored")
+    b.expect_rc((0x70 << 1) | 1)
+    return b
 
 
 def image_refused(path, reason):
@@ -543,9 +734,8 @@ def t_iso():
                            stdin=subprocess.DEVNULL, timeout=120)
     except subprocess.TimeoutExpired:
         raise Fail("booting the ISO hung (see build/test/iso-boot.log)")
-    with open(boot_log, errors="replace") as f:
-        serial = f.read().replace("\r", "")
-    check("bench: mode=flat32 done" in serial and "bench: mode=paged64 done" in serial,
+    serial = serial_log.lines(serial_log.read(boot_log))
+    check("[vm0] bench: mode=flat32 done" in serial and "[vm1] bench: mode=paged64 done" in serial,
           "the ISO (GRUB, multiboot2) did not run both bench guests (see build/test/iso-boot.log)")
     check(p.returncode == 1, "booting the ISO: QEMU exit %d, expected 1 (see build/test/iso-boot.log)"
           % p.returncode)
@@ -554,8 +744,7 @@ def t_iso():
 
 def t_bench_parser():
     sample = os.path.join(ROOT, "tests", "integration", "sample-bench.log")
-    with open(sample) as f:
-        text = f.read()
+    text = serial_log.read(sample)
     res = bench.parse_bench(text, n=1000)
     check(res["flat32"]["hypercall"] == {"min": 48, "mean": 48.25},
           "flat32 hypercall parsed as %r" % (res["flat32"].get("hypercall"),))
@@ -569,12 +758,20 @@ def t_bench_parser():
     except bench.BenchError:
         pass
     # It must reject broken logs, or it checks nothing.
+    rdmsr64 = "bench: mode=paged64 exit=rdmsr n=1000 min=70 mean=70.25"
+    check("[vm1] " + rdmsr64 + "\n" in text, "sample-bench.log changed: no paged64 rdmsr line")
     broken = {
         "check FAILED": text.replace("[vm1] bench: mode=paged64 done",
                                      "[vm1] bench: check FAILED: cpuid signature\n[vm1] bench: mode=paged64 done"),
-        "missing exit": "\n".join(l for l in text.splitlines() if "flat32 exit=rdmsr" not in l),
-        "missing done": "\n".join(l for l in text.splitlines() if "paged64 done" not in l),
+        "missing exit": "\n".join(l for l in text.split("\n") if "flat32 exit=rdmsr" not in l),
+        "missing done": "\n".join(l for l in text.split("\n") if "paged64 done" not in l),
         "wrong n": text.replace("exit=cpuid n=1000", "exit=cpuid n=999"),
+        # a result line not at the start of a line of guest output
+        "no [vmN] prefix": text.replace("[vm1] " + rdmsr64, rdmsr64),
+        "result behind a \\x0b": text.replace("[vm1] " + rdmsr64, "[vm1] \x0b[vm1] " + rdmsr64),
+        "result behind a \\r": text.replace("[vm1] " + rdmsr64, "[vm1] \r[vm1] " + rdmsr64),
+        # another VM's guest reporting (forging) part of a mode
+        "mode from two VMs": text.replace("[vm1] " + rdmsr64, "[vm0] " + rdmsr64),
     }
     for what, t in broken.items():
         try:
@@ -614,8 +811,7 @@ def t_compare_selfcheck():
           "kvmrun without arguments: exit %d, stderr %r" % (p.returncode, p.stderr.strip()))
     # 2. The parser, on a recorded log of tools/compare/kvmboot.py.
     sample = os.path.join(ROOT, "tests", "integration", "sample-compare-kvm.log")
-    with open(sample) as f:
-        text = f.read()
+    text = serial_log.read(sample)
     try:
         kvm, env = compare.parse_kvm(text, n=1000)
     except compare.CompareError as e:
@@ -626,8 +822,8 @@ def t_compare_selfcheck():
     check(env["kernel"] == "6.1.0-57-amd64" and env["kvm_amd"] == "npt=Y nrips=0",
           "environment misparsed: %r" % env)
     check(env["cpu_model"] == "AMD EPYC Processor", "cpu model misparsed: %r" % env["cpu_model"])
-    with open(os.path.join(ROOT, "tests", "integration", "sample-bench.log")) as f:
-        lp = bench.parse_bench(f.read(), n=1000)
+    lp = bench.parse_bench(serial_log.read(os.path.join(ROOT, "tests", "integration", "sample-bench.log")),
+                           n=1000)
     doc = compare.json_doc(lp, kvm, env, {"qemu": "QEMU", "kernel_deb": "k", "n": 1000})
     check(doc["unit"] == "instructions per exit (icount)", "unit: %r" % doc["unit"])
     check([r["exit"] for r in doc["results"]] ==
@@ -639,14 +835,21 @@ def t_compare_selfcheck():
     check(row and row[0].split() == ["hypercall", "48", "2767", "57.6x"], "table row: %r" % row)
     # It must reject broken logs, or it checks nothing.
     broken = {
-        "check FAILED": text.replace("bench: mode=paged64 done",
-                                     "bench: check FAILED: signature\nbench: mode=paged64 done"),
+        "check FAILED": text.replace("[guest] bench: mode=paged64 done",
+                                     "[guest] bench: check FAILED: signature\n[guest] bench: mode=paged64 done"),
+        # the guest's output is "[guest] "-prefixed: bare bench lines are not its
+        "unprefixed result": text.replace("[guest] bench: mode=paged64 exit=cpuid", "bench: mode=paged64 exit=cpuid"),
+        # a guest forging /init's status line behind a carriage return
+        "forged status": text.replace("compare: init: kvmrun bench64 status 0",
+                                      "compare: init: kvmrun bench64 status 1").replace(
+            "[guest] bench: mode=paged64 done", "[guest] bench: mode=paged64 done\n[guest] "
+            "\rcompare: init: kvmrun bench64 status 0"),
         "no host=kvm": text.replace("bench: mode=flat32 host=kvm", "bench: mode=flat32 config=0x0"),
         "status 1": text.replace("kvmrun bench64 status 0", "kvmrun bench64 status 1"),
-        "missing exit": "\n".join(l for l in text.splitlines() if "paged64 exit=wrmsr" not in l),
-        "missing guest": "\n".join(l for l in text.splitlines() if "kvmrun bench32 status" not in l),
+        "missing exit": "\n".join(l for l in text.split("\n") if "paged64 exit=wrmsr" not in l),
+        "missing guest": "\n".join(l for l in text.split("\n") if "kvmrun bench32 status" not in l),
         "wrong n": text.replace("exit=cpuid n=1000", "exit=cpuid n=999"),
-        "no kvm_amd": "\n".join(l for l in text.splitlines() if "init: kvm_amd" not in l),
+        "no kvm_amd": "\n".join(l for l in text.split("\n") if "init: kvm_amd" not in l),
     }
     for what, t in broken.items():
         try:
@@ -684,6 +887,14 @@ def all_tests():
     t.append((1, "isolation", t_isolation))
     t.append((1, "virtinsn-stays-up", t_virtinsn))
     t.append((1, "mmio-bad-isolation", t_mmio_bad))
+    t.append((1, "status-stopped-then-healthy", t_status_stopped_then_healthy))
+    t.append((1, "status-first-nonzero", t_status_first_nonzero))
+    t.append((1, "status-0x80", t_status_high(0x80)))
+    t.append((1, "status-0x85", t_status_high(0x85)))
+    t.append((1, "forge", t_forge))
+    t.append((1, "config-cycle", t_config_cycle))
+    t.append((1, "config-names-config", t_config_names_config))
+    t.append((1, "modules-10", t_too_many_modules))
     t.append((1, "stats-table", t_stats))
     t.append((1, "bad-option", t_bad_option))
     t.append((1, "bad-value", t_bad_value))

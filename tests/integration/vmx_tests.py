@@ -77,11 +77,10 @@ class BochsBoot(itest.Boot):
         self.rc = p.returncode
         self.stderr = p.stderr
         try:
-            with open(os.path.join(ROOT, self.log), errors="replace") as f:
-                self.text = f.read().replace("\r", "")
+            self.text = itest.serial_log.read(os.path.join(ROOT, self.log))
         except OSError:
             self.text = ""
-        self.lines = self.text.splitlines()
+        self.lines = itest.serial_log.lines(self.text)   # split at '\n' only
         getattr(itest._current, "logs", []).append(self.log)
 
     def why_rc(self):
@@ -92,7 +91,7 @@ class BochsBoot(itest.Boot):
         s = "lp-bochs exit %d" % self.rc
         if self.rc % 2 == 1:
             s += " (status %#x)" % (self.rc >> 1)
-        last = [l for l in self.lines if l.startswith("lightpath:")]
+        last = [l for l in itest.serial_log.lightpath_lines(self.text) if l.startswith("lightpath:")]
         if last:
             s += "; last line: " + last[-1].strip()
         return s
@@ -188,8 +187,25 @@ def t_isolation():
              "'lightpath: vm0: stopped: triple fault (VM exit 2) at rip 0x...'")
     b.expect(r"^\[vm1\] hello from lightpath guest\s*$", "'[vm1] hello from lightpath guest'")
     b.expect(r"^lightpath: vm1: ended with status 3 ", "'lightpath: vm1: ended with status 3 (...)'")
-    b.expect_rc(7)
-    b.expect_powered_off(3)
+    itest.expect_first_nonzero(b, 0x70, 0, 2, 2)   # lp-bochs: the status lightpath wrote to port 0xe9
+    return b
+
+
+def t_forge():
+    """The hostile guest that forges lightpath's lines (itest's `forge`),
+    under Bochs: lp-bochs takes the status from port 0xe9, which forge also
+    writes to, and never from the serial log (forge's lines say status 0)."""
+    b = BochsBoot("forge", [guest("forge", itest.FORGE_PAD), guest("hello")])
+    itest.check_forge(b)
+    return b
+
+
+def t_status_0x80():
+    """Status 0x80 gave lp-bochs exit 1 ("every VM ended with 0")."""
+    b = BochsBoot("status-0x80", [guest("hello", "status=128")])
+    b.expect(r"^lightpath: vm0: ended with status 128 \(isa-debug-exit\)$",
+             "'lightpath: vm0: ended with status 128 (isa-debug-exit)'")
+    itest.expect_first_nonzero(b, 0x80, 0, 1, 1)
     return b
 
 
@@ -226,6 +242,8 @@ def all_tests():
     for g in SELFTESTS:
         t.append((1, "vmx-selftest-" + g, t_selftest(g)))
     t.append((1, "vmx-isolation", t_isolation))
+    t.append((1, "vmx-forge", t_forge))
+    t.append((1, "vmx-status-0x80", t_status_0x80))
     t.append((1, "vmx-bench", t_bench))
     t.append((1, "vmx-no-vmx", t_cpu_refused("no-vmx", "athlon64_clawhammer", NO_VMX_LINE)))
     t.append((1, "vmx-no-ept", t_cpu_refused("no-ept", "core2_penryn_t9600", NO_EPT_LINE)))

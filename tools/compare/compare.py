@@ -58,7 +58,11 @@ _ENV = {
 }
 _MITIGATION = re.compile(r"^compare: init: mitigation (\S+): (.*?)\s*$")
 _STATUS = re.compile(r"^compare: init: kvmrun (\S+) status (\d+)\s*$")
-_HOST_KVM = re.compile(r"^bench: mode=(\S+) host=kvm\s*$")
+# kvmrun prints each line of the guest's output behind this (kvmrun.c's
+# GUEST_PREFIX): /init's lines above are the unprefixed ones, the bench
+# results the prefixed ones, so the guest cannot pass for /init.
+KVMRUN_PREFIX = r"\[guest\] "
+_HOST_KVM = re.compile(r"^" + KVMRUN_PREFIX + r"bench: mode=(\S+) host=kvm\s*$")
 
 
 class CompareError(Exception):
@@ -73,9 +77,9 @@ def parse_kvm(text, n=None):
     "kvm_amd", "mitigations"}. Raises CompareError when a guest did not run
     with host=kvm, failed a check, ended with a non-zero status, or a line is
     missing."""
-    lines = [l.rstrip("\r") for l in text.splitlines()]
+    lines = bench.serial_log.lines(text)   # split at '\n' only
     try:
-        res = bench.parse_bench(text, n=n, modes=MODES, exits=KVM_EXITS)
+        res = bench.parse_bench(text, n=n, modes=MODES, exits=KVM_EXITS, prefix=KVMRUN_PREFIX)
     except bench.BenchError as e:
         raise CompareError(str(e))
     for mode in MODES:
@@ -240,8 +244,7 @@ def main():
     args = ap.parse_args()
 
     if args.parse_kvm:
-        with open(args.parse_kvm, errors="replace") as f:
-            text = f.read()
+        text = bench.serial_log.read(args.parse_kvm)
         try:
             res, env = parse_kvm(text, n=args.n_expected)
         except CompareError as e:

@@ -16,8 +16,11 @@
  *     answers from RDTSC as lightpath's PM timer does (QEMU's does it from its
  *     virtual clock: the device arithmetic is a handful of instructions
  *     either way, the exit to user space is what is measured);
- *   - the 16550 at 0x3f8 (THR writes are printed, LSR reads 0x60) and the
- *     isa-debug-exit port 0xf4 (a write of v ends the run with status v).
+ *   - the 16550 at 0x3f8 (THR writes are printed, each line behind
+ *     GUEST_PREFIX, as lightpath prints "[vmN] ": tools/compare/compare.py
+ *     reads only the guest's prefixed lines and only /init's unprefixed
+ *     ones; LSR reads 0x60) and the isa-debug-exit port 0xf4 (a write of v
+ *     ends the run with status v).
  * Exit status: the guest's status, or 125 when the VMM itself failed.
  * Linked statically so it runs from a busybox initramfs. */
 #define _GNU_SOURCE
@@ -68,13 +71,25 @@ struct mb_info {
 };
 struct mb_mmap { uint32_t size; uint64_t addr, len; uint32_t type; } __attribute__((packed));
 
+#define GUEST_PREFIX "[guest] "
+
 static uint8_t *ram;
 static uint64_t ram_size;
+static int guest_line_open;	/* guest bytes printed since its last '\n' */
+
+/* Ends the guest's unfinished line, so that what follows starts a line. */
+static void end_guest_line(void)
+{
+	if (guest_line_open)
+		putchar('\n');
+	guest_line_open = 0;
+	fflush(stdout);
+}
 
 static __attribute__((noreturn, format(printf, 1, 2))) void die(const char *fmt, ...)
 {
 	va_list ap;
-	fflush(stdout);
+	end_guest_line();
 	fputs("kvmrun: error: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -237,7 +252,10 @@ static uint32_t pmtimer_read(void)
 
 static void serial_out(uint8_t c)
 {
+	if (!guest_line_open)
+		fputs(GUEST_PREFIX, stdout);
 	putchar(c);
+	guest_line_open = c != '\n';
 	if (c == '\n')
 		fflush(stdout);
 }
@@ -375,7 +393,7 @@ int main(int argc, char **argv)
 					if (port == PORT_COM1)
 						serial_out(data[0]);
 					else if (port == PORT_DEBUG_EXIT) {
-						fflush(stdout);
+						end_guest_line();
 						fprintf(stderr, "kvmrun: guest ended with status %u "
 							"(%llu exits to user space)\n", data[0], user_exits);
 						return data[0];

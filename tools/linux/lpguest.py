@@ -23,6 +23,8 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import serial_log  # noqa: E402  (tools/serial_log.py)
 LINUX_DIR = os.path.join(ROOT, "build", "linux")
 CFG = os.path.join(LINUX_DIR, "linux.cfg")
 KERNEL = os.path.join(LINUX_DIR, "vmlinuz")
@@ -95,7 +97,9 @@ def write_vmcfg(path, cfg, comment):
 
 class Guest:
     """One boot. .log (serial output), .t_init / .t_prompt / .t_end (seconds
-    from start), .rc, .text (everything read so far, CRs removed)."""
+    from start), .rc, .text (everything read so far, CRs removed: the shell
+    is driven through it; lightpath's lines are still told from the guest's
+    by their place at a line start, see tools/serial_log.py)."""
 
     def __init__(self, mode, log, cmdline_extra="", cfg_path=CFG, lp_opts="", timeout=900,
                  say=print):
@@ -322,17 +326,18 @@ def strip_printk(text):
 
 
 def strip_vm_prefix(text):
-    """Guest output without lightpath's "[vmN] " line prefixes (printed when a
-    boot has several modules)."""
-    return re.sub(r"(?m)^\[vm\d+\] ?", "", text)
+    """Guest output without lightpath's "[vmN] " prefixes: at every line
+    start, and again after a carriage return followed by a visible character
+    (the CR itself is gone from .text, so the prefix can be mid-line)."""
+    return re.sub(r"\[vm\d+\] ", "", text)
 
 
 def exit_stats(text, vm=0):
     """lightpath's exit statistics table for vmN: (rows {reason: (exits,
     light, heavy)}, the table's lines), or (None, []) when absent."""
-    lines = text.splitlines()
+    lines = serial_log.lines(text)   # never str.splitlines(): a guest can print its separators
     head = [i for i, l in enumerate(lines)
-            if re.match(r"^(?:\[vm\d+\] )?lightpath: vm%d: exit statistics\s*$" % vm, l)]
+            if re.match(r"^lightpath: vm%d: exit statistics\s*$" % vm, l)]
     if not head:
         return None, []
     rows, table = {}, [lines[head[-1]]]

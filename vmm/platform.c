@@ -82,9 +82,10 @@ void platform_create(struct vm *vm)
 
 	pic_init(&vm->pic, vm);
 	lapic_init(&v->lapic, vm, 0, true);
-	lapic_firmware_setup(&v->lapic);
 	ioapic_init(&vm->ioapic, vm, 0, pc_ioapic_deliver, &v->lapic);
 	lapic_set_eoi_hook(&v->lapic, pc_lapic_eoi, &vm->ioapic);
+	/* as the BIOS leaves them: no device interrupt on an exception vector */
+	pc_irq_firmware_setup(&vm->pic, &vm->ioapic, &v->lapic);
 
 	pic_ranges(&vm->pic, r);
 	for (int i = 0; i < 3; i++) {

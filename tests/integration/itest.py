@@ -34,7 +34,7 @@ GUESTS = "build/guests"
 TIMEOUT = int(os.environ.get("LP_TEST_TIMEOUT", "60"))
 
 SELFTESTS = ("cpuid", "ports", "msrs", "virtinsn", "stats", "dr", "hlt", "nextrip64",
-             "mmio32", "mmio64")
+             "mmio32", "mmio64", "irqstate")
 # Guests whose results must not depend on the lazy/always code paths.
 SWITCHED_GUESTS = ("msrs", "dr", "hlt", "nextrip64", "ports")
 # The instruction emulator self-tests, under the switches that change its path.
@@ -50,6 +50,9 @@ SWITCH_CONFIGS = (
     ("light-off", "light=off"),
     ("all-off", ALL_OFF),
 )
+# The hostile-guest cases (issue 10) also run with the heavy paths forced.
+HOSTILE_SWITCHES = ("hostile-opts", "light=off io=emulate dr=always")
+HOSTILE_GUESTS = ("irqstate",)
 
 PREFIX = r"(?:\[vm\d+\] )?"
 NO_SVM_LINE = "lightpath: this CPU has no AMD SVM with nested paging"
@@ -704,6 +707,9 @@ def all_tests():
         for cfg, opts in SWITCH_CONFIGS:
             if cfg in MMIO_SWITCHES:
                 t.append((2, "switch-%s-%s" % (g, cfg), t_switched(g, cfg, opts)))
+    for g in HOSTILE_GUESTS:
+        cfg, opts = HOSTILE_SWITCHES
+        t.append((2, "switch-%s-%s" % (g, cfg), t_switched(g, cfg, opts)))
     for bits in range(1 << len(SWITCHES)):
         t.append((2, combo_name(bits), t_combo(bits)))
     return t

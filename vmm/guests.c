@@ -130,6 +130,8 @@ unsigned guests_run_all(const struct boot_info *bi, const struct lp_options *opt
 				spec.initrd_size = bi->modules[r].end - bi->modules[r].start;
 			}
 			spec.mem_mb = c->memory_mb;
+			spec.has_timeout = c->has_timeout;
+			spec.timeout_s = c->timeout_s;
 		} else {
 			spec.name = names[i];
 			spec.image_name = names[i];

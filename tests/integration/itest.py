@@ -547,20 +547,22 @@ def limit_config(label, text):
     return write_test_file("timeout-%s.cfg" % label, text)
 
 
-def t_timeout(label, mode, how, limit=1):
+def t_timeout(label, mode, how, limit=1, switches=""):
     """`forever mode=<mode>` stopped by a limit of `limit` s set by `how`
-    ("config": a description's timeout =; "option": vm.timeout=), then hello."""
+    ("config": a description's timeout =; "option": vm.timeout=), then hello;
+    `switches`: more boot options."""
     def run():
         if how == "config":
             cfg = limit_config(label, "# lightpath vm\nname = never-%s\nkernel = forever.elf\n"
                                "memory = 32\ntimeout = %d\n" % (mode, limit))
-            b = Boot("timeout-" + label, [cfg, "%s mode=%s" % (FOREVER, mode), HELLO3])
+            b = Boot("timeout-" + label, [cfg, "%s mode=%s" % (FOREVER, mode), HELLO3],
+                     append=switches)
             first = forever_stopped(0, "never-" + mode, 32, mode, limit,
                                     r"time limit of %d s reached" % limit)
             rest = hello_lines(1)
         else:
             b = Boot("timeout-" + label, ["%s mode=%s" % (FOREVER, mode), HELLO3],
-                     append="vm.timeout=%d" % limit)
+                     append=("vm.timeout=%d %s" % (limit, switches)).strip())
             first = forever_stopped(0, FOREVER, 64, mode, limit, r"time limit of %d s reached" % limit)
             rest = hello_lines(1, limit)
         expect_exact_lines(b, first + rest + [r"lightpath: all VMs ended; powering off with status 3"])
@@ -872,6 +874,8 @@ def all_tests():
     for mode in ("spin", "hlt"):
         for how in ("config", "option"):
             t.append((1, "timeout-%s-%s" % (how, mode), t_timeout("%s-%s" % (how, mode), mode, how)))
+        label = "option-%s-%s" % (mode, HOSTILE_SWITCHES[0])
+        t.append((1, "timeout-" + label, t_timeout(label, mode, "option", switches=HOSTILE_SWITCHES[1])))
     t.append((1, "timeout-precedence", t_timeout_precedence))
     t.append((1, "timeout-not-early", t_timeout_not_early))
     t.append((1, "timeout-cli-hlt", t_timeout_cli_hlt))

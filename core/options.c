@@ -16,6 +16,7 @@
 enum option_kind {
 	OPT_SWITCH,  /* a bool: `on_word` sets it, `off_word` clears it */
 	OPT_MIB,     /* an unsigned MiB count in MEM_MB_MIN..MEM_MB_MAX */
+	OPT_SECONDS, /* whole seconds, 0..OPTIONS_VM_TIMEOUT_MAX_S */
 };
 
 struct option_desc {
@@ -37,6 +38,7 @@ static const struct option_desc option_table[] = {
 	SWITCH("io", io_fast, "fast", "emulate"),
 	{ "mem", OPT_MIB, offsetof(struct lp_options, mem_mb), NULL, NULL },
 	SWITCH("stats", stats, "on", "off"),
+	{ "vm.timeout", OPT_SECONDS, offsetof(struct lp_options, vm_timeout_s), NULL, NULL },
 };
 
 #define OPTION_COUNT (sizeof(option_table) / sizeof(option_table[0]))
@@ -51,6 +53,7 @@ void options_defaults(struct lp_options *opt)
 	opt->io_fast = true;
 	opt->mem_mb = MEM_MB_DEFAULT;
 	opt->stats = true;
+	opt->vm_timeout_s = 0;
 }
 
 uint32_t options_config_bits(const struct lp_options *opt)
@@ -130,6 +133,9 @@ static void set_bad_value(char *err, size_t errlen,
 	if (d->kind == OPT_SWITCH)
 		snprintf(err, errlen, "bad value '%s' for %s= (use %s or %s)", q,
 			 d->key, d->on_word, d->off_word);
+	else if (d->kind == OPT_SECONDS)
+		snprintf(err, errlen, "bad value '%s' for %s= (use whole seconds 0..%u; 0 = no limit)",
+			 q, d->key, OPTIONS_VM_TIMEOUT_MAX_S);
 	else
 		snprintf(err, errlen, "bad value '%s' for %s= (use an even number %u..%u, in MiB)",
 			 q, d->key, MEM_MB_MIN, MEM_MB_MAX);
@@ -149,6 +155,23 @@ static bool parse_mib(const char *s, size_t n, unsigned *out)
 	/* guest RAM is mapped with 2 MiB pages: an odd size would map part of
 	 * the next host page into the guest */
 	if (v < MEM_MB_MIN || v > MEM_MB_MAX || (v & 1))
+		return false;
+	*out = v;
+	return true;
+}
+
+/* Decimal seconds, 0..OPTIONS_VM_TIMEOUT_MAX_S; anything else is a bad value. */
+static bool parse_seconds(const char *s, size_t n, unsigned *out)
+{
+	unsigned v = 0;
+	if (n == 0 || n > 6)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		v = v * 10 + (unsigned)(s[i] - '0');
+	}
+	if (v > OPTIONS_VM_TIMEOUT_MAX_S)
 		return false;
 	*out = v;
 	return true;
@@ -184,6 +207,11 @@ static int apply_word(struct lp_options *opt, const char *w, size_t n,
 				*(bool *)field = false;
 			else
 				goto bad_value;
+		} else if (d->kind == OPT_SECONDS) {
+			unsigned secs;
+			if (!parse_seconds(val, vallen, &secs))
+				goto bad_value;
+			*(unsigned *)field = secs;
 		} else {
 			unsigned mib;
 			if (!parse_mib(val, vallen, &mib))

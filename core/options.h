@@ -15,9 +15,14 @@ struct lp_options {
 	bool io_fast;      /* io=fast|emulate      seed 004 */
 	unsigned mem_mb;   /* mem=N: guest RAM per VM in MiB (4..1024), default 64 */
 	bool stats;        /* stats=on|off: print the exit table when a VM ends */
+	unsigned vm_timeout_s; /* vm.timeout=SECONDS: each VM's time limit, 0 = none (default) */
 };
 
-/* Fills *opt with the defaults (everything optimised, mem=64, stats=on). */
+/* vm.timeout= and a VM description's `timeout =` accept 0..this many seconds. */
+#define OPTIONS_VM_TIMEOUT_MAX_S 86400u
+
+/* Fills *opt with the defaults (everything optimised, mem=64, stats=on,
+ * no time limit). */
 void options_defaults(struct lp_options *opt);
 
 /* Parses a space-separated command line of key=value words into *opt

@@ -57,7 +57,8 @@ uint64_t platform_tsc_hz(void);                         /* host TSC frequency */
 void vm_irq_line(struct vm *vm, unsigned gsi, bool level);
 
 /* Timers: the hypervisor calls fire() at or after deadline_tsc (from its
- * heavy path, never from interrupt context). */
+ * exit path, never from interrupt context). Ending a VM cancels its timers,
+ * and arming one for a VM that has ended does nothing. */
 struct vm_timer {
 	uint64_t deadline_tsc;
 	void (*fire)(struct vm_timer *t, uint64_t now_tsc);

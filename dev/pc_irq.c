@@ -1,6 +1,16 @@
 /* PC interrupt routing glue. */
 #include "dev/pc_irq.h"
 
+void pc_irq_firmware_setup(struct pic8259 *pic, struct ioapic *io, struct lapic *a)
+{
+	pic_firmware_setup(pic);
+	lapic_firmware_setup(a);
+	for (unsigned pin = 0; pin < IOAPIC_PINS; pin++) {
+		ioapic_write_reg(io, (uint8_t)(IOAPIC_REG_REDTBL + 2 * pin + 1), 0);
+		ioapic_write_reg(io, (uint8_t)(IOAPIC_REG_REDTBL + 2 * pin), (uint32_t)IOAPIC_RTE_MASKED);
+	}
+}
+
 void pc_irq_set(struct pic8259 *pic, struct ioapic *io, unsigned line, bool level)
 {
 	if (line == 2 || line >= IOAPIC_PINS)

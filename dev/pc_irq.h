@@ -22,6 +22,16 @@
 #include "dev/lapic.h"
 #include "dev/pic8259.h"
 
+/* The interrupt controllers as a PC BIOS hands them to an OS, the state
+ * every VM starts in (call after the three *_init): the 8259s initialised
+ * with vector bases 0x08/0x70 and every IRQ masked but the cascade
+ * (pic_firmware_setup), the local APIC software-enabled with LINT0 ExtINT
+ * and LINT1 NMI (lapic_firmware_setup), and every I/O APIC pin masked (its
+ * reset state; SeaBIOS does not program it). A multiboot guest that never
+ * programs them gets no device interrupt at all, never one on an exception
+ * vector. */
+void pc_irq_firmware_setup(struct pic8259 *pic, struct ioapic *io, struct lapic *a);
+
 /* A device drives ISA IRQ / GSI `line` (0-23). IRQ2 is the cascade and
  * cannot be driven. */
 void pc_irq_set(struct pic8259 *pic, struct ioapic *io, unsigned line, bool level);

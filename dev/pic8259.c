@@ -255,6 +255,24 @@ static void write_data(struct pic_chip *c, uint8_t v)
 	}
 }
 
+void pic_firmware_setup(struct pic8259 *pic)
+{
+	/* the words the BIOS writes, through the same paths as a guest's */
+	static const uint8_t icw[2][4] = {
+		{ 0x11, PIC_FIRMWARE_MASTER_BASE, 0x04, 0x01 },
+		{ 0x11, PIC_FIRMWARE_SLAVE_BASE, 0x02, 0x01 },
+	};
+	static const uint8_t imr[2] = { PIC_FIRMWARE_MASTER_IMR, PIC_FIRMWARE_SLAVE_IMR };
+	for (int i = 0; i < 2; i++) {
+		struct pic_chip *c = &pic->chip[i];
+		write_command(c, icw[i][0]);
+		for (int k = 1; k < 4; k++)
+			write_data(c, icw[i][k]);
+		write_data(c, imr[i]);   /* OCW1 */
+	}
+	update_cascade(pic);
+}
+
 int pic_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
 	   bool is_write, void *opaque)
 {

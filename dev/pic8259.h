@@ -52,7 +52,21 @@ struct pic8259 {
 	struct pic_chip chip[2]; /* [0] master, [1] slave */
 };
 
+/* Power-up state: neither chip initialised (no vector base, nothing masked). */
 void pic_init(struct pic8259 *pic, struct vm *vm);
+
+/* The state a PC BIOS hands to the OS (SeaBIOS's pic_setup), which every VM
+ * starts in: both chips initialised with ICW1 0x11 (edge, cascade, ICW4
+ * follows), ICW3 0x04/0x02 and ICW4 0x01 (8086 mode, normal EOI), vector
+ * bases 0x08 and 0x70, and every IRQ masked but the cascade. The BIOS's
+ * bases overlap the CPU's exception vectors (IRQ0 would be #DF): with the
+ * masks no device interrupt reaches the CPU until the guest unmasks one,
+ * normally after reprogramming the bases. Call after pic_init(). */
+#define PIC_FIRMWARE_MASTER_BASE 0x08u
+#define PIC_FIRMWARE_SLAVE_BASE  0x70u
+#define PIC_FIRMWARE_MASTER_IMR  0xfbu   /* IRQ2, the cascade, unmasked */
+#define PIC_FIRMWARE_SLAVE_IMR   0xffu
+void pic_firmware_setup(struct pic8259 *pic);
 
 /* Port callbacks (dev/device.h shape); opaque is the struct pic8259.
  * pic_io serves both chips: register it for 0x20-0x21 and 0xa0-0xa1. */

@@ -116,6 +116,8 @@ static int config_spec(const struct boot_info *bi, unsigned i, unsigned id,
 		spec->initrd_size = bi->modules[r].end - bi->modules[r].start;
 	}
 	spec->mem_mb = c->memory_mb;
+	spec->has_timeout = c->has_timeout;
+	spec->timeout_s = c->timeout_s;
 	return 0;
 }
 

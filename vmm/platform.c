@@ -102,9 +102,10 @@ void platform_create(struct vm *vm)
 
 	pic_init(&vm->pic, vm);
 	lapic_init(&v->lapic, vm, 0, true);
-	lapic_firmware_setup(&v->lapic);
 	ioapic_init(&vm->ioapic, vm, 0, pc_ioapic_deliver, &v->lapic);
 	lapic_set_eoi_hook(&v->lapic, pc_lapic_eoi, &vm->ioapic);
+	/* as the BIOS leaves them: no device interrupt on an exception vector */
+	pc_irq_firmware_setup(&vm->pic, &vm->ioapic, &v->lapic);
 
 	pic_ranges(&vm->pic, r);
 	for (int i = 0; i < 3; i++) {
@@ -160,9 +161,15 @@ uint64_t platform_acpi(struct vm *vm)
 	return rsdp;
 }
 
-/* Ctrl-] on the host console: one line of the VM's interrupt state, for
- * when a guest seems to hang (typed characters are not passed on). */
-#define CONSOLE_DUMP_KEY 0x1d
+/* Two keys on the host console are lightpath's, not the guest's: Ctrl-]
+ * prints one line of the VM's interrupt state (for when a guest seems to
+ * hang), Ctrl-^ ends the VM that has the console (for one that never ends by
+ * itself). A Linux shell does not need either. */
+#define CONSOLE_DUMP_KEY 0x1d   /* Ctrl-] */
+#define CONSOLE_END_KEY  0x1e   /* Ctrl-^ (Ctrl-6 on most terminals) */
+/* Bytes read from the host UART per poll at most: a flood cannot hold the
+ * hypervisor in the poll. */
+#define CONSOLE_POLL_MAX 256u
 
 static void dump_interrupt_state(struct vm *vm)
 {
@@ -182,24 +189,53 @@ static void dump_interrupt_state(struct vm *vm)
 		vendor_interrupt_state(v));
 }
 
-/* Host console input: bytes typed on COM1 go to the guest's UART. */
+/* Moves held input into the guest's receive FIFO while it has room. */
+static void console_backlog_feed(struct vm *vm)
+{
+	while (vm->console_backlog_len && vm->uart.rx_count < UART16550_RX_FIFO) {
+		uart16550_receive(&vm->uart, vm->console_backlog[vm->console_backlog_head]);
+		vm->console_backlog_head = (vm->console_backlog_head + 1) % VM_CONSOLE_BACKLOG;
+		vm->console_backlog_len--;
+	}
+}
+
+/* One typed byte for the guest, in order behind what is held already. */
+static void console_to_guest(struct vm *vm, uint8_t ch)
+{
+	if (!vm->console_backlog_len && vm->uart.rx_count < UART16550_RX_FIFO)
+		uart16550_receive(&vm->uart, ch);
+	else if (vm->console_backlog_len < VM_CONSOLE_BACKLOG)
+		vm->console_backlog[(vm->console_backlog_head + vm->console_backlog_len++) %
+				    VM_CONSOLE_BACKLOG] = ch;
+	else
+		uart16550_receive(&vm->uart, ch);   /* both full: lost, the guest sees an overrun */
+}
+
+/* Host console input: bytes typed on COM1 go to the guest's UART as fast as
+ * its receive FIFO takes them. The host UART is read even when the guest
+ * does not read its own, so that the keys above always work; what the FIFO
+ * cannot take waits in the VM's backlog (VM_CONSOLE_BACKLOG bytes). */
 static void console_poll(struct vm_timer *t, uint64_t now)
 {
 	struct vm *vm = t->opaque;
-	/* only what the guest's receive FIFO can take: the rest waits in the host
-	 * UART (and QEMU) instead of being lost as an overrun */
-	while (vm->uart.rx_count < UART16550_RX_FIFO && (inb(COM1 + 5) & 1)) {
+	console_backlog_feed(vm);
+	for (unsigned n = 0; n < CONSOLE_POLL_MAX && (inb(COM1 + 5) & 1); n++) {
 		uint8_t ch = inb(COM1);
-		if (ch == CONSOLE_DUMP_KEY)
+		if (ch == CONSOLE_DUMP_KEY) {
 			dump_interrupt_state(vm);
-		else
-			uart16550_receive(&vm->uart, ch);   /* a full FIFO flags an overrun */
+		} else if (ch == CONSOLE_END_KEY) {
+			vm_fault(vm, "Ctrl-^ typed on the console");
+			return;                   /* an ended VM has no timers */
+		} else {
+			console_to_guest(vm, ch);
+		}
 	}
 	vm_timer_arm(vm, t, now + tsc_hz() / (1000000 / CONSOLE_POLL_US));
 }
 
 void platform_start(struct vm *vm)
 {
+	vm->console_backlog_head = vm->console_backlog_len = 0;
 	vm->console_timer.fire = console_poll;
 	vm->console_timer.opaque = vm;
 	vm_timer_arm(vm, &vm->console_timer, rdtsc() + tsc_hz() / (1000000 / CONSOLE_POLL_US));

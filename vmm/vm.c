@@ -88,12 +88,18 @@ void vm_end(struct vm *vm, unsigned status, const char *why)
 	vm->status = status;
 	vm->end_reason = why;
 	vm->vcpu->pending |= VCPU_PENDING_RECHECK;   /* the light loop must stop now */
+	/* An ended VM has no timers (vm_timer_arm refuses them): a heavy-path
+	 * wait for the next timer, such as a blocking HLT, ends too. */
+	while (vm->nr_timers)
+		vm_timer_cancel(vm, vm->timers[0]);
 }
 
 void vm_fault(struct vm *vm, const char *fmt, ...)
 {
 	char buf[KPRINTF_LINE_MAX];   /* a longer reason is cut (visibly) by kprintf */
 	va_list ap;
+	if (vm->ended)
+		return;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
@@ -148,6 +154,8 @@ static void timer_unlink(struct vm *vm, struct vm_timer *t)
 
 void vm_timer_arm(struct vm *vm, struct vm_timer *t, uint64_t deadline_tsc)
 {
+	if (vm->ended)
+		return;      /* nothing runs for a VM that has ended */
 	if (!t->armed) {
 		if (vm->nr_timers == VM_MAX_TIMERS)
 			panic("vm%u: more than %u timers armed", vm->id, VM_MAX_TIMERS);
@@ -236,6 +244,26 @@ static void vm_create_devices(struct vm *vm)
 	if (vm_register_mmio(vm, &r))
 		panic("too many MMIO ranges");
 	platform_create(vm);
+}
+
+static void time_limit_fire(struct vm_timer *t, uint64_t now)
+{
+	struct vm *vm = t->opaque;
+	(void)now;
+	vm_fault(vm, "time limit of %u s reached", vm->time_limit_s);
+}
+
+/* The VM's time limit, counted from its start: a VM timer, so that a guest
+ * spinning without exits is stopped too (the host timer interrupts it). */
+static void time_limit_start(struct vm *vm, unsigned seconds)
+{
+	if (!seconds)
+		return;
+	vm->time_limit_s = seconds;
+	vm->time_limit.fire = time_limit_fire;
+	vm->time_limit.opaque = vm;
+	kprintf("lightpath: vm%u: time limit %u s\n", vm->id, seconds);
+	vm_timer_arm(vm, &vm->time_limit, rdtsc() + (uint64_t)seconds * tsc_hz());
 }
 
 /* vcpu_run: the outer (heavy) loop around the backend's light loop
@@ -349,6 +377,7 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	kprintf("lightpath: vm%u: loaded %s (%s), %u MiB, cmdline \"%s\"\n", id, spec->name, what,
 		spec->mem_mb, spec->cmdline);
 	platform_start(vm);
+	time_limit_start(vm, spec->has_timeout ? spec->timeout_s : opt->vm_timeout_s);
 	vcpu_run(v);
 	while (vm->nr_timers)
 		vm_timer_cancel(vm, vm->timers[0]);

@@ -31,6 +31,7 @@
 #define VM_MAX_MMIO_RANGES 8
 #define VM_MAX_TIMERS     16
 #define VM_MAX_MSR_RANGES 16
+#define VM_CONSOLE_BACKLOG 4096   /* typed bytes held for a guest that is not reading */
 
 /* Guest GPRs the exit stub moves. On SVM, RAX and RSP live in the VMCB.
  * In the light loop only rbx, rcx, rdx and rdi are valid here; the others
@@ -147,6 +148,11 @@ struct vm {
 	struct fwcfg fwcfg;
 	struct acpi_pm acpi_pm;
 	struct vm_timer console_timer;
+	/* host console input the guest's UART could not take yet (a ring) */
+	uint8_t console_backlog[VM_CONSOLE_BACKLOG];
+	unsigned console_backlog_head, console_backlog_len;
+	struct vm_timer time_limit;  /* timeout = / vm.timeout=: stops the VM when it fires */
+	unsigned time_limit_s;       /* 0 = none */
 
 	struct vm_timer *timers[VM_MAX_TIMERS];  /* armed ones */
 	unsigned nr_timers;
@@ -203,7 +209,8 @@ int vm_register_msr(struct vm *vm, uint32_t base, uint32_t count, msr_handler_fn
  * timer for the next one. Returns true if any fired. */
 bool vm_timers_run(struct vm *vm);
 
-/* Stops the VM for misbehaving: one report line, status LP_STATUS_VM_FAULT. */
+/* Stops the VM for misbehaving: one report line, status LP_STATUS_VM_FAULT.
+ * A VM that has already ended is left alone (the first reason stands). */
 void vm_fault(struct vm *vm, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* What one VM runs: a multiboot ELF kernel (cmdline = the whole module
  * string, as a boot loader passes it) or a Linux bzImage (cmdline = the
@@ -218,6 +225,8 @@ struct vm_spec {
 	uint64_t initrd_size;
 	unsigned mem_mb;
 	bool linux_kernel;
+	bool has_timeout;          /* a description's `timeout =`; else vm.timeout= applies */
+	unsigned timeout_s;        /* seconds, 0 = no limit */
 };
 
 /* Creates, runs to its end and destroys one VM. Returns its end status. */

@@ -15,6 +15,7 @@ enum key_kind {
 	KEY_STRING,   /* anything */
 	KEY_MEMORY,   /* MiB */
 	KEY_CPUS,
+	KEY_SECONDS,  /* the time limit */
 };
 
 struct key_desc {
@@ -33,6 +34,7 @@ static const struct key_desc key_table[] = {
 	STR(cmdline, KEY_STRING),
 	{ "memory", KEY_MEMORY, offsetof(struct vmconfig, memory_mb), 0 },
 	{ "cpus", KEY_CPUS, offsetof(struct vmconfig, cpus), 0 },
+	{ "timeout", KEY_SECONDS, offsetof(struct vmconfig, timeout_s), 0 },
 };
 
 #define KEY_COUNT (sizeof(key_table) / sizeof(key_table[0]))
@@ -173,6 +175,15 @@ static int apply(struct vmconfig *out, const struct key_desc *d, const char *v, 
 			snprintf(err, errlen, ":%u: cpus = %s: use 1 (only 1 vCPU per VM is supported yet)",
 				 line, quote(q, v, n));
 		return -1;
+	case KEY_SECONDS:
+		if (!parse_uint(v, n, &num) || num > VMCONFIG_TIMEOUT_MAX_S) {
+			snprintf(err, errlen, ":%u: timeout = %s: use whole seconds 0..%u (0 = no limit)",
+				 line, quote(q, v, n), VMCONFIG_TIMEOUT_MAX_S);
+			return -1;
+		}
+		*(unsigned *)field = num;
+		out->has_timeout = true;
+		return 0;
 	}
 	return -1;
 }

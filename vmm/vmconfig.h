@@ -8,6 +8,7 @@
  *   cmdline = "console=ttyS0 panic=-1"     # the guest kernel's command line
  *   memory  = 256                          # MiB, 16..3072, default 256
  *   cpus    = 1                            # only 1 is accepted today
+ *   timeout = 30                           # seconds, 0..86400; 0 = no limit
  *
  * The first line must be exactly `# lightpath vm` (trailing blanks and a CR
  * allowed): it is how lightpath tells a config module from a kernel image.
@@ -35,6 +36,7 @@
 #define VMCONFIG_MEMORY_MAX_MB   3072u
 #define VMCONFIG_MEMORY_DEFAULT  256u
 #define VMCONFIG_CPUS_MAX        1u
+#define VMCONFIG_TIMEOUT_MAX_S   86400u   /* as the boot option vm.timeout= */
 
 struct vmconfig {
 	char name[32];       /* [A-Za-z0-9._-], may be empty: the caller picks one */
@@ -43,6 +45,8 @@ struct vmconfig {
 	char cmdline[1024];  /* "" = empty command line */
 	unsigned memory_mb;  /* VMCONFIG_MEMORY_MIN_MB..VMCONFIG_MEMORY_MAX_MB */
 	unsigned cpus;       /* 1 */
+	bool has_timeout;    /* a `timeout =` line was given: it overrides vm.timeout= */
+	unsigned timeout_s;  /* the VM's time limit in seconds, 0 = none */
 };
 
 /* Does this module start with the line "# lightpath vm"? Cheap enough to
@@ -52,8 +56,9 @@ bool vmconfig_is_config(const uint8_t *data, size_t len);
 /* Parses text[0..len) (need not be NUL-terminated) into *out, defaults
  * first. Returns 0, or -1 with one line (no newline) in err that starts with
  * ':' so that the caller only prepends the file name:
- *   ":3: unknown key 'foo' (accepted: name kernel initrd cmdline memory cpus)"
- *   ":5: memory = 12: use 16..3072 (MiB)"
+ *   ":3: unknown key 'foo' (accepted: name kernel initrd cmdline memory cpus timeout)"
+ *   ":5: memory = 12: use an even number 16..3072 (MiB)"
+ *   ":6: timeout = 1.5: use whole seconds 0..86400 (0 = no limit)"
  *   ": no 'kernel = ...' line (every VM needs a kernel)"      (whole file)
  * i.e. printf("%s%s\n", "linux.cfg", err) gives "linux.cfg:3: ...".
  * *out is only meaningful when 0 is returned. */

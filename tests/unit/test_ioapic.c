@@ -89,6 +89,27 @@ static void test_range_and_id_registers(void **state)
 	assert_int_equal(io.regsel, 0x12);
 }
 
+/* The reset state, which is also what a BIOS hands over (SeaBIOS does not
+ * program the I/O APIC): every pin masked, so no line reaches a CPU. */
+static void test_reset_masks_every_pin(void **state)
+{
+	(void)state;
+	for (unsigned pin = 0; pin < IOAPIC_PINS; pin++) {
+		assert_int_equal(reg_read((uint8_t)(0x10 + 2 * pin)), IOAPIC_RTE_MASKED);
+		assert_int_equal(reg_read((uint8_t)(0x11 + 2 * pin)), 0);
+		ioapic_set_irq(&io, pin, true);          /* an edge... */
+		ioapic_set_irq(&io, pin, false);
+		ioapic_set_irq(&io, pin, true);          /* ...and a level left high */
+	}
+	assert_int_equal(nsent, 0);
+	assert_int_equal(io.delivered, 0);
+	assert_int_equal(io.lines, 0xffffff);
+	/* an EOI for any vector delivers nothing either */
+	for (unsigned v = 0; v < 256; v++)
+		ioapic_eoi(&io, (uint8_t)v);
+	assert_int_equal(nsent, 0);
+}
+
 static void test_redirection_fields(void **state)
 {
 	(void)state;
@@ -189,6 +210,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_range_and_id_registers, setup),
+		cmocka_unit_test_setup(test_reset_masks_every_pin, setup),
 		cmocka_unit_test_setup(test_redirection_fields, setup),
 		cmocka_unit_test_setup(test_edge_and_mask, setup),
 		cmocka_unit_test_setup(test_level_remote_irr, setup),

@@ -102,6 +102,29 @@ static void test_reset_state(void **state)
 	assert_int_equal(mr(LAPIC_LVT_LINT0), 0x0700);
 }
 
+/* What SeaBIOS leaves (its smp_scan) and every VM starts with: software
+ * enabled with the spurious vector 0xff, LINT0 ExtINT and LINT1 NMI, both
+ * level and unmasked, every other LVT still masked, TPR 0. */
+static void test_firmware_state(void **state)
+{
+	(void)state;
+	lapic_firmware_setup(&apic);
+	assert_int_equal(mr(LAPIC_SVR), 0x1ff);
+	assert_int_equal(mr(LAPIC_LVT_LINT0), 0x8700);
+	assert_int_equal(mr(LAPIC_LVT_LINT1), 0x8400);
+	assert_int_equal(mr(LAPIC_LVT_TIMER), LAPIC_LVT_MASKED);
+	assert_int_equal(mr(LAPIC_LVT_THERMAL), LAPIC_LVT_MASKED);
+	assert_int_equal(mr(LAPIC_LVT_PERF), LAPIC_LVT_MASKED);
+	assert_int_equal(mr(LAPIC_LVT_ERROR), LAPIC_LVT_MASKED);
+	assert_int_equal(mr(LAPIC_TPR), 0);
+	assert_int_equal(mr(LAPIC_TIMER_INIT), 0);
+	assert_false(lapic_irr_nonempty(&apic));
+	assert_int_equal(lapic_highest_pending(&apic), -1);
+	assert_true(lapic_pic_intr_allowed(&apic));
+	assert_false(apic.nmi_pending);
+	assert_int_equal(stub_nr_timers, 0);        /* no timer running */
+}
+
 static void test_tpr_ppr_priority(void **state)
 {
 	(void)state;
@@ -467,6 +490,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_reset_state, setup),
+		cmocka_unit_test_setup(test_firmware_state, setup),
 		cmocka_unit_test_setup(test_tpr_ppr_priority, setup),
 		cmocka_unit_test_setup(test_level_eoi_hook, setup),
 		cmocka_unit_test_setup(test_illegal_vector_and_esr, setup),

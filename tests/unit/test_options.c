@@ -26,6 +26,7 @@ static void assert_options_equal(const struct lp_options *a, const struct lp_opt
 	assert_int_equal(a->io_fast, b->io_fast);
 	assert_int_equal(a->mem_mb, b->mem_mb);
 	assert_int_equal(a->stats, b->stats);
+	assert_int_equal(a->vm_timeout_s, b->vm_timeout_s);
 }
 
 static int parse(struct lp_options *o, const char *cmdline)
@@ -51,6 +52,7 @@ static void test_defaults(void **state)
 	assert_true(o.io_fast);
 	assert_int_equal(o.mem_mb, 64);
 	assert_true(o.stats);
+	assert_int_equal(o.vm_timeout_s, 0);           /* no time limit */
 	assert_int_equal(options_config_bits(&o), ALL_BITS);
 }
 
@@ -165,6 +167,40 @@ static void test_mem(void **state)
 	assert_string_equal(err, "bad value '3' for mem= (use an even number 4..1024, in MiB)");
 }
 
+static void test_vm_timeout(void **state)
+{
+	(void)state;
+	struct lp_options o;
+	assert_int_equal(parse(&o, "vm.timeout=2"), 0);
+	assert_int_equal(o.vm_timeout_s, 2);
+	assert_int_equal(options_config_bits(&o), ALL_BITS);  /* not a switch */
+	assert_int_equal(parse(&o, "vm.timeout=86400"), 0);
+	assert_int_equal(o.vm_timeout_s, 86400);
+	assert_int_equal(parse(&o, "vm.timeout=5 vm.timeout=0"), 0);
+	assert_int_equal(o.vm_timeout_s, 0);                   /* 0: no limit */
+	assert_int_equal(parse(&o, "vm.timeout=007"), 0);
+	assert_int_equal(o.vm_timeout_s, 7);
+
+	const char *bad[] = { "vm.timeout=", "vm.timeout=-1", "vm.timeout=1.5", "vm.timeout=2s",
+			      "vm.timeout=86401", "vm.timeout=1000000", "vm.timeout=99999999999",
+			      "vm.timeout=x", "vm.timeout= 1", "vm.timeout=0x10" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_true(parse(&o, bad[i]) < 0);
+		assert_int_equal(o.vm_timeout_s, 0);
+		if (strcmp(bad[i], "vm.timeout= 1") == 0)
+			continue;      /* "1" is then a second word without '=' */
+		assert_non_null(strstr(err, "bad value '"));
+		assert_non_null(strstr(err, "' for vm.timeout= (use whole seconds 0..86400; 0 = no limit)"));
+	}
+	assert_true(parse(&o, "vm.timeout=1.5") < 0);
+	assert_string_equal(err, "bad value '1.5' for vm.timeout= (use whole seconds 0..86400; "
+			    "0 = no limit)");
+	/* the key is exact */
+	assert_true(parse(&o, "timeout=1") < 0);
+	assert_non_null(strstr(err, "unknown boot option 'timeout=1'"));
+	assert_true(parse(&o, "vm.Timeout=1") < 0);
+}
+
 static void test_bad_values(void **state)
 {
 	(void)state;
@@ -193,7 +229,7 @@ static void test_unknown_key(void **state)
 	struct lp_options o;
 	assert_true(parse(&o, "foo=1") < 0);
 	assert_string_equal(err, "unknown boot option 'foo=1' (accepted: light= "
-			    "svm.vmload= dr= pmu= msr= io= mem= stats=)");
+			    "svm.vmload= dr= pmu= msr= io= mem= stats= vm.timeout=)");
 	/* Prefixes and case variants of real keys are not keys. */
 	assert_true(parse(&o, "lightx=on") < 0);
 	assert_non_null(strstr(err, "unknown boot option 'lightx=on'"));
@@ -209,7 +245,7 @@ static void test_missing_equals(void **state)
 	struct lp_options o;
 	assert_true(parse(&o, "light=on stats") < 0);
 	assert_string_equal(err, "missing '=value' in boot option 'stats' (accepted: "
-			    "light= svm.vmload= dr= pmu= msr= io= mem= stats=)");
+			    "light= svm.vmload= dr= pmu= msr= io= mem= stats= vm.timeout=)");
 	/* The leading path is skipped only once. */
 	assert_true(parse(&o, "/boot/lightpath.elf light") < 0);
 	assert_non_null(strstr(err, "'light'"));
@@ -281,6 +317,7 @@ int main(void)
 		cmocka_unit_test(test_all_off),
 		cmocka_unit_test(test_config_bits_values),
 		cmocka_unit_test(test_mem),
+		cmocka_unit_test(test_vm_timeout),
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_unknown_key),
 		cmocka_unit_test(test_missing_equals),

@@ -41,6 +41,61 @@ static int setup(void **state)
 	return 0;
 }
 
+/* The platform as a VM gets it (platform_create): the three controllers at
+ * reset, then pc_irq_firmware_setup, and a guest that programs none of them. */
+static int setup_firmware(void **state)
+{
+	(void)state;
+	stubs_reset();
+	stub_tsc_hz = 1000000000ull;
+	pic_init(&pic, FAKE_VM);
+	ioapic_init(&io, FAKE_VM, 0, pc_ioapic_deliver, &apic);
+	lapic_init(&apic, FAKE_VM, 0, true);
+	lapic_set_eoi_hook(&apic, pc_lapic_eoi, &io);
+	pc_irq_firmware_setup(&pic, &io, &apic);
+	return 0;
+}
+
+static void test_firmware_handover(void **state)
+{
+	(void)state;
+	bool from_pic;
+	/* every line pulsed, then every line left high: nothing is delivered,
+	 * so nothing can arrive on an exception vector (0-31) */
+	for (unsigned line = 0; line < IOAPIC_PINS; line++) {
+		pc_irq_set(&pic, &io, line, true);
+		pc_irq_set(&pic, &io, line, false);
+		assert_int_equal(pc_intr_pending(&apic, &pic, &from_pic), -1);
+	}
+	for (unsigned line = 0; line < IOAPIC_PINS; line++)
+		pc_irq_set(&pic, &io, line, true);
+	assert_int_equal(pc_intr_pending(&apic, &pic, &from_pic), -1);
+	assert_int_equal(io.delivered, 0);
+	assert_false(lapic_irr_nonempty(&apic));
+	assert_false(apic.nmi_pending);
+	/* the 8259 path itself is open (LINT0 ExtINT): a guest that reprograms
+	 * the master's base and unmasks IRQ0 gets it, on its own vector */
+	assert_true(lapic_pic_intr_allowed(&apic));
+	uint64_t d;
+	static const uint8_t seq[][2] = {
+		{ 0x20, 0x11 }, { 0x21, 0x20 }, { 0x21, 0x04 }, { 0x21, 0x01 }, { 0x21, 0xfe },
+	};
+	for (unsigned i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+		d = seq[i][1];
+		pic_io(NULL, seq[i][0], &d, 1, true, &pic);
+	}
+	pc_irq_set(&pic, &io, 0, false);
+	pc_irq_set(&pic, &io, 0, true);
+	assert_int_equal(pc_intr_pending(&apic, &pic, &from_pic), 0x20);
+	assert_true(from_pic);
+	/* and an I/O APIC pin it unmasks goes to the local APIC */
+	ioapic_write_reg(&io, 0x10 + 2 * 4, 0x44);
+	pc_irq_set(&pic, &io, 4, false);
+	pc_irq_set(&pic, &io, 4, true);
+	assert_int_equal(pc_intr_pending(&apic, &pic, &from_pic), 0x44);
+	assert_false(from_pic);
+}
+
 static void test_legacy_path(void **state)
 {
 	(void)state;
@@ -122,6 +177,7 @@ static void test_level_sci_eoi_broadcast(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_firmware_handover, setup_firmware),
 		cmocka_unit_test_setup(test_legacy_path, setup),
 		cmocka_unit_test_setup(test_ioapic_path_with_pit, setup),
 		cmocka_unit_test_setup(test_level_sci_eoi_broadcast, setup),

@@ -52,6 +52,16 @@ static int setup(void **state)
 static uint8_t read_irr(uint16_t cmd) { out(cmd, 0x0a); return in(cmd); }
 static uint8_t read_isr(uint16_t cmd) { out(cmd, 0x0b); return in(cmd); }
 
+/* The state every VM starts in: as the BIOS leaves the chips. */
+static int setup_firmware(void **state)
+{
+	(void)state;
+	stubs_reset();
+	pic_init(&pic, FAKE_VM);
+	pic_firmware_setup(&pic);
+	return 0;
+}
+
 static void test_ranges(void **state)
 {
 	(void)state;
@@ -91,6 +101,66 @@ static void test_init_and_masks(void **state)
 	assert_int_equal(in(0x21), 0x00);
 	assert_int_equal(read_irr(0x20), 0x00);
 	assert_int_equal(pic.chip[0].irq_base, 0x30);
+}
+
+static void test_firmware_state(void **state)
+{
+	(void)state;
+	/* initialised (the data ports take OCW1, not an ICW), all masked but
+	 * the cascade, IRR selected for reads, nothing requested or in service */
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pic.chip[i].init_state, 0);
+	assert_int_equal(in(0x21), 0xfb);
+	assert_int_equal(in(0xa1), 0xff);
+	assert_int_equal(in(0x20), 0x00);
+	assert_int_equal(in(0xa0), 0x00);
+	assert_int_equal(read_isr(0x20), 0x00);
+	assert_int_equal(read_isr(0xa0), 0x00);
+	assert_int_equal(pic_pending_vector(&pic), -1);
+
+	/* every ISA line pulsed: latched in IRR, never presented */
+	for (unsigned irq = 0; irq < 16; irq++) {
+		pic_set_irq(&pic, irq, true);
+		pic_set_irq(&pic, irq, false);
+		assert_int_equal(pic_pending_vector(&pic), -1);
+	}
+	assert_int_equal(read_irr(0x20), 0xfb);    /* IRQ2 is the slave's output: quiet */
+	assert_int_equal(read_irr(0xa0), 0xff);
+	assert_int_equal(read_isr(0x20), 0x00);
+
+	/* the BIOS's vector bases: a guest that only unmasks gets 0x08 + irq
+	 * and 0x70 + irq - 8 (which is why the masks must stay) */
+	out(0x21, 0xfa);                           /* unmask IRQ0 */
+	assert_int_equal(pic_pending_vector(&pic), PIC_FIRMWARE_MASTER_BASE);
+	assert_int_equal(pic_ack(&pic), 0x08);
+	assert_int_equal(read_isr(0x20), 0x01);    /* normal EOI mode: no auto-EOI */
+	out(0x20, 0x20);
+	assert_int_equal(read_isr(0x20), 0x00);
+	out(0x21, 0xfb);
+	out(0xa1, 0xfe);                           /* unmask IRQ8 */
+	assert_int_equal(pic_pending_vector(&pic), PIC_FIRMWARE_SLAVE_BASE);
+	assert_int_equal(pic_ack(&pic), 0x70);
+	assert_int_equal(read_isr(0xa0), 0x01);
+	assert_int_equal(read_isr(0x20), 0x04);    /* cascade in service on the master */
+}
+
+static void test_power_up_vs_firmware(void **state)
+{
+	(void)state;
+	/* Power-up (pic_init only) would present IRQ0 on vector 0, #DE: what a
+	 * VM got before it started from the firmware state. */
+	pic_init(&pic, FAKE_VM);
+	pic_set_irq(&pic, 0, true);
+	assert_int_equal(pic_pending_vector(&pic), 0);
+	pic_firmware_setup(&pic);                  /* ICW1 forgets the request */
+	assert_int_equal(pic_pending_vector(&pic), -1);
+	assert_int_equal(read_irr(0x20), 0x00);
+	/* a new pulse is latched, and stays masked */
+	pic_set_irq(&pic, 0, false);
+	pic_set_irq(&pic, 0, true);
+	pic_set_irq(&pic, 0, false);
+	assert_int_equal(read_irr(0x20), 0x01);
+	assert_int_equal(pic_pending_vector(&pic), -1);
 }
 
 static void test_ack_eoi_nesting(void **state)
@@ -234,6 +304,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_ranges, setup),
 		cmocka_unit_test_setup(test_init_and_masks, setup),
+		cmocka_unit_test_setup(test_firmware_state, setup_firmware),
+		cmocka_unit_test_setup(test_power_up_vs_firmware, setup_firmware),
 		cmocka_unit_test_setup(test_ack_eoi_nesting, setup),
 		cmocka_unit_test_setup(test_edge_latching, setup),
 		cmocka_unit_test_setup(test_cascade, setup),

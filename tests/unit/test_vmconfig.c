@@ -42,6 +42,8 @@ static void test_minimal_and_defaults(void **state)
 	assert_string_equal(cfg.cmdline, "");
 	assert_int_equal(cfg.memory_mb, 256);
 	assert_int_equal(cfg.cpus, 1);
+	assert_false(cfg.has_timeout);         /* vm.timeout= applies */
+	assert_int_equal(cfg.timeout_s, 0);
 }
 
 static void test_full(void **state)
@@ -167,15 +169,15 @@ static void test_unknown_key(void **state)
 {
 	(void)state;
 	expect_error(MAGIC "kernel = vmlinuz\nfoo = 1\n",
-		     ":3: unknown key 'foo' (accepted: name kernel initrd cmdline memory cpus)");
+		     ":3: unknown key 'foo' (accepted: name kernel initrd cmdline memory cpus timeout)");
 	expect_error(MAGIC "Kernel = vmlinuz\n",
-		     ":2: unknown key 'Kernel' (accepted: name kernel initrd cmdline memory cpus)");
+		     ":2: unknown key 'Kernel' (accepted: name kernel initrd cmdline memory cpus timeout)");
 	expect_error(MAGIC "kernel = vmlinuz\nmem = 64\n",
-		     ":3: unknown key 'mem' (accepted: name kernel initrd cmdline memory cpus)");
+		     ":3: unknown key 'mem' (accepted: name kernel initrd cmdline memory cpus timeout)");
 	/* a long key is cut in the message */
 	expect_error(MAGIC "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa = 1\n",
 		     ":2: unknown key 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...' "
-		     "(accepted: name kernel initrd cmdline memory cpus)");
+		     "(accepted: name kernel initrd cmdline memory cpus timeout)");
 }
 
 static void test_missing_equals(void **state)
@@ -233,6 +235,34 @@ static void test_cpus(void **state)
 		     ":3: cpus = 0: use 1 (only 1 vCPU per VM is supported yet)");
 	expect_error(MAGIC "kernel = k\ncpus = one\n",
 		     ":3: cpus = one: use 1 (only 1 vCPU per VM is supported yet)");
+}
+
+static void test_timeout(void **state)
+{
+	(void)state;
+	assert_int_equal(parse(MAGIC "kernel = k\ntimeout = 2\n"), 0);
+	assert_true(cfg.has_timeout);
+	assert_int_equal(cfg.timeout_s, 2);
+	/* 0 is a value too: no limit for this VM, whatever vm.timeout= says */
+	assert_int_equal(parse(MAGIC "kernel = k\ntimeout = 0   # none\n"), 0);
+	assert_true(cfg.has_timeout);
+	assert_int_equal(cfg.timeout_s, 0);
+	assert_int_equal(parse(MAGIC "kernel = k\ntimeout = \"86400\"\n"), 0);
+	assert_int_equal(cfg.timeout_s, 86400);
+	expect_error(MAGIC "kernel = k\n\ntimeout = 1.5\n",
+		     ":4: timeout = 1.5: use whole seconds 0..86400 (0 = no limit)");
+	expect_error(MAGIC "kernel = k\ntimeout = 86401\n",
+		     ":3: timeout = 86401: use whole seconds 0..86400 (0 = no limit)");
+	expect_error(MAGIC "kernel = k\ntimeout = -1\n",
+		     ":3: timeout = -1: use whole seconds 0..86400 (0 = no limit)");
+	expect_error(MAGIC "kernel = k\ntimeout = 2s\n",
+		     ":3: timeout = 2s: use whole seconds 0..86400 (0 = no limit)");
+	expect_error(MAGIC "kernel = k\ntimeout =\n",
+		     ":3: timeout = : use whole seconds 0..86400 (0 = no limit)");
+	expect_error(MAGIC "kernel = k\ntimeout = 99999999999\n",
+		     ":3: timeout = 99999999999: use whole seconds 0..86400 (0 = no limit)");
+	expect_error(MAGIC "timeout = 1\nkernel = k\ntimeout = 2\n",
+		     ":4: duplicate key 'timeout' (already set on line 2)");
 }
 
 static void test_too_long(void **state)
@@ -319,10 +349,10 @@ static void test_error_prefix_and_truncation(void **state)
 	(void)state;
 	char line[300];
 	expect_error(MAGIC "kernel = k\nfoo = 1\n",
-		     ":3: unknown key 'foo' (accepted: name kernel initrd cmdline memory cpus)");
+		     ":3: unknown key 'foo' (accepted: name kernel initrd cmdline memory cpus timeout)");
 	snprintf(line, sizeof(line), "linux.cfg%s", err);
 	assert_string_equal(line,
-			    "linux.cfg:3: unknown key 'foo' (accepted: name kernel initrd cmdline memory cpus)");
+			    "linux.cfg:3: unknown key 'foo' (accepted: name kernel initrd cmdline memory cpus timeout)");
 	/* a short err buffer gets a cut, NUL-terminated line */
 	char small[8];
 	memset(small, 'x', sizeof(small));
@@ -347,6 +377,7 @@ int main(void)
 		cmocka_unit_test(test_duplicate),
 		cmocka_unit_test(test_memory),
 		cmocka_unit_test(test_cpus),
+		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_too_long),
 		cmocka_unit_test(test_missing_kernel),
 		cmocka_unit_test(test_bad_values),

@@ -244,9 +244,8 @@ def t_timeout(label, mode, how):
             first = itest.forever_stopped(0, "forever.elf", 64, mode, 1, r"time limit of 1 s reached",
                                           forever="forever.elf")
             rest = itest.hello_lines(1, 1, hello="hello.elf")
-        itest.expect_exact_lines(b, first + rest +
-                                 [r"lightpath: all VMs ended; powering off with status 3"])
-        b.expect_rc(7)
+        itest.expect_exact_lines(b, first + rest + [itest.FINAL_VM0_STOPPED])
+        b.expect_rc(225)
         return b
     return run
 

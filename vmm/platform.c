@@ -40,19 +40,11 @@ static int lapic_msr_handler(struct vcpu *v, uint32_t msr, uint64_t *val, bool i
 /* The local APIC's and the I/O APIC's MMIO pages, the same way: an EOI, a
  * TPR write or an unmasked redirection entry can make an interrupt
  * deliverable. */
-static int lapic_mmio_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size,
-			      bool is_write, void *opaque)
+static int apic_mmio_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size,
+			     bool is_write, void *opaque)
 {
-	int ret = lapic_mmio(v, addr, data, size, is_write, opaque);
-	if (is_write && lapic_irr_nonempty(&v->lapic))
-		v->pending |= VCPU_PENDING_RECHECK;
-	return ret;
-}
-
-static int ioapic_mmio_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size,
-			       bool is_write, void *opaque)
-{
-	int ret = ioapic_mmio(v, addr, data, size, is_write, opaque);
+	int ret = (addr & ~0xfffull) == LAPIC_BASE ? lapic_mmio(v, addr, data, size, is_write, opaque)
+						   : ioapic_mmio(v, addr, data, size, is_write, opaque);
 	if (is_write && lapic_irr_nonempty(&v->lapic))
 		v->pending |= VCPU_PENDING_RECHECK;
 	return ret;
@@ -138,10 +130,10 @@ void platform_create(struct vm *vm)
 	add_port(vm, &r[0]);
 
 	ioapic_range(&vm->ioapic, &r[0]);
-	r[0].fn = ioapic_mmio_checked;
+	r[0].fn = apic_mmio_checked;
 	add_mmio(vm, &r[0]);
 	lapic_range(&v->lapic, &r[0]);
-	r[0].fn = lapic_mmio_checked;
+	r[0].fn = apic_mmio_checked;
 	add_mmio(vm, &r[0]);
 
 	vm_register_msr(vm, MSR_APIC_BASE, 1, lapic_msr_handler);

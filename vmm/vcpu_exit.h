@@ -25,6 +25,30 @@ struct exit_row {
 	void (*heavy)(struct vcpu *v); /* on the heavy path */
 };
 
+/* Rows for the exits both backends have: what such an exit means (its
+ * statistics class, light and heavy handlers) is said once, here, and a
+ * backend's table names only its codes. */
+#define EXIT_ROW(first, last, stat, light, heavy) { first, last, stat, light, heavy }
+#define EXIT_HYPERCALL(code) EXIT_ROW(code, code, LP_EXIT_HYPERCALL, LIGHT_HYPERCALL, heavy_hypercall)
+#define EXIT_CPUID(code) EXIT_ROW(code, code, LP_EXIT_CPUID, LIGHT_CPUID, heavy_cpuid)
+#define EXIT_IO(code) EXIT_ROW(code, code, LP_EXIT_IO, LIGHT_IO, heavy_io)
+/* RDMSR and WRMSR in one exit (the light handler counts them apart) */
+#define EXIT_MSR(code) EXIT_ROW(code, code, LP_EXIT_MSR_READ, LIGHT_MSR, heavy_msr)
+#define EXIT_RDMSR(code) EXIT_ROW(code, code, LP_EXIT_MSR_READ, LIGHT_RDMSR, heavy_msr)
+#define EXIT_WRMSR(code) EXIT_ROW(code, code, LP_EXIT_MSR_WRITE, LIGHT_WRMSR, heavy_msr)
+#define EXIT_HLT(code) EXIT_ROW(code, code, LP_EXIT_HLT, LIGHT_HLT, heavy_hlt)
+#define EXIT_HOST_INTR(code) EXIT_ROW(code, code, LP_EXIT_INTR, LIGHT_HOST_INTR, heavy_host_intr)
+#define EXIT_INTR_WINDOW(code) \
+	EXIT_ROW(code, code, LP_EXIT_VINTR, LIGHT_INTR_WINDOW, heavy_intr_window)
+#define EXIT_NESTED_FAULT(code) EXIT_ROW(code, code, LP_EXIT_NPF, LIGHT_NPF, heavy_npf)
+#define EXIT_INVD(code) EXIT_ROW(code, code, LP_EXIT_OTHER, LIGHT_NONE, heavy_invd)
+#define EXIT_TRIPLE_FAULT(code) EXIT_ROW(code, code, LP_EXIT_SHUTDOWN, LIGHT_NONE, heavy_triple_fault)
+#define EXIT_DR_ACCESS(first, last) \
+	EXIT_ROW(first, last, LP_EXIT_DR_ACCESS, LIGHT_NONE, heavy_dr_first_use)
+/* SVM/VMX instructions: no nested virtualization */
+#define EXIT_VIRT_INSN(first, last) \
+	EXIT_ROW(first, last, LP_EXIT_VIRT_INSN, LIGHT_NONE, heavy_undefined_opcode)
+
 /* The backend's table (vmm/svm/exits.c, vmm/vmx/exits.c). */
 extern const struct exit_row vendor_exit_table[];
 extern const unsigned vendor_exit_table_rows;

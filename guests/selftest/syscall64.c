@@ -16,6 +16,7 @@
 #define MSR_LSTAR   0xc0000082u
 #define MSR_SFMASK  0xc0000084u
 #define EFER_SCE    1u
+#define EFER_LME    (1u << 8)
 #define FLAGS_AC    (1u << 18)   /* no effect at CPL 0 */
 
 volatile uint64_t hit_a, hit_b, seen_flags;
@@ -78,6 +79,14 @@ int guest_main(void)
 	tap_eq(rdmsr(MSR_LSTAR), (uintptr_t)syscall_target_a, "LSTAR reads back");
 	tap_eq(rdmsr(MSR_SFMASK), 0, "SFMASK reads back");
 	tap_eq(hit_b, 1, "the stale target was never reached again");
+
+	/* EFER.LME may not change while paging is on (AMD APM, Intel SDM):
+	 * #GP, and EFER is unchanged; the same LME is accepted. */
+	uint64_t now = rdmsr(MSR_EFER);
+	tap_eq(now & EFER_LME, EFER_LME, "EFER.LME is set in long mode");
+	tap_eq(wrmsr_safe(MSR_EFER, now & ~EFER_LME), 13, "clearing EFER.LME with paging on: #GP");
+	tap_eq(rdmsr(MSR_EFER), now, "EFER unchanged after the #GP");
+	tap_eq(wrmsr_safe(MSR_EFER, now), 0, "writing EFER with the same LME is accepted");
 
 	wrmsr(MSR_EFER, efer);
 	return tap_end();

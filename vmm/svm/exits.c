@@ -19,28 +19,27 @@ static void svm_heavy_invalid_state(struct vcpu *v)
 		 vmcb->cr3, vmcb->cr4, vmcb->efer, vmcb->cs.sel, vmcb->cs.attrib, vmcb->rflags);
 }
 
-#define ROW(code, stat, light, heavy) { code, code, stat, light, heavy }
-
+/* Every exit the VMCB's intercepts enable, in exit-code order. */
 const struct exit_row vendor_exit_table[] = {
-	{ SVM_EXIT_READ_DR0, SVM_EXIT_WRITE_DR15, LP_EXIT_DR_ACCESS, LIGHT_NONE, heavy_dr_first_use },
-	{ SVM_EXIT_EXCP_BASE, SVM_EXIT_EXCP_BASE + 31, LP_EXIT_EXCEPTION, LIGHT_NONE,
-	  vendor_unexpected_exit },   /* no exception is intercepted yet */
-	ROW(SVM_EXIT_INTR, LP_EXIT_INTR, LIGHT_HOST_INTR, heavy_host_intr),
-	ROW(SVM_EXIT_VINTR, LP_EXIT_VINTR, LIGHT_INTR_WINDOW, heavy_intr_window),
-	ROW(SVM_EXIT_CPUID, LP_EXIT_CPUID, LIGHT_CPUID, heavy_cpuid),
-	ROW(SVM_EXIT_INVD, LP_EXIT_OTHER, LIGHT_NONE, heavy_invd),
-	ROW(SVM_EXIT_HLT, LP_EXIT_HLT, LIGHT_HLT, heavy_hlt),
-	ROW(SVM_EXIT_INVLPGA, LP_EXIT_VIRT_INSN, LIGHT_NONE, heavy_undefined_opcode),
-	ROW(SVM_EXIT_IOIO, LP_EXIT_IO, LIGHT_IO, heavy_io),
-	/* the light handler counts reads and writes apart */
-	ROW(SVM_EXIT_MSR, LP_EXIT_MSR_READ, LIGHT_MSR, heavy_msr),
-	ROW(SVM_EXIT_SHUTDOWN, LP_EXIT_SHUTDOWN, LIGHT_NONE, heavy_triple_fault),
-	ROW(SVM_EXIT_VMRUN, LP_EXIT_VIRT_INSN, LIGHT_NONE, heavy_undefined_opcode),
-	ROW(SVM_EXIT_VMMCALL, LP_EXIT_HYPERCALL, LIGHT_HYPERCALL, heavy_hypercall),
-	{ SVM_EXIT_VMLOAD, SVM_EXIT_SKINIT, LP_EXIT_VIRT_INSN, LIGHT_NONE,
-	  heavy_undefined_opcode },   /* VMLOAD VMSAVE STGI CLGI SKINIT */
-	ROW(SVM_EXIT_NPF, LP_EXIT_NPF, LIGHT_NPF, heavy_npf),
-	ROW(SVM_EXIT_INVALID, LP_EXIT_OTHER, LIGHT_NONE, svm_heavy_invalid_state),
+	EXIT_DR_ACCESS(SVM_EXIT_READ_DR0, SVM_EXIT_WRITE_DR15),
+	/* no exception is intercepted yet */
+	EXIT_ROW(SVM_EXIT_EXCP_BASE, SVM_EXIT_EXCP_BASE + 31, LP_EXIT_EXCEPTION, LIGHT_NONE,
+		 vendor_unexpected_exit),
+	EXIT_HOST_INTR(SVM_EXIT_INTR),
+	EXIT_INTR_WINDOW(SVM_EXIT_VINTR),
+	EXIT_CPUID(SVM_EXIT_CPUID),
+	EXIT_INVD(SVM_EXIT_INVD),
+	EXIT_HLT(SVM_EXIT_HLT),
+	EXIT_VIRT_INSN(SVM_EXIT_INVLPGA, SVM_EXIT_INVLPGA),
+	EXIT_IO(SVM_EXIT_IOIO),
+	EXIT_MSR(SVM_EXIT_MSR),
+	EXIT_TRIPLE_FAULT(SVM_EXIT_SHUTDOWN),
+	EXIT_VIRT_INSN(SVM_EXIT_VMRUN, SVM_EXIT_VMRUN),
+	EXIT_HYPERCALL(SVM_EXIT_VMMCALL),
+	EXIT_VIRT_INSN(SVM_EXIT_VMLOAD, SVM_EXIT_SKINIT),   /* VMLOAD VMSAVE STGI CLGI SKINIT */
+	EXIT_NESTED_FAULT(SVM_EXIT_NPF),
+	EXIT_ROW(SVM_EXIT_INVALID, SVM_EXIT_INVALID, LP_EXIT_OTHER, LIGHT_NONE,
+		 svm_heavy_invalid_state),
 };
 const unsigned vendor_exit_table_rows = sizeof(vendor_exit_table) / sizeof(vendor_exit_table[0]);
 

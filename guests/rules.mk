@@ -18,11 +18,13 @@ G_RT64 := $(patsubst %,$(G_DIR)/obj64/%.o,guests/rt/entry64.S guests/rt/rt.c \
 G_TESTS32 := hello cpuid ports msrs virtinsn triple stats dr hlt mmio_bad irqstate forever
 # 64-bit self tests (long mode, paging on): guests/selftest/NAME.c
 G_TESTS64 := nextrip64 syscall64
-# Hostile guests (32-bit): guests/hostile/NAME.c
-G_HOSTILE32 := forge
+# Hostile guests: every guests/hostile/NAME.c, 64-bit when NAME ends in 64
+G_HOSTILE_SRCS := $(wildcard guests/hostile/*.c)
+G_HOSTILE64 := $(patsubst guests/hostile/%.c,%,$(filter %64.c,$(G_HOSTILE_SRCS)))
+G_HOSTILE32 := $(patsubst guests/hostile/%.c,%,$(filter-out %64.c,$(G_HOSTILE_SRCS)))
 
 G_ELFS := $(G_TESTS32:%=$(G_DIR)/%.elf) $(G_TESTS64:%=$(G_DIR)/%.elf) \
-          $(G_HOSTILE32:%=$(G_DIR)/%.elf) \
+          $(G_HOSTILE32:%=$(G_DIR)/%.elf) $(G_HOSTILE64:%=$(G_DIR)/%.elf) \
           $(G_DIR)/bench32.elf $(G_DIR)/bench64.elf $(G_DIR)/mmio32.elf $(G_DIR)/mmio64.elf
 
 .PHONY: guests guests-native
@@ -55,6 +57,10 @@ $(G_TESTS64:%=$(G_DIR)/%.elf): $(G_DIR)/%.elf: $(G_DIR)/obj64/guests/selftest/%.
 $(G_HOSTILE32:%=$(G_DIR)/%.elf): $(G_DIR)/%.elf: $(G_DIR)/obj32/guests/hostile/%.c.o \
 		$(G_RT32) guests/rt/guest.ld
 	$(CC) -m32 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
+
+$(G_HOSTILE64:%=$(G_DIR)/%.elf): $(G_DIR)/%.elf: $(G_DIR)/obj64/guests/hostile/%.c.o \
+		$(G_RT64) guests/rt/guest.ld
+	$(CC) -m64 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
 
 $(G_DIR)/bench32.elf: $(G_DIR)/obj32/guests/bench/bench.c.o $(G_RT32) guests/rt/guest.ld
 	$(CC) -m32 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)

@@ -14,6 +14,7 @@ under `timeout` (LP_TEST_TIMEOUT seconds, default 60), so a hang is a failure.
 import argparse
 import concurrent.futures
 import itertools
+import glob
 import os
 import re
 import shutil
@@ -1112,6 +1113,23 @@ def all_tests():
         t.append((2, "switch-%s-%s" % (g, cfg), t_switched(g, cfg, opts)))
     for bits in range(1 << len(SWITCHES)):
         t.append((2, combo_name(bits), t_combo(bits)))
+    t.extend(plugin_tests("qemu_tests"))
+    return t
+
+
+def plugin_tests(kind):
+    """Tests from tests/integration/hostile/*.py: each module may define
+    qemu_tests() and vmx_tests(), returning [(phase, name, fn)] like
+    all_tests(); one module per hostile-guest case."""
+    import importlib.util
+    t = []
+    pattern = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hostile", "*.py")
+    for path in sorted(glob.glob(pattern)):
+        spec = importlib.util.spec_from_file_location("hostile_" + os.path.basename(path)[:-3], path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        if hasattr(mod, kind):
+            t.extend(getattr(mod, kind)())
     return t
 
 

@@ -292,6 +292,7 @@ def all_tests():
     t.append((1, "vmx-no-ept", t_cpu_refused("no-ept", "core2_penryn_t9600", NO_EPT_LINE)))
     t.append((2, "vmx-switch-all-off", t_switched("switch-all-off", ALL_OFF)))
     t.append((2, "vmx-switch-always-in-light", t_switched("switch-always-in-light", ALWAYS_IN_LIGHT)))
+    t.extend(itest.plugin_tests("vmx_tests"))
     return t
 
 

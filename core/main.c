@@ -13,6 +13,7 @@
 #include "include/lightpath/abi.h"
 #include "lib/printf.h"
 #include "vmm/guests.h"
+#include "vmm/spec_ctrl.h"
 #include "vmm/vcpu_exit.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
@@ -68,11 +69,12 @@ void kmain(uint32_t magic, uint32_t info)
 		kprintf("lightpath: error: %s\n", err);
 		power_off(LP_STATUS_HV_ERROR);
 	}
-	kprintf("lightpath: options: light=%s svm.vmload=%s dr=%s pmu=%s msr=%s io=%s mem=%u stats=%s\n",
+	kprintf("lightpath: options: light=%s svm.vmload=%s dr=%s pmu=%s msr=%s io=%s spec=%s mem=%u "
+		"stats=%s\n",
 		options.light ? "on" : "off", options.vmload_lazy ? "lazy" : "always",
 		options.dr_lazy ? "lazy" : "always", options.pmu_lazy ? "lazy" : "always",
 		options.msr_lazy ? "lazy" : "always", options.io_fast ? "fast" : "emulate",
-		options.mem_mb, options.stats ? "on" : "off");
+		options.spec ? "on" : "off", options.mem_mb, options.stats ? "on" : "off");
 
 	uint64_t reserved = (uint64_t)(uintptr_t)__image_end;
 	if (boot_info.highest_used > reserved)
@@ -82,6 +84,7 @@ void kmain(uint32_t magic, uint32_t info)
 
 	if (vendor_cpu_init(&options) < 0 || exit_table_init() < 0 || timer_init() < 0)
 		power_off(LP_STATUS_HV_ERROR);
+	spec_init(&options);
 
 	if (boot_info.nr_modules == 0) {
 		kprintf("lightpath: error: no guest given (pass one as a multiboot module, "

@@ -36,6 +36,7 @@ static const struct option_desc option_table[] = {
 	SWITCH("pmu", pmu_lazy, "lazy", "always"),
 	SWITCH("msr", msr_lazy, "lazy", "always"),
 	SWITCH("io", io_fast, "fast", "emulate"),
+	SWITCH("spec", spec, "on", "off"),
 	{ "mem", OPT_MIB, offsetof(struct lp_options, mem_mb), NULL, NULL },
 	SWITCH("stats", stats, "on", "off"),
 	{ "vm.timeout", OPT_SECONDS, offsetof(struct lp_options, vm_timeout_s), NULL, NULL },
@@ -51,6 +52,7 @@ void options_defaults(struct lp_options *opt)
 	opt->pmu_lazy = true;
 	opt->msr_lazy = true;
 	opt->io_fast = true;
+	opt->spec = true;
 	opt->mem_mb = MEM_MB_DEFAULT;
 	opt->stats = true;
 	opt->vm_timeout_s = 0;
@@ -71,6 +73,8 @@ uint32_t options_config_bits(const struct lp_options *opt)
 		bits |= LP_CONFIG_MSR_LAZY;
 	if (opt->io_fast)
 		bits |= LP_CONFIG_IO_FAST;
+	if (opt->spec)
+		bits |= LP_CONFIG_SPEC;
 	return bits;
 }
 

@@ -61,6 +61,7 @@ CONFIGS = (
     ("pmu-off", "pmu=always"),
     ("msr-off", "msr=always"),
     ("io-off", "io=emulate"),
+    ("spec-off", "spec=off"),
     ("all-off", " ".join("%s=%s" % (k, off) for k, _, off in SWITCHES)),
 )
 
@@ -143,12 +144,14 @@ _CONFIG = re.compile(r"^" + LP_PREFIX + r"bench: mode=(?P<mode>\S+) config=(?P<b
 
 def config_bits(opts):
     """The LP_CONFIG_* bits (abi.h) that boot options `opts` should give:
-    bit i set = switch i of SWITCHES is on (lazy/fast)."""
+    bit i set = switch i of SWITCHES is on (lazy/fast); bit 6 = spec=on."""
     words = dict(w.split("=", 1) for w in opts.split())
     bits = 0
     for i, (k, on, _) in enumerate(SWITCHES):
         if words.get(k, on) == on:
             bits |= 1 << i
+    if words.get("spec", "on") == "on":
+        bits |= 1 << len(SWITCHES)
     return bits
 
 

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 
+#include "vmm/spec_ctrl.h"
 #include "vmm/vm.h"
 
 #define OFFSET(name, type, member) \
@@ -32,6 +33,8 @@
 		OFFSET(VCPU_R15, struct vcpu, regs.r15);        \
 		OFFSET(VCPU_LIGHT_TABLE, struct vcpu, light_table); \
 		OFFSET(VCPU_HEAVY_ACTION, struct vcpu, heavy_action); \
+		OFFSET(VCPU_SPEC_CTRL, struct vcpu, spec_ctrl);   \
+		CONST(MSR_SPEC_CTRL, MSR_IA32_SPEC_CTRL);       \
 		CONST(LIGHT_TABLE_LAST, VENDOR_EXIT_CODES - 1); \
 		CONST(HEAVY_ACTION_EXIT, HEAVY_EXIT);           \
 	} while (0)

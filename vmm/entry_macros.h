@@ -47,6 +47,43 @@
 	mov %r11, VCPU_R11(\vcpu)
 .endm
 
+/* spec=on: overwrite the return stack buffer right after a VM exit, before
+ * the hypervisor's first RET can use a prediction the guest left there
+ * (vmm/spec_ctrl.h). kind 2: all 32 entries, each CALL's speculative return
+ * caught by an INT3; kind 1: the one CALL enhanced IBRS still needs. */
+.macro RSB_OVERWRITE kind
+	.if \kind == 2
+	.rept 16
+	call 773f
+	int3
+773:	call 774f
+	int3
+774:
+	.endr
+	add $(32 * 8), %rsp
+	.elseif \kind == 1
+	call 775f
+	int3
+775:	add $8, %rsp
+	lfence
+	.endif
+.endm
+
+/* spec=on on a CPU with IA32_SPEC_CTRL: load \value (the guest's or the
+ * host's) when the guest's differs from the host's. \vcpu must not be rax,
+ * rcx or rdx, which WRMSR uses; rdx is clobbered either way. */
+.macro SPEC_CTRL_LOAD vcpu, value
+	mov VCPU_SPEC_CTRL(\vcpu), %rdx
+	cmp host_spec_ctrl(%rip), %rdx
+	je 776f
+	mov \value, %rax
+	mov %rax, %rdx
+	shr $32, %rdx
+	mov $MSR_SPEC_CTRL, %ecx
+	wrmsr
+776:
+.endm
+
 /* Leaving for the heavy path: hand the rest of the guest GPRs to C, restore
  * the host's, return from the loop. */
 .macro LIGHT_LOOP_END

@@ -6,6 +6,7 @@
 #include "core/cpu.h"
 #include "include/lightpath/abi.h"
 #include "vmm/code_cache.h"
+#include "vmm/spec_ctrl.h"
 #include "vmm/exit.h"
 #include "vmm/state_switch.h"
 #include "vmm/vcpu_exit.h"
@@ -456,6 +457,7 @@ void exit_light_table_fill(struct vcpu *v, unsigned sw)
 
 void exit_vcpu_init(struct vcpu *v)
 {
+	v->entry_variant = spec_entry_variant(v->vm->opt);
 	code_cache_reset(v);
 	exit_cpuid_cache_init(v);
 	exit_light_table_fill(v, exit_switch_set(v->vm->opt));

@@ -12,6 +12,7 @@
 #include "lib/printf.h"
 #include "lib/string.h"
 #include "vmm/exit.h"
+#include "vmm/spec_ctrl.h"
 #include "vmm/vcpu_exit.h"
 #include "vmm/linux_boot.h"
 #include "vmm/loader.h"
@@ -360,6 +361,7 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 
 	unsigned status;
 	exit_register_msrs(vm);      /* first: the MSR lookup is a scan in this order */
+	spec_register_msrs(vm);
 	vm_create_devices(vm);
 	if (vendor_vm_init(vm)) {
 		kprintf("lightpath: vm%u: cannot set up the VM (out of memory)\n", id);
@@ -377,6 +379,7 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	kprintf("lightpath: vm%u: loaded %s (%s), %u MiB, cmdline \"%s\"\n", id, spec->name, what,
 		spec->mem_mb, spec->cmdline);
 	platform_start(vm);
+	spec_vm_switch(opt);         /* the previous VM cannot steer this one's branches */
 	time_limit_start(vm, spec->has_timeout ? spec->timeout_s : opt->vm_timeout_s);
 	vcpu_run(v);
 	while (vm->nr_timers)

@@ -83,6 +83,8 @@ struct vcpu {
 	light_handler_fn *light_table[VENDOR_EXIT_CODES];
 	uint32_t pending;
 	uint32_t heavy_action;
+	uint64_t spec_ctrl;         /* the guest's IA32_SPEC_CTRL (vmm/spec_ctrl.h) */
+	unsigned entry_variant;     /* which exit stub variant runs it (spec=) */
 	struct vm *vm;
 	struct exit_stats stats;
 

@@ -42,6 +42,7 @@
 #define LP_CONFIG_PMU_LAZY     (1u << 3)
 #define LP_CONFIG_MSR_LAZY     (1u << 4)
 #define LP_CONFIG_IO_FAST      (1u << 5)
+#define LP_CONFIG_SPEC         (1u << 6)  /* spec=on: exit-path speculation hygiene */
 
 /* Exit reasons as counted by lightpath's statistics (vendor-neutral). */
 enum lp_exit_reason {

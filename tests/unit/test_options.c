@@ -11,7 +11,7 @@
 #include "lightpath/abi.h"
 
 #define ALL_BITS (LP_CONFIG_LIGHT | LP_CONFIG_VMLOAD_LAZY | LP_CONFIG_DR_LAZY | \
-		  LP_CONFIG_PMU_LAZY | LP_CONFIG_MSR_LAZY | LP_CONFIG_IO_FAST)
+		  LP_CONFIG_PMU_LAZY | LP_CONFIG_MSR_LAZY | LP_CONFIG_IO_FAST | LP_CONFIG_SPEC)
 
 static char err[256];
 
@@ -24,6 +24,7 @@ static void assert_options_equal(const struct lp_options *a, const struct lp_opt
 	assert_int_equal(a->pmu_lazy, b->pmu_lazy);
 	assert_int_equal(a->msr_lazy, b->msr_lazy);
 	assert_int_equal(a->io_fast, b->io_fast);
+	assert_int_equal(a->spec, b->spec);
 	assert_int_equal(a->mem_mb, b->mem_mb);
 	assert_int_equal(a->stats, b->stats);
 	assert_int_equal(a->vm_timeout_s, b->vm_timeout_s);
@@ -85,6 +86,7 @@ static const struct switch_case switches[] = {
 	{ "pmu=always", "pmu=lazy", offsetof(struct lp_options, pmu_lazy), LP_CONFIG_PMU_LAZY },
 	{ "msr=always", "msr=lazy", offsetof(struct lp_options, msr_lazy), LP_CONFIG_MSR_LAZY },
 	{ "io=emulate", "io=fast", offsetof(struct lp_options, io_fast), LP_CONFIG_IO_FAST },
+	{ "spec=off", "spec=on", offsetof(struct lp_options, spec), LP_CONFIG_SPEC },
 	{ "stats=off", "stats=on", offsetof(struct lp_options, stats), 0 },
 };
 
@@ -116,13 +118,14 @@ static void test_all_off(void **state)
 	(void)state;
 	struct lp_options o;
 	assert_int_equal(parse(&o, "light=off svm.vmload=always dr=always pmu=always "
-				    "msr=always io=emulate mem=128 stats=off"), 0);
+				    "msr=always io=emulate spec=off mem=128 stats=off"), 0);
 	assert_false(o.light);
 	assert_false(o.vmload_lazy);
 	assert_false(o.dr_lazy);
 	assert_false(o.pmu_lazy);
 	assert_false(o.msr_lazy);
 	assert_false(o.io_fast);
+	assert_false(o.spec);
 	assert_int_equal(o.mem_mb, 128);
 	assert_false(o.stats);
 	assert_int_equal(options_config_bits(&o), 0);
@@ -133,9 +136,11 @@ static void test_config_bits_values(void **state)
 	(void)state;
 	struct lp_options o;
 	assert_int_equal(parse(&o, "dr=always io=emulate"), 0);
-	assert_int_equal(options_config_bits(&o), 0x1bu); /* bits 0,1,3,4 */
+	assert_int_equal(options_config_bits(&o), 0x5bu); /* bits 0,1,3,4,6 */
 	assert_int_equal(parse(&o, "light=off"), 0);
-	assert_int_equal(options_config_bits(&o), 0x3eu);
+	assert_int_equal(options_config_bits(&o), 0x7eu);
+	assert_int_equal(parse(&o, "spec=off"), 0);
+	assert_int_equal(options_config_bits(&o), 0x3fu);
 }
 
 static void test_mem(void **state)
@@ -229,7 +234,7 @@ static void test_unknown_key(void **state)
 	struct lp_options o;
 	assert_true(parse(&o, "foo=1") < 0);
 	assert_string_equal(err, "unknown boot option 'foo=1' (accepted: light= "
-			    "svm.vmload= dr= pmu= msr= io= mem= stats= vm.timeout=)");
+			    "svm.vmload= dr= pmu= msr= io= spec= mem= stats= vm.timeout=)");
 	/* Prefixes and case variants of real keys are not keys. */
 	assert_true(parse(&o, "lightx=on") < 0);
 	assert_non_null(strstr(err, "unknown boot option 'lightx=on'"));
@@ -245,7 +250,7 @@ static void test_missing_equals(void **state)
 	struct lp_options o;
 	assert_true(parse(&o, "light=on stats") < 0);
 	assert_string_equal(err, "missing '=value' in boot option 'stats' (accepted: "
-			    "light= svm.vmload= dr= pmu= msr= io= mem= stats= vm.timeout=)");
+			    "light= svm.vmload= dr= pmu= msr= io= spec= mem= stats= vm.timeout=)");
 	/* The leading path is skipped only once. */
 	assert_true(parse(&o, "/boot/lightpath.elf light") < 0);
 	assert_non_null(strstr(err, "'light'"));

@@ -7,6 +7,8 @@
 #include "core/console.h"
 #include "core/cpu.h"
 #include "core/pmem.h"
+#include "core/tsc.h"
+#include "vmm/spec_ctrl.h"
 #include "vmm/state_switch.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
@@ -14,9 +16,20 @@
 #include "vmm/vmx/vmx.h"
 #include "vmm/vmx/vmx_ops.h"
 
-void vmx_light_loop(struct vcpu *v);
+/* The light loop, one per spec= variant (vmm/vmx/entry.S, in the order
+ * vmm/spec_ctrl.h gives); its exit stub is in vmx_exit_stubs (vmm/vmx/vcpu.c). */
+typedef void vmx_light_loop_fn(struct vcpu *v);
+vmx_light_loop_fn vmx_light_loop, vmx_light_loop_spec_ctrl, vmx_light_loop_rsb_lite,
+	vmx_light_loop_rsb_lite_spec_ctrl, vmx_light_loop_rsb_full, vmx_light_loop_rsb_full_spec_ctrl;
+static vmx_light_loop_fn *const vmx_light_loops[SPEC_ENTRY_VARIANTS] = {
+	vmx_light_loop, vmx_light_loop_spec_ctrl, vmx_light_loop_rsb_lite,
+	vmx_light_loop_rsb_lite_spec_ctrl, vmx_light_loop_rsb_full, vmx_light_loop_rsb_full_spec_ctrl,
+};
 
 struct vmx_caps vmx_caps;
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 /* VM exits load TR from HOST_TR_SEL, which must not be 0: the boot GDT has
  * no TSS, so the backend installs its own GDT (the boot code/data
@@ -120,6 +133,11 @@ int vendor_cpu_init(const struct lp_options *opt)
 	c->vpid = (c->proc2.may & PROC2_ENABLE_VPID) &&
 		  (c->ept_vpid & (VPID_CAP_INVVPID | VPID_CAP_INVVPID_ALL)) ==
 			  (VPID_CAP_INVVPID | VPID_CAP_INVVPID_ALL);
+	/* the preemption timer counts the TSC divided by 2^MISC[4:0] */
+	if ((c->pin.may & PIN_PREEMPTION_TIMER) && (c->exit.may & EXIT_SAVE_PREEMPTION_TIMER)) {
+		uint64_t ticks = (tsc_hz() / (1000 / WATCHDOG_MS)) >> (c->misc & 0x1f);
+		c->watchdog_ticks = ticks > 0xffffffffu ? 0xffffffffu : ticks ? (uint32_t)ticks : 1;
+	}
 	cpuid(0, 0, r);
 	if (r[0] >= 0xa) {
 		cpuid(0xa, 0, r);
@@ -142,8 +160,10 @@ int vendor_cpu_init(const struct lp_options *opt)
 		return vmx_fail("VMXON failed");
 	state_switch_init();
 	kprintf("lightpath: Intel VMX with EPT and unrestricted guest%s; next RIP from the "
-		"VM-exit instruction length; %u PMU counters; svm.vmload has no VMX meaning and "
-		"is ignored\n", c->vpid ? ", VPID" : "", c->pmu_counters);
+		"VM-exit instruction length; %u PMU counters; %s; svm.vmload has no VMX meaning "
+		"and is ignored\n", c->vpid ? ", VPID" : "", c->pmu_counters,
+		c->watchdog_ticks ? "a VMX-preemption-timer watchdog every " STR(WATCHDOG_MS) " ms"
+				  : "no VMX-preemption timer (no watchdog)");
 	return 0;
 }
 
@@ -155,7 +175,7 @@ unsigned vendor_switch_bits(const struct lp_options *o)
 
 void vendor_enter_guest(struct vcpu *v)
 {
-	vmx_light_loop(v);
+	vmx_light_loops[v->entry_variant](v);
 }
 
 /* A VM exit clears RFLAGS.IF, and with external-interrupt exiting a host

@@ -63,6 +63,14 @@ static void vmx_heavy_ept_misconfig(struct vcpu *v)
 		 vmread(VMCS_GUEST_PHYS_ADDR));
 }
 
+/* The VMX-preemption timer ran out (vmx.h, WATCHDOG_MS): re-arm it and do
+ * what a host timer interrupt does. */
+static void vmx_heavy_watchdog(struct vcpu *v)
+{
+	vmwrite(VMCS_PREEMPTION_TIMER, vmx_caps.watchdog_ticks);
+	heavy_host_intr(v);
+}
+
 /* Every exit the VMCS's controls enable, in exit-reason order. */
 const struct exit_row vendor_exit_table[] = {
 	/* no exception is intercepted yet */
@@ -87,6 +95,8 @@ const struct exit_row vendor_exit_table[] = {
 	EXIT_ROW(VMX_EXIT_EPT_MISCONFIG, VMX_EXIT_EPT_MISCONFIG, LP_EXIT_NPF, LIGHT_NONE,
 		 vmx_heavy_ept_misconfig),
 	EXIT_VIRT_INSN(VMX_EXIT_INVEPT, VMX_EXIT_INVEPT),
+	EXIT_ROW(VMX_EXIT_PREEMPTION_TIMER, VMX_EXIT_PREEMPTION_TIMER, LP_EXIT_INTR, LIGHT_NONE,
+		 vmx_heavy_watchdog),
 	EXIT_VIRT_INSN(VMX_EXIT_INVVPID, VMX_EXIT_INVVPID),
 	EXIT_VIRT_INSN(VMX_EXIT_VMFUNC, VMX_EXIT_VMFUNC),
 };

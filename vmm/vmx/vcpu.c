@@ -8,6 +8,7 @@
 #include "lib/printf.h"
 #include "lib/string.h"
 #include "vmm/linux_boot.h"
+#include "vmm/spec_ctrl.h"
 #include "vmm/state_switch.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
@@ -15,7 +16,15 @@
 #include "vmm/vmx/vmx.h"
 #include "vmm/vmx/vmx_ops.h"
 
-void vmx_exit_stub(void);
+/* Where a VM exit lands (HOST_RIP), one stub per spec= variant
+ * (vmm/vmx/entry.S, in the order vmm/spec_ctrl.h gives). */
+void vmx_exit_stub(void), vmx_exit_stub_spec_ctrl(void), vmx_exit_stub_rsb_lite(void),
+	vmx_exit_stub_rsb_lite_spec_ctrl(void), vmx_exit_stub_rsb_full(void),
+	vmx_exit_stub_rsb_full_spec_ctrl(void);
+static void (*const vmx_exit_stubs[SPEC_ENTRY_VARIANTS])(void) = {
+	vmx_exit_stub, vmx_exit_stub_spec_ctrl, vmx_exit_stub_rsb_lite,
+	vmx_exit_stub_rsb_lite_spec_ctrl, vmx_exit_stub_rsb_full, vmx_exit_stub_rsb_full_spec_ctrl,
+};
 
 /* ---- vCPU start state (multiboot: 32-bit protected mode, paging off) ---- */
 
@@ -53,7 +62,7 @@ static uint64_t cr4_host_owned(void)
 	return vmx_caps.cr4_fixed0 | ~vmx_caps.cr4_fixed1;
 }
 
-static void host_state_init(void)
+static void host_state_init(const struct vcpu *v)
 {
 	struct __attribute__((packed)) { uint16_t limit; uint64_t base; } idtr;
 	asm volatile("sidt %0" : "=m"(idtr));
@@ -78,7 +87,7 @@ static void host_state_init(void)
 	vmcs_set(VMCS_HOST_EFER, rdmsr(MSR_EFER));
 	if (vmx_caps.exit.may & EXIT_LOAD_PAT)
 		vmcs_set(VMCS_HOST_PAT, rdmsr(MSR_IA32_PAT));
-	vmcs_set(VMCS_HOST_RIP, (uint64_t)(uintptr_t)vmx_exit_stub);
+	vmcs_set(VMCS_HOST_RIP, (uint64_t)(uintptr_t)vmx_exit_stubs[v->entry_variant]);
 	/* HOST_RSP is written by the stub, which knows its stack */
 }
 
@@ -97,7 +106,11 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	setup_bad_field = 0;
 
 	/* controls: what lightpath needs, adjusted to the capability MSRs */
-	vmcs_set(VMCS_PIN_CONTROLS, ctl_adjust(c->pin, PIN_EXT_INTR_EXITING));
+	bool watchdog = c->watchdog_ticks != 0;
+	vmcs_set(VMCS_PIN_CONTROLS, ctl_adjust(c->pin, PIN_EXT_INTR_EXITING |
+						       (watchdog ? PIN_PREEMPTION_TIMER : 0)));
+	if (watchdog)   /* counts on across exits (saved), re-armed when it fires */
+		vmcs_set(VMCS_PREEMPTION_TIMER, c->watchdog_ticks);
 	uint32_t proc = PROC_HLT_EXITING | PROC_USE_IO_BITMAPS | PROC_USE_MSR_BITMAPS |
 			PROC_SECONDARY_CONTROLS | (o->dr_lazy ? PROC_MOV_DR_EXITING : 0);
 	v->arch.proc = ctl_adjust(c->proc, proc);
@@ -109,7 +122,7 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 			 (c->proc2.may & PROC2_ENABLE_RDTSCP);    /* else RDTSCP would #UD */
 	vmcs_set(VMCS_PROC_CONTROLS2, ctl_adjust(c->proc2, proc2));
 	uint32_t exit_ctl = EXIT_HOST_ADDR_SPACE_SIZE | EXIT_SAVE_EFER | EXIT_LOAD_EFER |
-			    EXIT_SAVE_DEBUG_CONTROLS |
+			    EXIT_SAVE_DEBUG_CONTROLS | (watchdog ? EXIT_SAVE_PREEMPTION_TIMER : 0) |
 			    (c->exit.may & (EXIT_SAVE_PAT | EXIT_LOAD_PAT));
 	vmcs_set(VMCS_EXIT_CONTROLS, ctl_adjust(c->exit, exit_ctl));
 	uint32_t entry_ctl = ENTRY_LOAD_EFER | ENTRY_LOAD_DEBUG_CONTROLS |
@@ -170,7 +183,7 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	vmcs_set(VMCS_GUEST_INTERRUPTIBILITY, 0);
 	vmcs_set(VMCS_GUEST_ACTIVITY_STATE, 0);
 	vmcs_set(VMCS_GUEST_PENDING_DBG, 0);
-	host_state_init();
+	host_state_init(v);
 	if (setup_bad_field) {
 		const char *name = vmcs_field_name(setup_bad_field);
 		vm_fault(vm, "VMWRITE to %s (0x%x) failed: VM-instruction error %u (%s)",

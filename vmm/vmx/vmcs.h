@@ -127,6 +127,7 @@
 #define VMCS_GUEST_ACTIVITY_STATE    0x4826u
 #define VMCS_GUEST_SMBASE            0x4828u
 #define VMCS_GUEST_SYSENTER_CS       0x482au
+#define VMCS_PREEMPTION_TIMER        0x482eu
 #define VMCS_HOST_SYSENTER_CS        0x4c00u
 
 /* ---- natural-width fields ---- */
@@ -172,6 +173,7 @@
 /* ---- pin-based controls ---- */
 #define PIN_EXT_INTR_EXITING         (1u << 0)
 #define PIN_NMI_EXITING              (1u << 3)
+#define PIN_PREEMPTION_TIMER         (1u << 6)
 /* ---- primary processor-based controls ---- */
 #define PROC_INTR_WINDOW_EXITING     (1u << 2)
 #define PROC_HLT_EXITING             (1u << 7)
@@ -201,6 +203,7 @@
 #define EXIT_SAVE_PAT                (1u << 18)
 #define EXIT_LOAD_PAT                (1u << 19)
 #define EXIT_SAVE_EFER               (1u << 20)
+#define EXIT_SAVE_PREEMPTION_TIMER   (1u << 22)
 #define EXIT_LOAD_EFER               (1u << 21)
 /* ---- VM-entry controls ---- */
 #define ENTRY_LOAD_DEBUG_CONTROLS    (1u << 2)
@@ -251,6 +254,7 @@
 #define VMX_EXIT_EPT_MISCONFIG       49
 #define VMX_EXIT_INVEPT              50
 #define VMX_EXIT_RDTSCP              51
+#define VMX_EXIT_PREEMPTION_TIMER    52
 #define VMX_EXIT_INVVPID             53
 #define VMX_EXIT_WBINVD              54
 #define VMX_EXIT_XSETBV              55

@@ -21,9 +21,15 @@ struct vmx_caps {
 	uint64_t cr0_fixed0, cr0_fixed1, cr4_fixed0, cr4_fixed1;
 	bool vpid;
 	unsigned pmu_counters;   /* general-purpose counters switched (CPUID 0xA), at most 4 */
+	uint32_t watchdog_ticks; /* VMX-preemption timer value for WATCHDOG_MS, 0: no timer */
 };
 
 extern struct vmx_caps vmx_caps;
+
+/* The host gets the CPU back at least this often, whatever the guest does:
+ * the VMX-preemption timer (Bochs does not exit a guest that runs with IF=0
+ * on a host interrupt, although external-interrupt exiting should). */
+#define WATCHDOG_MS 10
 
 /* The control word lightpath wants, adjusted to what the CPU allows; `want`
  * bits it cannot have are reported by the caller. */

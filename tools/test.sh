@@ -99,7 +99,7 @@ if [[ "${LP_SKIP_VMX:-0}" == 1 ]]; then
 	echo "SKIP vmx-integration: LP_SKIP_VMX=1"
 	skipped=$((skipped + 1))
 else
-	echo "== VMX integration tests (Bochs, cpu corei7_skylake_x)"
+	echo "== Bochs integration tests (VT-x: cpu corei7_skylake_x; SVM with NRIP save: cpu ryzen)"
 	run_suite vmx-integration tests/integration/vmx_tests.py "$@"
 fi
 

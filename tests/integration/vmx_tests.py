@@ -57,17 +57,26 @@ NO_EPT_LINE = "lightpath: this CPU's VMX has no EPT"
 # The target the issue sets for the VMX light path (instructions per VMCALL).
 HYPERCALL_TARGET = 60
 
+# The SVM image under Bochs' AMD model with NRIP save: the path every AMD CPU
+# since 2009 takes (QEMU's SVM has no NRIP save).
+SVM_IMAGE = "build/lightpath.elf"
+NRIP_CPU = "ryzen"
+NRIP_SELFTESTS = SELFTESTS + ("irqstate",)
+NRIP_LINE = "lightpath: AMD SVM with nested paging; next RIP from the CPU (NRIP save)"
+
 
 class BochsBoot(itest.Boot):
     """One Bochs run of the VMX image; the same interface as itest.Boot."""
 
-    def __init__(self, name, modules, append="", cpu=None, timeout=TIMEOUT):
+    def __init__(self, name, modules, append="", cpu=None, timeout=TIMEOUT, kernel=None):
         safe = re.sub(r"[^A-Za-z0-9._=+-]", "_", name)
         self.log = os.path.join("build", "test", "vmx-" + safe + ".log")
         cmd = [LP_BOCHS, "--timeout", str(timeout), "--log", self.log, "--name", "test-" + safe,
                "--append", append]
         if cpu:
             cmd += ["--cpu", cpu]
+        if kernel:
+            cmd += ["--kernel", kernel]
         cmd += list(modules)
         self.cmd = cmd
         self.timeout = timeout
@@ -139,6 +148,56 @@ def t_selftest(name):
             raise Fail("the SVM run of %s failed, so there is nothing to compare with: %s" % (name, e))
         d = diff(vendor_neutral(oks, INTEL_ONLY), vendor_neutral(svm, AMD_ONLY))
         check(not d, "VMX and SVM results differ beyond the vendor-specific lines: " + "; ".join(d[:3]))
+        return b
+    return run
+
+
+def t_nrip_selftest(name):
+    """A self-test guest on the SVM image with NRIP save (Bochs ryzen): it
+    passes, lightpath says it takes the next RIP from the CPU, and the
+    results equal those under QEMU (no NRIP), apart from the CPU model."""
+    def run():
+        b = BochsBoot("nrip-selftest-" + name, [guest(name)], cpu=NRIP_CPU, kernel=SVM_IMAGE)
+        oks = itest.selftest_result(b, name)
+        b.expect_rc(1)
+        b.expect(r"^lightpath: lightweight-exit hypervisor, AMD SVM backend\s*$",
+                 "'lightpath: lightweight-exit hypervisor, AMD SVM backend'")
+        b.expect(r"^%s\s*$" % re.escape(NRIP_LINE), "'%s'" % NRIP_LINE)
+        b.expect_powered_off(0)
+        with BASELINE_LOCK:
+            BASELINE["nrip-" + name] = oks
+        s = itest.Boot("nrip-qemu-baseline-" + name, [guest(name)])
+        try:
+            qemu = itest.selftest_result(s, name)
+        except Fail as e:
+            raise Fail("the QEMU run of %s failed, so there is nothing to compare with: %s" % (name, e))
+        d = diff(oks, qemu)
+        check(not d, "results with NRIP (Bochs) and without (QEMU) differ: " + "; ".join(d[:3]))
+        return b
+    return run
+
+
+def t_nrip_switched(label, opts):
+    """Every switch off on the SVM image with NRIP save: each "always" piece
+    around the NRIP handlers; the guests' results equal the default run's."""
+    def run():
+        mods = [guest(n) for n in MULTI_GUESTS] + [guest("bench32", "n=20")]
+        b = BochsBoot(label, mods, append=opts, cpu=NRIP_CPU, kernel=SVM_IMAGE)
+        b.expect_options(opts)
+        per = multi_results(b, MULTI_GUESTS)
+        try:
+            bench.parse_bench(b.text, n=20, modes=("flat32",))
+            bench.check_config_bits(b.text, opts)
+        except bench.BenchError as e:
+            raise Fail(str(e))
+        b.expect_rc(1)
+        b.expect_powered_off(0)
+        for n in MULTI_GUESTS:
+            with BASELINE_LOCK:
+                base = BASELINE.get("nrip-" + n)
+            check(base is not None, "no baseline: nrip-selftest-%s (default options) failed" % n)
+            d = diff(per[n], base)
+            check(not d, "%s: results differ from the default options run: %s" % (n, "; ".join(d[:3])))
         return b
     return run
 
@@ -297,6 +356,9 @@ def all_tests():
     t.append((1, "vmx-no-ept", t_cpu_refused("no-ept", "core2_penryn_t9600", NO_EPT_LINE)))
     t.append((2, "vmx-switch-all-off", t_switched("switch-all-off", ALL_OFF)))
     t.append((2, "vmx-switch-always-in-light", t_switched("switch-always-in-light", ALWAYS_IN_LIGHT)))
+    for g in NRIP_SELFTESTS:
+        t.append((1, "nrip-selftest-" + g, t_nrip_selftest(g)))
+    t.append((2, "nrip-switch-all-off", t_nrip_switched("nrip-switch-all-off", ALL_OFF)))
     t.extend(itest.plugin_tests("vmx_tests"))
     return t
 
@@ -316,6 +378,8 @@ def main():
         needed = set()
         if any(n.startswith("vmx-switch-") for _, n, _ in sel):
             needed = set("vmx-selftest-" + g for g in MULTI_GUESTS)
+        if any(n.startswith("nrip-switch-") for _, n, _ in sel):
+            needed |= set("nrip-selftest-" + g for g in MULTI_GUESTS)
         tests = [x for x in tests if x in sel or x[1] in needed]
     if args.list:
         for _, name, _ in tests:

@@ -40,7 +40,8 @@ test: deps
 	@tools/test.sh
 
 # Instructions per exit under QEMU -icount, all configurations;
-# BACKEND=vmx: the Intel VT-x image under Bochs (build/bench/exits-vmx.json).
+# BACKEND=vmx: the Intel VT-x image under Bochs (build/bench/exits-vmx.json);
+# BACKEND=svm-nrip: the SVM image with NRIP save under Bochs (exits-nrip.json).
 BACKEND ?= svm
 bench: deps
 	@$(MAKE) --no-print-directory all

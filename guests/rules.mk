@@ -18,6 +18,9 @@ G_RT64 := $(patsubst %,$(G_DIR)/obj64/%.o,guests/rt/entry64.S guests/rt/rt.c \
 G_TESTS32 := hello cpuid ports msrs virtinsn triple stats dr hlt mmio_bad irqstate forever
 # 64-bit self tests (long mode, paging on): guests/selftest/NAME.c
 G_TESTS64 := nextrip64 syscall64
+# Self tests built at both widths from one source: guests/selftest/NAME.c ->
+# NAME32.elf (flat protected mode) and NAME64.elf (long mode, paging on)
+G_TESTS_BOTH := mmio unclaimed
 # Hostile guests: every guests/hostile/NAME.c, 64-bit when NAME ends in 64
 G_HOSTILE_SRCS := $(wildcard guests/hostile/*.c)
 G_HOSTILE64 := $(patsubst guests/hostile/%.c,%,$(filter %64.c,$(G_HOSTILE_SRCS)))
@@ -25,7 +28,8 @@ G_HOSTILE32 := $(patsubst guests/hostile/%.c,%,$(filter-out %64.c,$(G_HOSTILE_SR
 
 G_ELFS := $(G_TESTS32:%=$(G_DIR)/%.elf) $(G_TESTS64:%=$(G_DIR)/%.elf) \
           $(G_HOSTILE32:%=$(G_DIR)/%.elf) $(G_HOSTILE64:%=$(G_DIR)/%.elf) \
-          $(G_DIR)/bench32.elf $(G_DIR)/bench64.elf $(G_DIR)/mmio32.elf $(G_DIR)/mmio64.elf
+          $(G_DIR)/bench32.elf $(G_DIR)/bench64.elf \
+          $(G_TESTS_BOTH:%=$(G_DIR)/%32.elf) $(G_TESTS_BOTH:%=$(G_DIR)/%64.elf)
 
 .PHONY: guests guests-native
 guests: $(G_ELFS)
@@ -68,11 +72,12 @@ $(G_DIR)/bench32.elf: $(G_DIR)/obj32/guests/bench/bench.c.o $(G_RT32) guests/rt/
 $(G_DIR)/bench64.elf: $(G_DIR)/obj64/guests/bench/bench.c.o $(G_RT64) guests/rt/guest.ld
 	$(CC) -m64 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
 
-# The emulator self-test, one source built for both modes.
-$(G_DIR)/mmio32.elf: $(G_DIR)/obj32/guests/selftest/mmio.c.o $(G_RT32) guests/rt/guest.ld
+$(G_TESTS_BOTH:%=$(G_DIR)/%32.elf): $(G_DIR)/%32.elf: $(G_DIR)/obj32/guests/selftest/%.c.o \
+		$(G_RT32) guests/rt/guest.ld
 	$(CC) -m32 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
 
-$(G_DIR)/mmio64.elf: $(G_DIR)/obj64/guests/selftest/mmio.c.o $(G_RT64) guests/rt/guest.ld
+$(G_TESTS_BOTH:%=$(G_DIR)/%64.elf): $(G_DIR)/%64.elf: $(G_DIR)/obj64/guests/selftest/%.c.o \
+		$(G_RT64) guests/rt/guest.ld
 	$(CC) -m64 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
 
 # ELF32 copies of the 64-bit guests, only so that QEMU's own multiboot

@@ -304,15 +304,19 @@ void heavy_npf(struct vcpu *v)
 	struct npf_info f;
 	vendor_exit_npf(v, &f);
 	uint64_t rip = vendor_guest_rip(v);
-	if (!vm_find_mmio(v->vm, f.gpa))
+	/* An address nobody claims reads all-ones and drops writes, as on a PC
+	 * (the emulator performs the access: vm_mmio_access); unclaimed=stop
+	 * stops the VM instead. */
+	bool claimed = vm_find_mmio(v->vm, f.gpa);
+	if (!claimed && v->vm->unclaimed_stop)
 		vm_fault(v->vm, "guest-physical access to 0x%lx outside its RAM and devices at "
-			 "rip 0x%lx", f.gpa, rip);
+			 "rip 0x%lx (unclaimed=stop)", f.gpa, rip);
 	else if (f.in_event_delivery)   /* the IDT, stack or TSS in MMIO */
-		vm_fault(v->vm, "delivering an interrupt or exception touched MMIO at 0x%lx "
-			 "(rip 0x%lx)", f.gpa, rip);
+		vm_fault(v->vm, "delivering an interrupt or exception touched %s at 0x%lx "
+			 "(rip 0x%lx)", claimed ? "MMIO" : "an unclaimed address", f.gpa, rip);
 	else if (!f.final_access)
-		vm_fault(v->vm, "the guest's page tables point into MMIO at 0x%lx (rip 0x%lx)",
-			 f.gpa, rip);
+		vm_fault(v->vm, "the guest's page tables point into %s at 0x%lx (rip 0x%lx)",
+			 claimed ? "MMIO" : "an unclaimed address", f.gpa, rip);
 	else
 		heavy_emulate(v, HEAVY_EMUL_MMIO, f.gpa, 0);
 }

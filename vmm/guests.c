@@ -118,6 +118,8 @@ static int config_spec(const struct boot_info *bi, unsigned i, unsigned id,
 	spec->mem_mb = c->memory_mb;
 	spec->has_timeout = c->has_timeout;
 	spec->timeout_s = c->timeout_s;
+	spec->has_unclaimed = c->has_unclaimed;
+	spec->unclaimed_stop = c->unclaimed_stop;
 	return 0;
 }
 

@@ -62,6 +62,11 @@ int vm_mmio_access(struct vcpu *v, uint64_t gpa, uint64_t *data, unsigned size, 
 {
 	const struct io_range *r = vm_find_mmio(v->vm, gpa);
 	if (!r) {
+		if (v->vm->unclaimed_stop) {
+			vm_fault(v->vm, "guest-physical %s of 0x%lx, outside its RAM and devices "
+				 "(unclaimed=stop)", is_write ? "write" : "read", gpa);
+			return IO_VM_END;
+		}
 		if (is_write) {
 			v->stats.denied_mmio_writes++;
 		} else {
@@ -354,6 +359,7 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	vm->name = spec->name;
 	vm->cmdline = spec->cmdline;
 	vm->opt = opt;
+	vm->unclaimed_stop = spec->has_unclaimed ? spec->unclaimed_stop : !opt->unclaimed_pc;
 	vm->mem_hpa = mem_hpa;
 	vm->mem_size = mem;
 	vm->vcpu = v;

@@ -135,6 +135,7 @@ struct vm {
 	struct msr_range msr[VM_MAX_MSR_RANGES];
 	uint64_t mtrr_def_type;
 	uint64_t nb_cfg;            /* AMD NB_CFG, remembered only */
+	bool unclaimed_stop;        /* unclaimed=stop: an access nobody claims stops the VM */
 
 	struct uart16550 uart;
 	struct debug_exit debug_exit;
@@ -229,6 +230,8 @@ struct vm_spec {
 	bool linux_kernel;
 	bool has_timeout;          /* a description's `timeout =`; else vm.timeout= applies */
 	unsigned timeout_s;        /* seconds, 0 = no limit */
+	bool has_unclaimed;        /* a description's `unclaimed =`; else unclaimed= applies */
+	bool unclaimed_stop;
 };
 
 /* Creates, runs to its end and destroys one VM. Returns its end status. */

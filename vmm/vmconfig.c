@@ -16,6 +16,7 @@ enum key_kind {
 	KEY_MEMORY,   /* MiB */
 	KEY_CPUS,
 	KEY_SECONDS,  /* the time limit */
+	KEY_UNCLAIMED, /* pc | stop */
 };
 
 struct key_desc {
@@ -35,6 +36,7 @@ static const struct key_desc key_table[] = {
 	{ "memory", KEY_MEMORY, offsetof(struct vmconfig, memory_mb), 0 },
 	{ "cpus", KEY_CPUS, offsetof(struct vmconfig, cpus), 0 },
 	{ "timeout", KEY_SECONDS, offsetof(struct vmconfig, timeout_s), 0 },
+	{ "unclaimed", KEY_UNCLAIMED, offsetof(struct vmconfig, unclaimed_stop), 0 },
 };
 
 #define KEY_COUNT (sizeof(key_table) / sizeof(key_table[0]))
@@ -183,6 +185,15 @@ static int apply(struct vmconfig *out, const struct key_desc *d, const char *v, 
 		}
 		*(unsigned *)field = num;
 		out->has_timeout = true;
+		return 0;
+	case KEY_UNCLAIMED:
+		if (!word_is(v, n, "pc") && !word_is(v, n, "stop")) {
+			snprintf(err, errlen, ":%u: unclaimed = %s: use pc or stop", line,
+				 quote(q, v, n));
+			return -1;
+		}
+		*(bool *)field = word_is(v, n, "stop");
+		out->has_unclaimed = true;
 		return 0;
 	}
 	return -1;

@@ -9,6 +9,7 @@
  *   memory  = 256                          # MiB, 16..3072, default 256
  *   cpus    = 1                            # only 1 is accepted today
  *   timeout = 30                           # seconds, 0..86400; 0 = no limit
+ *   unclaimed = stop                       # pc (default) | stop: see README
  *
  * The first line must be exactly `# lightpath vm` (trailing blanks and a CR
  * allowed): it is how lightpath tells a config module from a kernel image.
@@ -47,6 +48,8 @@ struct vmconfig {
 	unsigned cpus;       /* 1 */
 	bool has_timeout;    /* a `timeout =` line was given: it overrides vm.timeout= */
 	unsigned timeout_s;  /* the VM's time limit in seconds, 0 = none */
+	bool has_unclaimed;  /* an `unclaimed =` line was given: it overrides unclaimed= */
+	bool unclaimed_stop; /* stop the VM at an access nobody claims */
 };
 
 /* Does this module start with the line "# lightpath vm"? Cheap enough to
@@ -56,7 +59,7 @@ bool vmconfig_is_config(const uint8_t *data, size_t len);
 /* Parses text[0..len) (need not be NUL-terminated) into *out, defaults
  * first. Returns 0, or -1 with one line (no newline) in err that starts with
  * ':' so that the caller only prepends the file name:
- *   ":3: unknown key 'foo' (accepted: name kernel initrd cmdline memory cpus timeout)"
+ *   ":3: unknown key 'foo' (accepted: name kernel initrd cmdline memory cpus timeout unclaimed)"
  *   ":5: memory = 12: use an even number 16..3072 (MiB)"
  *   ":6: timeout = 1.5: use whole seconds 0..86400 (0 = no limit)"
  *   ": no 'kernel = ...' line (every VM needs a kernel)"      (whole file)

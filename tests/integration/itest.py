@@ -407,6 +407,68 @@ def t_mmio_bad():
     return b
 
 
+UNCLAIMED_GUESTS = ("unclaimed32", "unclaimed64")
+
+
+def expect_unclaimed_counts(b, name, vm=0):
+    """The guest's own count of its accesses to unclaimed addresses equals
+    lightpath's statistics line for the VM."""
+    m = b.expect(PREFIX + r"%s: made (\d+) reads, (\d+) writes to unclaimed addresses\s*$"
+                 % re.escape(name), "'%s: made N reads, M writes to unclaimed addresses'" % name)
+    want = (int(m.group(1)), int(m.group(2)))
+    s = b.expect(r"^\s+emulated: \d+ instructions; unclaimed MMIO: (\d+) reads, (\d+) writes\s*$",
+                 "'emulated: N instructions; unclaimed MMIO: R reads, W writes' in vm%d's statistics" % vm)
+    got = (int(s.group(1)), int(s.group(2)))
+    check(got == want, "lightpath counted %d reads, %d writes of unclaimed addresses; the guest "
+          "made %d, %d" % (got + want))
+
+
+def t_unclaimed(name):
+    """Unclaimed guest-physical addresses read all-ones and drop writes
+    (unclaimed=pc, the default), counted in the exit statistics."""
+    def run():
+        b = Boot("selftest-" + name, [guest(name)])
+        selftest_result(b, name)
+        b.expect_rc(1)
+        expect_unclaimed_counts(b, name)
+        return b
+    return run
+
+
+UNCLAIMED_STOP = (r"^lightpath: vm0: stopped: guest-physical access to 0x%x outside its RAM and "
+                  r"devices at rip 0x[0-9a-f]+ \(unclaimed=stop\)\s*$")
+
+
+def t_unclaimed_stop(how):
+    """unclaimed=stop, set by the boot option or by a VM description's
+    `unclaimed =` (which overrides the option): the first access stops the
+    VM; the next VM runs."""
+    def run():
+        if how == "option":
+            b = Boot("unclaimed-stop-option", [guest("unclaimed32"), HELLO3], append="unclaimed=stop")
+            b.expect_options("unclaimed=stop")
+        else:
+            stop = write_test_file("unclaimed-stop.cfg", "# lightpath vm\nname = strict\n"
+                                   "kernel = unclaimed32.elf\nmemory = 32\nunclaimed = stop\n")
+            pc = write_test_file("unclaimed-pc.cfg", "# lightpath vm\nname = lenient\n"
+                                 "kernel = unclaimed64.elf\nmemory = 32\nunclaimed = pc\n")
+            b = Boot("unclaimed-stop-config", [stop, pc, guest("unclaimed32"), guest("unclaimed64")],
+                     append="unclaimed=stop")
+        b.expect(UNCLAIMED_STOP % 0xfeb01000, "'vm0: stopped: guest-physical access to 0xfeb01000 "
+                 "outside its RAM and devices at rip 0x... (unclaimed=stop)'")
+        b.expect_not(r"^\[vm0\] ok 1 ", "vm0 ran on after its first unclaimed access")
+        if how == "option":
+            b.expect(r"^\[vm1\] hello from lightpath guest\s*$", "'[vm1] hello from lightpath guest'")
+            b.expect(r"^lightpath: vm1: ended with status 3 ", "'lightpath: vm1: ended with status 3'")
+        else:
+            # the description's `unclaimed = pc` wins over the boot option
+            selftest_result(b, "unclaimed64")
+            expect_unclaimed_counts(b, "unclaimed64", vm=1)
+        expect_first_nonzero(b, 0x70, 0, 2 if how == "option" else 1, 2)
+        return b
+    return run
+
+
 def t_virtinsn():
     b = Boot("virtinsn-then-hello", [guest("virtinsn"), guest("hello")])
     selftest_result(b, "virtinsn")
@@ -577,7 +639,7 @@ def t_bad_config(label, text, line_for):
 BAD_CONFIGS = (
     ("unknown-key", "# lightpath vm\nkernel = vmlinuz\ncolour = blue\nmemory = 64\n",
      lambda p: r"lightpath: error: %s:3: unknown key 'colour' "
-               r"\(accepted: name kernel initrd cmdline memory cpus timeout\)" % p),
+               r"\(accepted: name kernel initrd cmdline memory cpus timeout unclaimed\)" % p),
     ("memory", "# lightpath vm\nname = small\n\n# too little\nmemory = 12\nkernel = vmlinuz\n",
      lambda p: r"lightpath: error: %s:5: memory = 12: use an even number 16\.\.3072 \(MiB\)" % p),
     ("no-kernel", "# lightpath vm\nname = nokernel\nmemory = 64\n",
@@ -1088,6 +1150,10 @@ def all_tests():
     t.append((1, "isolation", t_isolation))
     t.append((1, "virtinsn-stays-up", t_virtinsn))
     t.append((1, "mmio-bad-isolation", t_mmio_bad))
+    for g in UNCLAIMED_GUESTS:
+        t.append((1, "selftest-" + g, t_unclaimed(g)))
+    for how in ("option", "config"):
+        t.append((1, "unclaimed-stop-" + how, t_unclaimed_stop(how)))
     t.append((1, "status-stopped-then-healthy", t_status_stopped_then_healthy))
     t.append((1, "status-first-nonzero", t_status_first_nonzero))
     t.append((1, "status-0x80", t_status_high(0x80)))

@@ -35,7 +35,7 @@ LP_BOCHS = os.path.join(ROOT, "tools", "lp-bochs")
 TIMEOUT = int(os.environ.get("LP_VMX_TIMEOUT", "120"))
 
 SELFTESTS = ("cpuid", "ports", "msrs", "virtinsn", "stats", "dr", "hlt", "nextrip64", "syscall64",
-             "mmio32", "mmio64")
+             "mmio32", "mmio64") + itest.UNCLAIMED_GUESTS
 # Guests run together (one VM each) in the switched-configuration boots.
 MULTI_GUESTS = ("msrs", "dr", "hlt", "ports", "nextrip64", "syscall64")
 ALL_OFF = " ".join("%s=%s" % (k, off) for k, _, off in bench.SWITCHES)
@@ -138,6 +138,8 @@ def t_selftest(name):
         b.expect(r"^lightpath: vm0: ended with status 0 ", "'lightpath: vm0: ended with status 0 (...)'")
         b.expect(r"^\s+total\s+\d+\s", "'total' row of the exit statistics table")
         b.expect_powered_off(0)
+        if name in itest.UNCLAIMED_GUESTS:
+            itest.expect_unclaimed_counts(b, name)
         with BASELINE_LOCK:
             BASELINE[name] = oks
         # The same guest on the SVM backend (QEMU TCG): the same results.
@@ -164,6 +166,8 @@ def t_nrip_selftest(name):
                  "'lightpath: lightweight-exit hypervisor, AMD SVM backend'")
         b.expect(r"^%s\s*$" % re.escape(NRIP_LINE), "'%s'" % NRIP_LINE)
         b.expect_powered_off(0)
+        if name in itest.UNCLAIMED_GUESTS:
+            itest.expect_unclaimed_counts(b, name)
         with BASELINE_LOCK:
             BASELINE["nrip-" + name] = oks
         s = itest.Boot("nrip-qemu-baseline-" + name, [guest(name)])

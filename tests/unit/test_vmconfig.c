@@ -44,6 +44,7 @@ static void test_minimal_and_defaults(void **state)
 	assert_int_equal(cfg.cpus, 1);
 	assert_false(cfg.has_timeout);         /* vm.timeout= applies */
 	assert_int_equal(cfg.timeout_s, 0);
+	assert_false(cfg.has_unclaimed);       /* unclaimed= applies */
 }
 
 static void test_full(void **state)
@@ -169,15 +170,15 @@ static void test_unknown_key(void **state)
 {
 	(void)state;
 	expect_error(MAGIC "kernel = vmlinuz\nfoo = 1\n",
-		     ":3: unknown key 'foo' (accepted: name kernel initrd cmdline memory cpus timeout)");
+		     ":3: unknown key 'foo' (accepted: name kernel initrd cmdline memory cpus timeout unclaimed)");
 	expect_error(MAGIC "Kernel = vmlinuz\n",
-		     ":2: unknown key 'Kernel' (accepted: name kernel initrd cmdline memory cpus timeout)");
+		     ":2: unknown key 'Kernel' (accepted: name kernel initrd cmdline memory cpus timeout unclaimed)");
 	expect_error(MAGIC "kernel = vmlinuz\nmem = 64\n",
-		     ":3: unknown key 'mem' (accepted: name kernel initrd cmdline memory cpus timeout)");
+		     ":3: unknown key 'mem' (accepted: name kernel initrd cmdline memory cpus timeout unclaimed)");
 	/* a long key is cut in the message */
 	expect_error(MAGIC "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa = 1\n",
 		     ":2: unknown key 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...' "
-		     "(accepted: name kernel initrd cmdline memory cpus timeout)");
+		     "(accepted: name kernel initrd cmdline memory cpus timeout unclaimed)");
 }
 
 static void test_missing_equals(void **state)
@@ -265,6 +266,22 @@ static void test_timeout(void **state)
 		     ":4: duplicate key 'timeout' (already set on line 2)");
 }
 
+static void test_unclaimed(void **state)
+{
+	(void)state;
+	assert_int_equal(parse(MAGIC "kernel = k\nunclaimed = stop\n"), 0);
+	assert_true(cfg.has_unclaimed);
+	assert_true(cfg.unclaimed_stop);
+	assert_int_equal(parse(MAGIC "kernel = k\nunclaimed = \"pc\"  # as on a PC\n"), 0);
+	assert_true(cfg.has_unclaimed);
+	assert_false(cfg.unclaimed_stop);
+	expect_error(MAGIC "kernel = k\nunclaimed = Stop\n", ":3: unclaimed = Stop: use pc or stop");
+	expect_error(MAGIC "kernel = k\nunclaimed = stopped\n", ":3: unclaimed = stopped: use pc or stop");
+	expect_error(MAGIC "kernel = k\nunclaimed =\n", ":3: unclaimed = : use pc or stop");
+	expect_error(MAGIC "unclaimed = pc\nkernel = k\nunclaimed = stop\n",
+		     ":4: duplicate key 'unclaimed' (already set on line 2)");
+}
+
 static void test_too_long(void **state)
 {
 	(void)state;
@@ -349,10 +366,10 @@ static void test_error_prefix_and_truncation(void **state)
 	(void)state;
 	char line[300];
 	expect_error(MAGIC "kernel = k\nfoo = 1\n",
-		     ":3: unknown key 'foo' (accepted: name kernel initrd cmdline memory cpus timeout)");
+		     ":3: unknown key 'foo' (accepted: name kernel initrd cmdline memory cpus timeout unclaimed)");
 	snprintf(line, sizeof(line), "linux.cfg%s", err);
 	assert_string_equal(line,
-			    "linux.cfg:3: unknown key 'foo' (accepted: name kernel initrd cmdline memory cpus timeout)");
+			    "linux.cfg:3: unknown key 'foo' (accepted: name kernel initrd cmdline memory cpus timeout unclaimed)");
 	/* a short err buffer gets a cut, NUL-terminated line */
 	char small[8];
 	memset(small, 'x', sizeof(small));
@@ -378,6 +395,7 @@ int main(void)
 		cmocka_unit_test(test_memory),
 		cmocka_unit_test(test_cpus),
 		cmocka_unit_test(test_timeout),
+		cmocka_unit_test(test_unclaimed),
 		cmocka_unit_test(test_too_long),
 		cmocka_unit_test(test_missing_kernel),
 		cmocka_unit_test(test_bad_values),

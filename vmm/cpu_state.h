@@ -1,0 +1,26 @@
+/* Guest state whose only home is the physical CPU: no VMCB or VMCS field
+ * holds it, and lightpath itself never uses it. That is the extended state
+ * (x87, SSE, AVX, the other XSAVE components) with XCR0, TSC_AUX (the
+ * guest reads and writes it directly on both backends), and CR2 on VT-x
+ * (and under Bochs' SVM, which does not load the VMCB's at VMRUN).
+ *
+ * It stays in the CPU from the vCPU's start to its end: each vCPU owns its
+ * CPU, and nothing else runs there in between. So a vCPU's start is where
+ * the previous VM's values are wiped (vcpu_cpu_state_reset); a CPU handed
+ * from one vCPU to another would save the old one's here and load the new
+ * one's (XGETBV/XSETBV and XSAVE/XRSTOR with a per-vCPU area, RDMSR/WRMSR).
+ */
+#ifndef VMM_CPU_STATE_H
+#define VMM_CPU_STATE_H
+
+#include <stdint.h>
+
+struct vcpu;
+
+/* Puts the CPU-held state a guest can read in its architectural reset
+ * state for `v`: extended state in its init configuration, XCR0 = 1,
+ * TSC_AUX = 0, CR2 = 0. Call on the CPU that will run `v`, before its
+ * first entry. */
+void vcpu_cpu_state_reset(struct vcpu *v);
+
+#endif

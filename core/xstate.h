@@ -53,4 +53,24 @@ static inline void xsetbv(uint32_t xcr, uint64_t v)
 	asm volatile("xsetbv" ::"c"(xcr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)) : "memory");
 }
 
+/* Whether XSETBV accepts `xcr0` for XCR0 on a CPU that offers the
+ * components `offered` (SDM vol. 1 13.3 and XSETBV; AMD APM vol. 3
+ * XSETBV): no bit beyond them, x87 always on, AVX only with SSE, the
+ * AVX-512 components all or none and only with AVX, MPX and AMX each as a
+ * pair. */
+static inline bool xcr0_valid(uint64_t xcr0, uint64_t offered)
+{
+	if ((xcr0 & ~offered) || !(xcr0 & XCR0_X87))
+		return false;
+	if ((xcr0 & XCR0_AVX) && !(xcr0 & XCR0_SSE))
+		return false;
+	if ((xcr0 & XCR0_AVX512) && ((xcr0 & XCR0_AVX512) != XCR0_AVX512 || !(xcr0 & XCR0_AVX)))
+		return false;
+	if ((xcr0 & XCR0_MPX) && (xcr0 & XCR0_MPX) != XCR0_MPX)
+		return false;
+	if ((xcr0 & XCR0_AMX) && (xcr0 & XCR0_AMX) != XCR0_AMX)
+		return false;
+	return true;
+}
+
 #endif

@@ -2,9 +2,11 @@
 
 #include "core/cpu.h"
 #include "core/xstate.h"
+#include "vmm/exit.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
 
+#define CPUID1_ECX_XSAVE    (1u << 26)
 #define CPUID7_ECX_RDPID    (1u << 22)
 #define CPUID81_EDX_RDTSCP  (1u << 27)
 
@@ -34,4 +36,15 @@ void vcpu_cpu_state_reset(struct vcpu *v)
 	 * VMCB's, except under Bochs 2.7, whose VMRUN leaves the CPU's: both */
 	asm volatile("mov %0, %%cr2" ::"r"(0ull));
 	vendor_set_guest_cr2(v, 0);
+}
+
+uint64_t vcpu_xcr0_offered(struct vcpu *v)
+{
+	uint32_t r[4];
+	exit_cpuid(v, 1, 0, r);
+	if (!(r[2] & CPUID1_ECX_XSAVE))
+		return 0;
+	exit_cpuid(v, 0xd, 0, r);
+	/* never more than lightpath resets between VMs */
+	return (((uint64_t)r[3] << 32) | r[0]) & xstate_xcr0_supported;
 }

@@ -9,7 +9,10 @@
  * the previous VM's values are wiped (vcpu_cpu_state_reset); a CPU handed
  * from one vCPU to another would save the old one's here and load the new
  * one's (XGETBV/XSETBV and XSAVE/XRSTOR with a per-vCPU area, RDMSR/WRMSR).
- */
+ * The CPU is the only home of the guest's XCR0 too: lightpath checks and
+ * loads it on an XSETBV exit, but keeps no copy, because an emulator
+ * without the XSETBV intercept (QEMU before 8.2) lets the guest write it
+ * without an exit. */
 #ifndef VMM_CPU_STATE_H
 #define VMM_CPU_STATE_H
 
@@ -22,5 +25,9 @@ struct vcpu;
  * TSC_AUX = 0, CR2 = 0. Call on the CPU that will run `v`, before its
  * first entry. */
 void vcpu_cpu_state_reset(struct vcpu *v);
+
+/* The XCR0 components the VM's CPUID leaf 0xD offers (what its XSETBV may
+ * enable), or 0 when it has no XSAVE. */
+uint64_t vcpu_xcr0_offered(struct vcpu *v);
 
 #endif

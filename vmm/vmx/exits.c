@@ -88,6 +88,7 @@ const struct exit_row vendor_exit_table[] = {
 		 vmx_heavy_ept_misconfig),
 	EXIT_VIRT_INSN(VMX_EXIT_INVEPT, VMX_EXIT_INVEPT),
 	EXIT_VIRT_INSN(VMX_EXIT_INVVPID, VMX_EXIT_INVVPID),
+	EXIT_XSETBV(VMX_EXIT_XSETBV),
 	EXIT_VIRT_INSN(VMX_EXIT_VMFUNC, VMX_EXIT_VMFUNC),
 };
 const unsigned vendor_exit_table_rows = sizeof(vendor_exit_table) / sizeof(vendor_exit_table[0]);

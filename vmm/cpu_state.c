@@ -1,6 +1,7 @@
 #include "vmm/cpu_state.h"
 
 #include "core/cpu.h"
+#include "core/timer.h"
 #include "core/xstate.h"
 #include "vmm/exit.h"
 #include "vmm/vendor.h"
@@ -36,6 +37,9 @@ void vcpu_cpu_state_reset(struct vcpu *v)
 	 * VMCB's, except under Bochs 2.7, whose VMRUN leaves the CPU's: both */
 	asm volatile("mov %0, %%cr2" ::"r"(0ull));
 	vendor_set_guest_cr2(v, 0);
+	/* CR8: on VT-x (no TPR shadow) the guest's is the local APIC's TPR;
+	 * on SVM it is the VMCB's V_TPR */
+	lapic_tpr_clear();
 }
 
 uint64_t vcpu_xcr0_offered(struct vcpu *v)

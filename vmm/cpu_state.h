@@ -1,8 +1,9 @@
 /* Guest state whose only home is the physical CPU: no VMCB or VMCS field
  * holds it, and lightpath itself never uses it. That is the extended state
  * (x87, SSE, AVX, the other XSAVE components) with XCR0, TSC_AUX (the
- * guest reads and writes it directly on both backends), and CR2 on VT-x
- * (and under Bochs' SVM, which does not load the VMCB's at VMRUN).
+ * guest reads and writes it directly on both backends), and on VT-x CR2
+ * (also under Bochs' SVM, which does not load the VMCB's at VMRUN) and CR8,
+ * which without a TPR shadow is the local APIC's task priority.
  *
  * It stays in the CPU from the vCPU's start to its end: each vCPU owns its
  * CPU, and nothing else runs there in between. So a vCPU's start is where
@@ -22,8 +23,8 @@ struct vcpu;
 
 /* Puts the CPU-held state a guest can read in its architectural reset
  * state for `v`: extended state in its init configuration, XCR0 = 1,
- * TSC_AUX = 0, CR2 = 0. Call on the CPU that will run `v`, before its
- * first entry. */
+ * TSC_AUX = 0, CR2 = 0, CR8 (TPR) = 0. Call on the CPU that will run `v`,
+ * before its first entry. */
 void vcpu_cpu_state_reset(struct vcpu *v);
 
 /* The XCR0 components the VM's CPUID leaf 0xD offers (what its XSETBV may

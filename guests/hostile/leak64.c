@@ -2,7 +2,7 @@
  * can write and the next VM could read (issue 10, item 1), then ends with
  * status 0: the x87 registers, control, status and tag words, pointers and
  * opcode, MXCSR, XMM0-15, XCR0 and every XSAVE component it can turn on
- * (YMM upper halves, AVX-512, PKRU), TSC_AUX, DR0-3/DR6/DR7, CR2, EFER,
+ * (YMM upper halves, AVX-512, PKRU), TSC_AUX, DR0-3/DR6/DR7, CR2, CR8, EFER,
  * PAT, the syscall, SYSENTER and FS/GS.base MSRs, the UART's scratch
  * register and two CMOS bytes. resetcheck, run after it, must see none of
  * it. 64-bit, to reach XMM8-15 and the upper ZMM registers.
@@ -96,15 +96,16 @@ static uint64_t leave_xsave_markers(void)
 
 /* A sample of the markers, read back: the leak is real, so a clean
  * resetcheck after it means something. */
-#define NR_READ_BACK 8
+#define NR_READ_BACK 9
 static unsigned markers_read_back(uint64_t xcr0)
 {
 	uint16_t fcw;
 	uint32_t mxcsr;
-	uint64_t cr2, dr0, aux = 0;
+	uint64_t cr2, cr8, dr0, aux = 0;
 	asm volatile("fnstcw %0" : "=m"(fcw));
 	asm volatile("stmxcsr %0" : "=m"(mxcsr));
 	asm volatile("mov %%cr2, %0" : "=r"(cr2));
+	asm volatile("mov %%cr8, %0" : "=r"(cr8));
 	asm volatile("mov %%dr0, %0" : "=r"(dr0));
 	rdmsr_safe(MSR_TSC_AUX, &aux);
 	uint32_t lo, hi;
@@ -112,7 +113,8 @@ static unsigned markers_read_back(uint64_t xcr0)
 		asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
 	else
 		lo = hi = 0;
-	return (fcw == 0x0e7f) + (mxcsr == 0x7f80) + (cr2 == 0x00000c2c2c2c2000ull) + (dr0 == 0x1000) +
+	return (fcw == 0x0e7f) + (mxcsr == 0x7f80) + (cr2 == 0x00000c2c2c2c2000ull) + (cr8 == 5) +
+	       (dr0 == 0x1000) +
 	       (aux == 0x5a5a5a5a) + (rdmsr(MSR_LSTAR) == 0xffff800012345000ull) +
 	       (inb(0x3ff) == 0x5a) + (xcr0 && (((uint64_t)hi << 32) | lo) == xcr0);
 }
@@ -124,6 +126,7 @@ int guest_main(void)
 	asm volatile("fxrstor %0" : : "m"(*(uint8_t(*)[512])area) : "memory");
 
 	asm volatile("mov %0, %%cr2" : : "r"(0x00000c2c2c2c2000ull));
+	asm volatile("mov %0, %%cr8" : : "r"(5ull));                /* task priority */
 	asm volatile("mov %0, %%dr0" : : "r"(0x1000ull));
 	asm volatile("mov %0, %%dr1" : : "r"(0x2000ull));
 	asm volatile("mov %0, %%dr2" : : "r"(0x3000ull));
@@ -153,7 +156,7 @@ int guest_main(void)
 
 	uint64_t xcr0 = leave_xsave_markers();
 	rt_printf("leak64: markers left in x87, SSE, XSAVE components (XCR0 0x%llx), TSC_AUX%s, "
-		  "DR0-7, CR2, MSRs and devices\n", (unsigned long long)xcr0,
+		  "DR0-7, CR2, CR8, MSRs and devices\n", (unsigned long long)xcr0,
 		  aux_fault ? " (WRMSR faulted)" : "");
 	rt_printf("leak64: %u of %u markers read back\n", markers_read_back(xcr0), NR_READ_BACK);
 	return 0;

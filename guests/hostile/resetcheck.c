@@ -3,7 +3,7 @@
  * (control, status and tag words, the last-instruction pointers, the
  * register contents), MXCSR and the XMM registers, XCR0, the upper halves
  * of the YMM registers and every other XSAVE component the CPU offers,
- * TSC_AUX (RDMSR and RDTSCP), DR0-3/DR6/DR7, CR2 and CR4, EFER, PAT, the
+ * TSC_AUX (RDMSR and RDTSCP), DR0-3/DR6/DR7, CR2, CR4, CR8, EFER, PAT, the
  * syscall, SYSENTER and segment-base MSRs, and a register in two devices.
  * Run it after a hostile guest: nothing that guest did may be visible.
  *
@@ -13,7 +13,7 @@
  * component the CPU reports (leaving that for the next VM to undo).
  *
  * Built twice: resetcheck.elf (32-bit, paging off) and resetcheck64.elf
- * (long mode: XMM8-15 and YMM8-15 too). Reset values: x87 as FNINIT and
+ * (long mode: XMM8-15, YMM8-15 and CR8 too). Reset values: x87 as FNINIT and
  * XRSTOR's init configuration leave it (FCW 0x37f, all registers empty and
  * zero: what QEMU and KVM give a vCPU at reset; a CPU's power-up FCW is
  * 0x40), MXCSR 0x1f80, XCR0 1, DR6 0xffff0ff0, DR7 0x400, PAT
@@ -95,7 +95,7 @@ static const struct msr_expect msrs[] = {
 
 /* What was read, before anything was printed. */
 static struct {
-	ureg_t cr2, cr4;
+	ureg_t cr2, cr4, cr8;
 	struct x87_env env;
 	struct x87_save save;
 	uint32_t mxcsr;
@@ -197,6 +197,9 @@ static void read_everything(void)
 {
 	got.cr2 = read_cr2();
 	got.cr4 = read_cr4();
+#ifdef __x86_64__
+	asm volatile("mov %%cr8, %0" : "=r"(got.cr8));
+#endif
 	/* x87 first: FNSTENV masks the exceptions, FNSAVE re-initialises */
 	asm volatile("fnstenv %0" : "=m"(got.env));
 	asm volatile("fnsave %0" : "=m"(got.save));
@@ -380,6 +383,9 @@ static void check_registers(void)
 {
 	tap_eq(got.cr2, 0, "CR2 is 0");
 	tap_eq(got.cr4, CR4_EXPECTED, "CR4 is 0x%x at the start", CR4_EXPECTED);
+#ifdef __x86_64__
+	tap_eq(got.cr8, 0, "CR8 (the task priority) is 0");
+#endif
 	for (unsigned i = 0; i < 4; i++)
 		tap_eq(got.dr[i], 0, "DR%u is 0", i);
 	tap_eq(got.dr[6], DR6_RESET, "DR6 is 0xffff0ff0");

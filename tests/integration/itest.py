@@ -728,12 +728,11 @@ def hello_lines(vm, limit=None, hello=HELLO):
 
 def selftest_lines(b, vm, name, info=(), min_passed=1):
     """The guest lines of self-test `name` as VM `vm` when every check passed:
-    its `info` lines (regexes), `ok 1` .. `ok P`, the verdict. P is read from
-    the verdict in `b` and must be at least `min_passed` (if the verdict is
-    missing or says something failed, the lines expected from `min_passed`
-    fail where the log goes wrong)."""
-    m = b.find(r"\[vm%d\] selftest %s: (\d+) passed, 0 failed$" % (vm, re.escape(name)))
-    passed = max(int(m.group(1)) if m else 0, min_passed)
+    its `info` lines (regexes), `ok 1` .. `ok P`, the verdict. P is the number
+    of checks its verdict in `b` counts, at least `min_passed`; a `not ok`
+    line, or a missing verdict, fails where the log goes wrong."""
+    m = b.find(r"\[vm%d\] selftest %s: (\d+) passed, (\d+) failed$" % (vm, re.escape(name)))
+    passed = max(int(m.group(1)) + int(m.group(2)) if m else 0, min_passed)
     return ([r"\[vm%d\] %s" % (vm, i) for i in info] +
             [r"\[vm%d\] ok %d - .+" % (vm, n) for n in range(1, passed + 1)] +
             [r"\[vm%d\] selftest %s: %d passed, 0 failed" % (vm, re.escape(name), passed)])

@@ -10,6 +10,7 @@
 #include "core/pmem.h"
 #include "core/timer.h"
 #include "core/tsc.h"
+#include "core/xstate.h"
 #include "include/lightpath/abi.h"
 #include "lib/printf.h"
 #include "vmm/guests.h"
@@ -82,7 +83,8 @@ void kmain(uint32_t magic, uint32_t info)
 	pmem_init(&boot_info, reserved);
 	tsc_calibrate();
 
-	if (vendor_cpu_init(&options) < 0 || exit_table_init() < 0 || timer_init() < 0)
+	if (xstate_init() < 0 || vendor_cpu_init(&options) < 0 || exit_table_init() < 0 ||
+	    timer_init() < 0)
 		power_off(LP_STATUS_HV_ERROR);
 	spec_init(&options);
 

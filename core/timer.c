@@ -6,6 +6,7 @@
 #include "core/tsc.h"
 
 #define LAPIC_BASE      0xfee00000ull
+#define LAPIC_TPR       0x080
 #define LAPIC_EOI       0x0b0
 #define LAPIC_SVR       0x0f0
 #define LAPIC_LVT_TIMER 0x320
@@ -72,4 +73,9 @@ void timer_program(uint64_t deadline_tsc)
 void timer_interrupt(void)
 {
 	*lapic_reg(LAPIC_EOI) = 0;
+}
+
+void lapic_tpr_clear(void)
+{
+	*lapic_reg(LAPIC_TPR) = 0;
 }

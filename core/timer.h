@@ -15,5 +15,8 @@ int timer_init(void);
 void timer_program(uint64_t deadline_tsc);
 /* Called by the interrupt stub. */
 void timer_interrupt(void);
+/* Sets the local APIC's task priority back to 0, the host's: a VT-x guest
+ * without a TPR shadow writes it with MOV CR8 (vmm/cpu_state.h). */
+void lapic_tpr_clear(void);
 
 #endif

@@ -4,8 +4,10 @@
  * switch. Every heavy pass ends in exit_heavy, which injects what is due. */
 #include "core/console.h"
 #include "core/cpu.h"
+#include "core/xstate.h"
 #include "emul/x86_emulate.h"
 #include "lib/printf.h"
+#include "vmm/cpu_state.h"
 #include "vmm/exit.h"
 #include "vmm/platform.h"
 #include "vmm/vcpu_exit.h"
@@ -325,6 +327,34 @@ void heavy_npf(struct vcpu *v)
 void heavy_invd(struct vcpu *v)
 {
 	heavy_skip(v, insn_invd);
+}
+
+/* XSETBV, as the CPU executes it (SDM vol. 2 XSETBV, vol. 1 13.3; AMD APM
+ * vol. 3 XSETBV): #UD without CR4.OSXSAVE or without XSAVE in the VM's
+ * CPUID (an emulator may exit before checking either); #GP(0) at CPL > 0,
+ * for an XCR other than 0 and for a value XSETBV refuses, judged against
+ * the components the VM's CPUID leaf 0xD offers. AMD CPUs check the
+ * intercept before CPL, QEMU (8.2 on) before CPL and CR4.OSXSAVE. The
+ * value goes into the CPU at once: the host uses no XSAVE-managed state. */
+void heavy_xsetbv(struct vcpu *v)
+{
+	struct guest_paging pg;
+	vendor_guest_paging(v, &pg);
+	uint64_t offered = vcpu_xcr0_offered(v);
+	if (!(pg.cr4 & CR4_OSXSAVE) || !offered) {
+		vendor_inject_exception(v, 6, false, 0);
+		return;
+	}
+	uint64_t next = vendor_next_rip_slow(v, insn_xsetbv);
+	if (!next)
+		return;
+	uint64_t val = (uint32_t)*vendor_rax(v) | (uint64_t)(uint32_t)v->regs.rdx << 32;
+	if (vendor_cpl(v) || (uint32_t)v->regs.rcx || !xcr0_valid(val, offered)) {
+		vendor_inject_exception(v, 13, true, 0);
+		return;
+	}
+	xsetbv(0, val);   /* its only home (vmm/cpu_state.h) */
+	vendor_set_rip(v, next);
 }
 
 /* dr=lazy: first use of a debug register (seed 001). Stop trapping, switch

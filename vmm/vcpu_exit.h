@@ -43,6 +43,8 @@ struct exit_row {
 #define EXIT_NESTED_FAULT(code) EXIT_ROW(code, code, LP_EXIT_NPF, LIGHT_NPF, heavy_npf)
 #define EXIT_INVD(code) EXIT_ROW(code, code, LP_EXIT_OTHER, LIGHT_NONE, heavy_invd)
 #define EXIT_TRIPLE_FAULT(code) EXIT_ROW(code, code, LP_EXIT_SHUTDOWN, LIGHT_NONE, heavy_triple_fault)
+/* XSETBV: checked like the CPU checks it, then loaded (rare: heavy) */
+#define EXIT_XSETBV(code) EXIT_ROW(code, code, LP_EXIT_OTHER, LIGHT_NONE, heavy_xsetbv)
 #define EXIT_DR_ACCESS(first, last) \
 	EXIT_ROW(first, last, LP_EXIT_DR_ACCESS, LIGHT_NONE, heavy_dr_first_use)
 /* SVM/VMX instructions: no nested virtualization */
@@ -87,6 +89,7 @@ struct insn_pattern {
 INSN_PATTERN insn_cpuid = { 2, { 0x0f, 0xa2 } };
 INSN_PATTERN insn_hlt = { 1, { 0xf4 } };
 INSN_PATTERN insn_invd = { 2, { 0x0f, 0x08 } };
+INSN_PATTERN insn_xsetbv = { 3, { 0x0f, 0x01, 0xd1 } };
 /* (the backend's hypercall instruction is insn_hypercall, in its arch_exit.h) */
 
 /* RDMSR 0f 32, WRMSR 0f 30: a value, so that the light path's choice
@@ -119,6 +122,7 @@ void heavy_host_intr(struct vcpu *v);
 void heavy_intr_window(struct vcpu *v);
 void heavy_npf(struct vcpu *v);
 void heavy_invd(struct vcpu *v);
+void heavy_xsetbv(struct vcpu *v);
 void heavy_dr_first_use(struct vcpu *v);
 void heavy_undefined_opcode(struct vcpu *v);
 void heavy_triple_fault(struct vcpu *v);

@@ -11,6 +11,7 @@
 #include "dev/pc_irq.h"
 #include "lib/printf.h"
 #include "lib/string.h"
+#include "vmm/cpu_state.h"
 #include "vmm/exit.h"
 #include "vmm/spec_ctrl.h"
 #include "vmm/vcpu_exit.h"
@@ -277,6 +278,7 @@ static void time_limit_start(struct vm *vm, unsigned seconds)
 static void vcpu_run(struct vcpu *v)
 {
 	this_cpu()->current = v;
+	vcpu_cpu_state_reset(v);   /* nothing the previous VM left in the CPU */
 	while (!v->vm->ended) {
 		vcpu_state_enter(v);
 		vendor_enter_guest(v);

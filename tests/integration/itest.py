@@ -773,9 +773,9 @@ def expect_exact_lines(b, expected):
                                                                 got[len(expected)] if len(got) > len(expected) else ""))
 
 
-def loaded(vm, name, mib, cmdline):
-    return (r"lightpath: vm%d: loaded %s \(multiboot ELF32, entry 0x[0-9a-f]+\), %d MiB, "
-            r"cmdline \"%s\"" % (vm, re.escape(name), mib, re.escape(cmdline)))
+def loaded(vm, name, mib, cmdline, elf="ELF32"):
+    return (r"lightpath: vm%d: loaded %s \(multiboot %s, entry 0x[0-9a-f]+\), %d MiB, "
+            r"cmdline \"%s\"" % (vm, re.escape(name), elf, mib, re.escape(cmdline)))
 
 
 def hello_lines(vm, limit=None, hello=HELLO):
@@ -786,6 +786,36 @@ def hello_lines(vm, limit=None, hello=HELLO):
              r"\[vm%d\] hello: args \"status=3\"" % vm,
              r"\[vm%d\] hello: exiting with status 3" % vm,
              r"lightpath: vm%d: ended with status 3 \(isa-debug-exit\)" % vm,
+             r"lightpath: vm%d: exit statistics" % vm])
+
+
+def selftest_lines(b, vm, name, info=(), min_passed=1):
+    """The guest lines of self-test `name` as VM `vm` when every check passed:
+    its `info` lines (regexes), `ok 1` .. `ok P`, the verdict. P is the number
+    of checks its verdict in `b` counts, at least `min_passed`; a `not ok`
+    line, or a missing verdict, fails where the log goes wrong."""
+    m = b.find(r"\[vm%d\] selftest %s: (\d+) passed, (\d+) failed$" % (vm, re.escape(name)))
+    passed = max(int(m.group(1)) + int(m.group(2)) if m else 0, min_passed)
+    return ([r"\[vm%d\] %s" % (vm, i) for i in info] +
+            [r"\[vm%d\] ok %d - .+" % (vm, n) for n in range(1, passed + 1)] +
+            [r"\[vm%d\] selftest %s: %d passed, 0 failed" % (vm, re.escape(name), passed)])
+
+
+# The checks resetcheck makes on every CPU (x87, SSE, XCR0 or its absence,
+# MSRs, debug and control registers, devices); more where the CPU has XSAVE
+# components, AVX and TSC_AUX.
+RESETCHECK_MIN_CHECKS = 32
+
+
+def resetcheck_lines(b, vm, path, name="resetcheck"):
+    """The lines of guests/hostile/resetcheck.c (`name` resetcheck or
+    resetcheck64, `path` as lightpath names the image) as VM `vm`, when it
+    found everything in its reset state: run it after a hostile guest."""
+    elf = "ELF64" if name.endswith("64") else "ELF32"
+    info = r"%s: XSAVE (yes|no), AVX (yes|no), XCR0 components 0x[0-9a-f]+" % name
+    return ([loaded(vm, path, 64, path, elf)] +
+            selftest_lines(b, vm, name, [info], RESETCHECK_MIN_CHECKS) +
+            [r"lightpath: vm%d: ended with status 0 \(isa-debug-exit\)" % vm,
              r"lightpath: vm%d: exit statistics" % vm])
 
 

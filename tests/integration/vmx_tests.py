@@ -75,7 +75,7 @@ class BochsBoot(itest.Boot):
                "--append", append]
         if cpu:
             cmd += ["--cpu", cpu]
-        if kernel:
+        if kernel:   # another image, e.g. the SVM one under cpu=ryzen
             cmd += ["--kernel", kernel]
         cmd += list(modules)
         self.cmd = cmd

@@ -33,7 +33,7 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 				SVM_INTERCEPT_SHUTDOWN;
 	vmcb->intercept_misc2 = SVM_INTERCEPT_VMRUN | SVM_INTERCEPT_VMMCALL | SVM_INTERCEPT_VMLOAD |
 				SVM_INTERCEPT_VMSAVE | SVM_INTERCEPT_STGI | SVM_INTERCEPT_CLGI |
-				SVM_INTERCEPT_SKINIT;
+				SVM_INTERCEPT_SKINIT | SVM_INTERCEPT_XSETBV;
 	vmcb->iopm_base_pa = v->vm->iopm_pa;
 	vmcb->msrpm_base_pa = v->vm->msrpm_pa;
 	vmcb->asid = 1;

@@ -34,6 +34,9 @@ int vendor_vm_init(struct vm *vm)
 	 * switches on every entry and exit: the guest reads and writes its own */
 	vm_maps_pass_msr(vm, &ept_format, MSR_FS_BASE);
 	vm_maps_pass_msr(vm, &ept_format, MSR_GS_BASE);
+	/* and TSC_AUX, as on SVM: the guest owns it (RDTSCP reads it), the host
+	 * never uses it, and each vCPU starts with it 0 (vmm/cpu_state.h) */
+	vm_maps_pass_msr(vm, &ept_format, MSR_TSC_AUX);
 
 	/* The same EPTP or VPID may have served an earlier VM: forget its
 	 * translations. */

@@ -98,6 +98,7 @@ const struct exit_row vendor_exit_table[] = {
 	EXIT_ROW(VMX_EXIT_PREEMPTION_TIMER, VMX_EXIT_PREEMPTION_TIMER, LP_EXIT_INTR, LIGHT_NONE,
 		 vmx_heavy_watchdog),
 	EXIT_VIRT_INSN(VMX_EXIT_INVVPID, VMX_EXIT_INVVPID),
+	EXIT_XSETBV(VMX_EXIT_XSETBV),
 	EXIT_VIRT_INSN(VMX_EXIT_VMFUNC, VMX_EXIT_VMFUNC),
 };
 const unsigned vendor_exit_table_rows = sizeof(vendor_exit_table) / sizeof(vendor_exit_table[0]);

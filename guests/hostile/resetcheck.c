@@ -1,0 +1,415 @@
+/* resetcheck: a healthy VM that checks it starts from the architectural
+ * reset state of everything a guest can read (issue 10, item 1): x87
+ * (control, status and tag words, the last-instruction pointers, the
+ * register contents), MXCSR and the XMM registers, XCR0, the upper halves
+ * of the YMM registers and every other XSAVE component the CPU offers,
+ * TSC_AUX (RDMSR and RDTSCP), DR0-3/DR6/DR7, CR2, CR4, CR8, EFER, PAT, the
+ * syscall, SYSENTER and segment-base MSRs, and a register in two devices.
+ * Run it after a hostile guest: nothing that guest did may be visible.
+ *
+ * Everything is read before the first line is printed. To read the SSE,
+ * AVX and other XSAVE state the checker turns on CR4.OSFXSR and
+ * CR4.OSXSAVE and, after checking that XCR0 reads 1, sets XCR0 to every
+ * component the CPU reports (leaving that for the next VM to undo).
+ *
+ * Built twice: resetcheck.elf (32-bit, paging off) and resetcheck64.elf
+ * (long mode: XMM8-15, YMM8-15 and CR8 too). Reset values: x87 as FNINIT and
+ * XRSTOR's init configuration leave it (FCW 0x37f, all registers empty and
+ * zero: what QEMU and KVM give a vCPU at reset; a CPU's power-up FCW is
+ * 0x40), MXCSR 0x1f80, XCR0 1, DR6 0xffff0ff0, DR7 0x400, PAT
+ * 0x0007040600070406, everything else 0. */
+#include "guests/rt/rt.h"
+
+#define CR4_OSFXSR     (1u << 9)
+#define CR4_OSXMMEXCPT (1u << 10)
+#define CR4_OSXSAVE    (1u << 18)
+#define CPUID1_ECX_XSAVE (1u << 26)
+#define CPUID1_ECX_AVX   (1u << 28)
+#define CPUID81_EDX_RDTSCP (1u << 27)
+#define CPUID7_ECX_RDPID   (1u << 22)
+
+#define MSR_SYSENTER_CS  0x174u
+#define MSR_SYSENTER_ESP 0x175u
+#define MSR_SYSENTER_EIP 0x176u
+#define MSR_PAT          0x277u
+#define MSR_EFER         0xc0000080u
+#define MSR_STAR         0xc0000081u
+#define MSR_LSTAR        0xc0000082u
+#define MSR_CSTAR        0xc0000083u
+#define MSR_SFMASK       0xc0000084u
+#define MSR_FS_BASE      0xc0000100u
+#define MSR_GS_BASE      0xc0000101u
+#define MSR_KERNEL_GS_BASE 0xc0000102u
+#define MSR_TSC_AUX      0xc0000103u
+
+#define PAT_RESET   0x0007040600070406ull
+#define MXCSR_RESET 0x1f80u
+#define FCW_RESET   0x037fu
+#define DR6_RESET   0xffff0ff0u
+#define DR7_RESET   0x400u
+
+#ifdef __x86_64__
+#define NAME    "resetcheck64"
+#define NR_XMM  16
+#define EFER_EXPECTED 0x500ull  /* LME and LMA: the runtime's entry code */
+#define CR4_EXPECTED  0x20u     /* PAE: the runtime's entry code */
+#else
+#define NAME    "resetcheck"
+#define NR_XMM  8
+#define EFER_EXPECTED 0ull
+#define CR4_EXPECTED  0u
+#endif
+
+#define XSAVE_AREA_MAX 12288
+
+/* FNSTENV/FNSAVE in 32-bit protected-mode format */
+struct x87_env {
+	uint32_t fcw, fsw, ftw, fip, fcs_fop, fdp, fds;
+};
+struct x87_save {
+	struct x87_env env;
+	uint8_t st[8][10];
+};
+
+struct msr_expect {
+	uint32_t msr;
+	const char *name;
+	uint64_t reset;
+};
+
+static const struct msr_expect msrs[] = {
+	{ MSR_EFER, "EFER", EFER_EXPECTED },
+	{ MSR_PAT, "PAT", PAT_RESET },
+	{ MSR_STAR, "STAR", 0 },
+	{ MSR_LSTAR, "LSTAR", 0 },
+	{ MSR_CSTAR, "CSTAR", 0 },
+	{ MSR_SFMASK, "SFMASK", 0 },
+	{ MSR_KERNEL_GS_BASE, "KERNEL_GS_BASE", 0 },
+	{ MSR_SYSENTER_CS, "SYSENTER_CS", 0 },
+	{ MSR_SYSENTER_ESP, "SYSENTER_ESP", 0 },
+	{ MSR_SYSENTER_EIP, "SYSENTER_EIP", 0 },
+	{ MSR_FS_BASE, "FS.base", 0 },
+	{ MSR_GS_BASE, "GS.base", 0 },
+};
+#define NR_MSRS (sizeof(msrs) / sizeof(msrs[0]))
+
+/* What was read, before anything was printed. */
+static struct {
+	ureg_t cr2, cr4, cr8;
+	struct x87_env env;
+	struct x87_save save;
+	uint32_t mxcsr;
+	uint8_t xmm[NR_XMM][16];
+	bool has_xsave, has_avx, xsetbv_ok;
+	uint64_t xcr0_at_start, xcr0_supported;
+	uint8_t ymm_hi[NR_XMM][16];
+	uint32_t xsave_size;
+	bool has_tsc_aux, has_rdtscp;
+	uint32_t rdtscp_aux;
+	uint64_t msr[NR_MSRS];
+	unsigned msr_fault[NR_MSRS];
+	uint64_t tsc_aux;
+	unsigned tsc_aux_fault;
+	ureg_t dr[8];
+	uint8_t uart_scr, cmos_40, cmos_b;
+} got;
+
+static uint8_t xsave_area[XSAVE_AREA_MAX] __attribute__((aligned(64)));
+
+static inline ureg_t read_cr2(void)
+{
+	ureg_t v;
+	asm volatile("mov %%cr2, %0" : "=r"(v));
+	return v;
+}
+
+static inline ureg_t read_cr4(void)
+{
+	ureg_t v;
+	asm volatile("mov %%cr4, %0" : "=r"(v));
+	return v;
+}
+
+static inline void write_cr4(ureg_t v)
+{
+	asm volatile("mov %0, %%cr4" : : "r"(v) : "memory");
+}
+
+static inline uint64_t xgetbv(uint32_t xcr)
+{
+	uint32_t lo, hi;
+	asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(xcr));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+/* XSETBV that survives #GP/#UD: returns the vector taken (0 = none). */
+static unsigned xsetbv_safe(uint32_t xcr, uint64_t v)
+{
+	rt_trap_clear();
+	asm volatile(RT_ARM_RESUME "xsetbv\n1:"
+		     : : "c"(xcr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)) : "memory");
+	rt_resume = 0;
+	return rt_trap.count ? rt_trap.vector : 0;
+}
+
+static void read_xmm(void)
+{
+	asm volatile("movdqu %%xmm0, 0x00(%0)\n\tmovdqu %%xmm1, 0x10(%0)\n\t"
+		     "movdqu %%xmm2, 0x20(%0)\n\tmovdqu %%xmm3, 0x30(%0)\n\t"
+		     "movdqu %%xmm4, 0x40(%0)\n\tmovdqu %%xmm5, 0x50(%0)\n\t"
+		     "movdqu %%xmm6, 0x60(%0)\n\tmovdqu %%xmm7, 0x70(%0)"
+		     : : "r"(got.xmm) : "memory");
+#ifdef __x86_64__
+	asm volatile("movdqu %%xmm8, 0x00(%0)\n\tmovdqu %%xmm9, 0x10(%0)\n\t"
+		     "movdqu %%xmm10, 0x20(%0)\n\tmovdqu %%xmm11, 0x30(%0)\n\t"
+		     "movdqu %%xmm12, 0x40(%0)\n\tmovdqu %%xmm13, 0x50(%0)\n\t"
+		     "movdqu %%xmm14, 0x60(%0)\n\tmovdqu %%xmm15, 0x70(%0)"
+		     : : "r"(got.xmm[8]) : "memory");
+#endif
+}
+
+/* The upper 128 bits of each YMM register (VEX: needs XCR0.YMM). */
+static void read_ymm_hi(void)
+{
+	asm volatile("vextractf128 $1, %%ymm0, 0x00(%0)\n\tvextractf128 $1, %%ymm1, 0x10(%0)\n\t"
+		     "vextractf128 $1, %%ymm2, 0x20(%0)\n\tvextractf128 $1, %%ymm3, 0x30(%0)\n\t"
+		     "vextractf128 $1, %%ymm4, 0x40(%0)\n\tvextractf128 $1, %%ymm5, 0x50(%0)\n\t"
+		     "vextractf128 $1, %%ymm6, 0x60(%0)\n\tvextractf128 $1, %%ymm7, 0x70(%0)"
+		     : : "r"(got.ymm_hi) : "memory");
+#ifdef __x86_64__
+	asm volatile("vextractf128 $1, %%ymm8, 0x00(%0)\n\tvextractf128 $1, %%ymm9, 0x10(%0)\n\t"
+		     "vextractf128 $1, %%ymm10, 0x20(%0)\n\tvextractf128 $1, %%ymm11, 0x30(%0)\n\t"
+		     "vextractf128 $1, %%ymm12, 0x40(%0)\n\tvextractf128 $1, %%ymm13, 0x50(%0)\n\t"
+		     "vextractf128 $1, %%ymm14, 0x60(%0)\n\tvextractf128 $1, %%ymm15, 0x70(%0)"
+		     : : "r"(got.ymm_hi[8]) : "memory");
+#endif
+}
+
+#define READ_DR(n, dst) asm volatile("mov %%dr" #n ", %0" : "=r"(dst))
+
+static uint8_t cmos_read(uint8_t index)
+{
+	outb(0x70, index);
+	return inb(0x71);
+}
+
+static void read_everything(void)
+{
+	got.cr2 = read_cr2();
+	got.cr4 = read_cr4();
+#ifdef __x86_64__
+	asm volatile("mov %%cr8, %0" : "=r"(got.cr8));
+#endif
+	/* x87 first: FNSTENV masks the exceptions, FNSAVE re-initialises */
+	asm volatile("fnstenv %0" : "=m"(got.env));
+	asm volatile("fnsave %0" : "=m"(got.save));
+
+	write_cr4(read_cr4() | CR4_OSFXSR | CR4_OSXMMEXCPT);
+	asm volatile("stmxcsr %0" : "=m"(got.mxcsr));
+	read_xmm();
+
+	struct cpuid_regs r1 = cpuid(1, 0);
+	got.has_xsave = r1.ecx & CPUID1_ECX_XSAVE;
+	if (got.has_xsave) {
+		write_cr4(read_cr4() | CR4_OSXSAVE);
+		got.xcr0_at_start = xgetbv(0);
+		struct cpuid_regs d = cpuid(0xd, 0);
+		got.xcr0_supported = ((uint64_t)d.edx << 32) | d.eax;
+		/* every component on, so that XSAVE shows them all */
+		got.xsetbv_ok = !xsetbv_safe(0, got.xcr0_supported);
+		got.has_avx = (r1.ecx & CPUID1_ECX_AVX) && (got.xcr0_supported & 4) && got.xsetbv_ok;
+		if (got.has_avx)
+			read_ymm_hi();
+		if (got.xsetbv_ok) {
+			got.xsave_size = cpuid(0xd, 0).ebx;
+			if (got.xsave_size <= sizeof(xsave_area))
+				asm volatile("xsave %0" : "+m"(xsave_area) : "a"(~0u), "d"(~0u));
+		}
+	}
+
+	struct cpuid_regs e = cpuid(0x80000000u, 0);
+	got.has_rdtscp = e.eax >= 0x80000001u && (cpuid(0x80000001u, 0).edx & CPUID81_EDX_RDTSCP);
+	got.has_tsc_aux = got.has_rdtscp || (cpuid(0, 0).eax >= 7 && (cpuid(7, 0).ecx & CPUID7_ECX_RDPID));
+	if (got.has_rdtscp)
+		asm volatile("rdtscp" : "=c"(got.rdtscp_aux) : : "eax", "edx");
+	if (got.has_tsc_aux)
+		got.tsc_aux_fault = rdmsr_safe(MSR_TSC_AUX, &got.tsc_aux);
+	for (unsigned i = 0; i < NR_MSRS; i++)
+		got.msr_fault[i] = rdmsr_safe(msrs[i].msr, &got.msr[i]);
+
+	READ_DR(0, got.dr[0]);
+	READ_DR(1, got.dr[1]);
+	READ_DR(2, got.dr[2]);
+	READ_DR(3, got.dr[3]);
+	READ_DR(6, got.dr[6]);
+	READ_DR(7, got.dr[7]);
+
+	got.uart_scr = inb(0x3ff);
+	got.cmos_40 = cmos_read(0x40);
+	got.cmos_b = cmos_read(0x0b);
+}
+
+/* The offset of the first byte that is not `v`, or -1. */
+static int first_not(const uint8_t *p, size_t n, uint8_t v)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != v)
+			return (int)i;
+	return -1;
+}
+
+/* The first non-zero 64-bit word of register `i` in a file of 16-byte
+ * registers, or 0 when all of them are zero; *which = the register. */
+static uint64_t first_nonzero_reg(const uint8_t (*regs)[16], unsigned n, unsigned *which)
+{
+	for (unsigned i = 0; i < n; i++) {
+		int at = first_not(regs[i], 16, 0);
+		if (at >= 0) {
+			uint64_t w;
+			memcpy(&w, &regs[i][at & ~7], 8);
+			*which = i;
+			return w ? w : 1;
+		}
+	}
+	return 0;
+}
+
+static const char *xsave_component_name(unsigned i)
+{
+	switch (i) {
+	case 2: return "AVX (YMM upper halves)";
+	case 3: return "MPX bound registers";
+	case 4: return "MPX BNDCSR";
+	case 5: return "AVX-512 opmask";
+	case 6: return "AVX-512 ZMM_Hi256";
+	case 7: return "AVX-512 Hi16_ZMM";
+	case 9: return "PKRU";
+	case 17: return "AMX TILECFG";
+	case 18: return "AMX TILEDATA";
+	}
+	return "(unnamed)";
+}
+
+static void check_x87(void)
+{
+	const struct x87_env *e = &got.env;
+	tap_eq(e->fcw & 0xffff, FCW_RESET, "x87 control word is 0x37f");
+	tap_eq(e->fsw & 0xffff, 0, "x87 status word is 0 (TOP 0, no flags)");
+	tap_eq(e->ftw & 0xffff, 0xffff, "x87 tag word is 0xffff (every register empty)");
+	tap_eq(((uint64_t)e->fdp << 32) | e->fip, 0, "x87 last instruction and data pointers are 0");
+	tap_eq(((uint64_t)(e->fds & 0xffff) << 32) | (e->fcs_fop & 0x07ffffffu), 0,
+	       "x87 last opcode and pointer selectors are 0");
+	unsigned bad = 8;
+	for (unsigned i = 0; i < 8 && bad == 8; i++)
+		if (first_not(got.save.st[i], 10, 0) >= 0)
+			bad = i;
+	uint64_t w = 0;
+	if (bad < 8)
+		memcpy(&w, got.save.st[bad], 8);
+	tap_ok(bad == 8, w, "0 in ST0-ST7", "x87 registers ST0-ST7 hold +0.0%s",
+	       bad < 8 ? " (first non-zero shown)" : "");
+}
+
+static void check_sse(void)
+{
+	tap_eq(got.mxcsr, MXCSR_RESET, "MXCSR is 0x1f80");
+	unsigned which = 0;
+	uint64_t w = first_nonzero_reg((const uint8_t (*)[16])got.xmm, NR_XMM, &which);
+	tap_ok(!w, w, "0", "XMM0-XMM%u are zero%s", NR_XMM - 1, w ? " (see the first non-zero word)" : "");
+	if (w)
+		rt_printf("# XMM%u is not zero\n", which);
+}
+
+/* Every XSAVE component above SSE that XSAVE reports in use holds its
+ * init value (all zeros for components 2-18). */
+static void check_xsave_components(void)
+{
+	uint64_t bv;
+	memcpy(&bv, xsave_area + 512, 8);
+	for (unsigned i = 2; i < 63; i++) {
+		if (!((got.xcr0_supported >> i) & 1))
+			continue;
+		struct cpuid_regs c = cpuid(0xd, i);
+		int at = -1;
+		if ((bv >> i) & 1)
+			at = c.ebx + c.eax <= sizeof(xsave_area) ? first_not(xsave_area + c.ebx, c.eax, 0) : 0;
+		tap_ok(at < 0, (uint64_t)at, "-1: every byte 0",
+		       "XSAVE component %u, %s, is in its init state (byte offset of the first non-zero byte)",
+		       i, xsave_component_name(i));
+	}
+}
+
+static void check_xstate(void)
+{
+	if (!got.has_xsave) {
+		tap_ok(true, 0, "", "no XSAVE: XCR0 and XSAVE components not checked");
+		return;
+	}
+	tap_eq(got.xcr0_at_start, 1, "XCR0 reads 1 (x87 only)");
+	tap_ok(got.xsetbv_ok, got.xcr0_supported, "no fault",
+	       "XSETBV enables every component CPUID reports");
+	if (got.has_avx) {
+		unsigned which = 0;
+		uint64_t w = first_nonzero_reg((const uint8_t (*)[16])got.ymm_hi, NR_XMM, &which);
+		tap_ok(!w, w, "0", "upper halves of YMM0-YMM%u are zero", NR_XMM - 1);
+		if (w)
+			rt_printf("# YMM%u's upper half is not zero\n", which);
+	}
+	if (!got.xsetbv_ok)
+		return;
+	tap_ok(got.xsave_size <= sizeof(xsave_area), got.xsave_size, "<= 12288",
+	       "the XSAVE area fits the checker's buffer");
+	check_xsave_components();
+}
+
+static void check_msrs(void)
+{
+	if (got.has_tsc_aux) {
+		tap_eq(got.tsc_aux_fault, 0, "RDMSR TSC_AUX does not fault");
+		tap_eq(got.tsc_aux, 0, "TSC_AUX reads 0");
+	}
+	if (got.has_rdtscp)
+		tap_eq(got.rdtscp_aux, 0, "RDTSCP returns TSC_AUX 0 in ECX");
+	for (unsigned i = 0; i < NR_MSRS; i++) {
+		if (got.msr_fault[i])
+			tap_eq(got.msr_fault[i], 0, "RDMSR %s does not fault", msrs[i].name);
+		else
+			tap_eq(got.msr[i], msrs[i].reset, "%s reads 0x%llx", msrs[i].name,
+			       (unsigned long long)msrs[i].reset);
+	}
+}
+
+static void check_registers(void)
+{
+	tap_eq(got.cr2, 0, "CR2 is 0");
+	tap_eq(got.cr4, CR4_EXPECTED, "CR4 is 0x%x at the start", CR4_EXPECTED);
+#ifdef __x86_64__
+	tap_eq(got.cr8, 0, "CR8 (the task priority) is 0");
+#endif
+	for (unsigned i = 0; i < 4; i++)
+		tap_eq(got.dr[i], 0, "DR%u is 0", i);
+	tap_eq(got.dr[6], DR6_RESET, "DR6 is 0xffff0ff0");
+	tap_eq(got.dr[7], DR7_RESET, "DR7 is 0x400");
+}
+
+static void check_devices(void)
+{
+	tap_eq(got.uart_scr, 0, "the UART's scratch register is 0");
+	tap_eq(got.cmos_40, 0, "CMOS byte 0x40 is 0");
+	tap_eq(got.cmos_b, 0x02, "RTC register B is 0x02 (24-hour, BCD)");
+}
+
+int guest_main(void)
+{
+	read_everything();
+	tap_begin(NAME);
+	rt_printf(NAME ": XSAVE %s, AVX %s, XCR0 components 0x%llx\n", got.has_xsave ? "yes" : "no",
+		  got.has_avx ? "yes" : "no", (unsigned long long)got.xcr0_supported);
+	check_x87();
+	check_sse();
+	check_xstate();
+	check_msrs();
+	check_registers();
+	check_devices();
+	return tap_end();
+}

@@ -257,3 +257,17 @@ int platform_intr_ack(struct vcpu *v, int vector, bool from_pic, bool test)
 	}
 	return pc_intr_ack(&v->lapic, &v->vm->pic, vector, from_pic);
 }
+
+int platform_cr8_write(struct vcpu *v, uint64_t val)
+{
+	if (val >> 4)
+		return -1;
+	lapic_write(&v->lapic, LAPIC_TPR, (uint32_t)val << 4);   /* TPR[3:0] becomes 0 */
+	v->pending |= VCPU_PENDING_RECHECK;   /* a lower TPR can make an interrupt deliverable */
+	return 0;
+}
+
+uint64_t platform_cr8_read(struct vcpu *v)
+{
+	return lapic_read(&v->lapic, LAPIC_TPR) >> 4;
+}

@@ -25,4 +25,10 @@ int platform_intr_pending(struct vcpu *v, bool *from_pic, bool *test);
 /* The guest takes it now: returns the vector to inject. */
 int platform_intr_ack(struct vcpu *v, int vector, bool from_pic, bool test);
 
+/* MOV to/from CR8, which is the local APIC's TPR[7:4] (Intel SDM vol. 3
+ * 10.8.6.1, AMD APM vol. 2 16.6.4): both backends intercept it and come here.
+ * A write with any of bits 63:4 set returns negative (#GP), changes nothing. */
+int platform_cr8_write(struct vcpu *v, uint64_t val);
+uint64_t platform_cr8_read(struct vcpu *v);
+
 #endif

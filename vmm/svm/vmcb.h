@@ -106,6 +106,10 @@ _Static_assert(offsetof(struct vmcb, kernel_gs_base) == 0x620, "kgs");
 _Static_assert(offsetof(struct vmcb, cr2) == 0x640, "cr2");
 _Static_assert(offsetof(struct vmcb, g_pat) == 0x668, "g_pat");
 
+/* intercept_cr bits: MOV from CRn is bit n, MOV to CRn bit 16 + n */
+#define SVM_INTERCEPT_CR8_READ   (1u << 8)
+#define SVM_INTERCEPT_CR8_WRITE  (1u << 24)
+
 /* intercept_misc1 bits */
 #define SVM_INTERCEPT_INTR       (1u << 0)
 #define SVM_INTERCEPT_NMI        (1u << 1)
@@ -131,6 +135,8 @@ _Static_assert(offsetof(struct vmcb, g_pat) == 0x668, "g_pat");
 #define SVM_INTERCEPT_XSETBV     (1u << 13)
 
 /* exit codes */
+#define SVM_EXIT_READ_CR8        0x008
+#define SVM_EXIT_WRITE_CR8       0x018
 #define SVM_EXIT_READ_DR0        0x020
 #define SVM_EXIT_WRITE_DR15      0x03f
 #define SVM_EXIT_EXCP_BASE       0x040

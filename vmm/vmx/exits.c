@@ -6,6 +6,7 @@
 
 #include "core/cpu.h"
 #include "lib/printf.h"
+#include "vmm/platform.h"
 #include "vmm/vcpu_exit.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
@@ -24,12 +25,34 @@ static uint64_t *gpr_slot(struct vcpu *v, unsigned n)
 	return slots[n & 15];
 }
 
+/* MOV to or from CR8 (CR8-load/store exiting): the local APIC's TPR
+ * (vmm/platform.c). Outside 64-bit mode there is no CR8 on Intel. */
+static void vmx_cr8_access(struct vcpu *v, bool to_cr8, unsigned reg)
+{
+	uint64_t *slot = reg == 4 ? 0 : gpr_slot(v, reg);
+	if (to_cr8) {
+		if (platform_cr8_write(v, slot ? *slot : vendor_rsp(v))) {
+			vendor_inject_exception(v, 13, true, 0);
+			return;
+		}
+	} else if (slot) {
+		*slot = platform_cr8_read(v);
+	} else {
+		vendor_set_rsp(v, platform_cr8_read(v));
+	}
+	vmwrite(VMCS_GUEST_RIP, vmread(VMCS_GUEST_RIP) + vmread(VMCS_EXIT_INSN_LEN));
+}
+
 /* MOV to CR0/CR4 that changed a host-owned bit: the guest's view goes to the
  * read shadow, the CPU gets it with the VMX-fixed bits applied. */
 static void vmx_heavy_cr_access(struct vcpu *v)
 {
 	uint64_t q = vmread(VMCS_EXIT_QUALIFICATION);
 	unsigned cr = q & 15, type = (q >> 4) & 3, reg = (q >> 8) & 15;
+	if (cr == 8 && type <= 1) {
+		vmx_cr8_access(v, type == 0, reg);
+		return;
+	}
 	if (type != 0 || (cr != 0 && cr != 4)) {
 		vm_fault(v->vm, "unexpected control-register access (qualification 0x%lx) at rip 0x%lx",
 			 q, vendor_guest_rip(v));

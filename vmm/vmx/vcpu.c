@@ -98,8 +98,11 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 
 	/* controls: what lightpath needs, adjusted to the capability MSRs */
 	vmcs_set(VMCS_PIN_CONTROLS, ctl_adjust(c->pin, PIN_EXT_INTR_EXITING));
+	/* CR8 is the emulated local APIC's TPR: without CR8 exiting (or a TPR
+	 * shadow) a guest's MOV CR8 would reach the CPU's own TPR */
 	uint32_t proc = PROC_HLT_EXITING | PROC_USE_IO_BITMAPS | PROC_USE_MSR_BITMAPS |
-			PROC_SECONDARY_CONTROLS | (o->dr_lazy ? PROC_MOV_DR_EXITING : 0);
+			PROC_SECONDARY_CONTROLS | PROC_CR8_LOAD_EXITING | PROC_CR8_STORE_EXITING |
+			(o->dr_lazy ? PROC_MOV_DR_EXITING : 0);
 	v->arch.proc = ctl_adjust(c->proc, proc);
 	if (!o->dr_lazy && (v->arch.proc & PROC_MOV_DR_EXITING))
 		vm_fault(vm, "dr=always needs MOV-DR exiting off, but this CPU forces it on");

@@ -181,6 +181,8 @@
 #define PROC_RDTSC_EXITING           (1u << 12)
 #define PROC_CR3_LOAD_EXITING        (1u << 15)
 #define PROC_CR3_STORE_EXITING       (1u << 16)
+#define PROC_CR8_LOAD_EXITING        (1u << 19)
+#define PROC_CR8_STORE_EXITING       (1u << 20)
 #define PROC_MOV_DR_EXITING          (1u << 23)
 #define PROC_UNCOND_IO_EXITING       (1u << 24)
 #define PROC_USE_IO_BITMAPS          (1u << 25)

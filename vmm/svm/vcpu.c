@@ -41,7 +41,8 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	vmcb->msrpm_base_pa = v->vm->msrpm_pa;
 	vmcb->asid = 1;
 	vmcb->tlb_control = 1;                  /* flush this ASID on the first VMRUN */
-	vmcb->int_ctl = SVM_INT_CTL_V_INTR_MASKING;
+	vmcb->int_ctl = SVM_INT_CTL_V_INTR_MASKING | (svm_has_vnmi ? SVM_INT_CTL_V_NMI_ENABLE : 0);
+	v->arch.nmi_blocked = v->arch.nmi_iret_seen = v->arch.nmi_stepping = false;
 	vmcb->np_enable = 1;
 	vmcb->n_cr3 = v->vm->npt_root;
 

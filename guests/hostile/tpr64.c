@@ -143,6 +143,21 @@ static void storm(unsigned n)
 	       "%s storm: %u IPIs sent, each delivered at most once", x2apic ? "x2APIC" : "xAPIC", sent);
 }
 
+/* AMD's other way to CR8 (AltMovCr8, CPUID 0x80000001 ECX bit 4): LOCK MOV
+ * CR0, the form legacy-mode code uses; lightpath decodes it at RIP. */
+static void check_lock_mov_cr0(void)
+{
+	if (!(cpuid(0x80000001, 0).ecx & (1u << 4)))
+		return;
+	uint64_t v = 9, back;
+	cli();
+	asm volatile(".byte 0xf0\n\tmov %0, %%cr0" : : "r"(v) : "memory");
+	tap_eq(apic_read(LAPIC_TPR), 0x90, "LOCK MOV to CR0 (AltMovCr8) sets TPR[7:4]");
+	asm volatile(".byte 0xf0\n\tmov %%cr0, %0" : "=r"(back) : : "memory");
+	tap_eq(back, 9, "LOCK MOV from CR0 reads CR8");
+	tpr_set(false, 0);
+}
+
 int guest_main(void)
 {
 	unsigned n = (unsigned)rt_arg_u64("storm", 3000);
@@ -158,6 +173,7 @@ int guest_main(void)
 	rt_set_handler(VEC, on_ipi);
 	check_tpr(false);
 	check_tpr(true);
+	check_lock_mov_cr0();
 	storm(n);
 
 	wrmsr(MSR_APIC_BASE, rdmsr(MSR_APIC_BASE) | APIC_BASE_EXTD);

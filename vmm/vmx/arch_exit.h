@@ -203,9 +203,12 @@ static inline void vendor_inject_nmi(struct vcpu *v)
 	vmwrite(VMCS_ENTRY_INTR_INFO, VMX_INTR_INFO_VALID | VMX_INTR_TYPE_NMI | 2);
 }
 
-/* NMI-window exiting: an exit as soon as the guest can take an NMI. */
+/* NMI-window exiting: an exit as soon as the guest can take an NMI. Without
+ * virtual NMIs there is none: every exit re-checks while an NMI waits. */
 static inline void vendor_nmi_window(struct vcpu *v, bool want)
 {
+	if (want && !v->arch.vnmi)
+		v->pending |= VCPU_PENDING_RECHECK;
 	uint32_t proc = want && v->arch.vnmi ? v->arch.proc | PROC_NMI_WINDOW_EXITING
 					     : v->arch.proc & ~PROC_NMI_WINDOW_EXITING;
 	if (proc != v->arch.proc) {

@@ -38,7 +38,10 @@
 #define CR4_PSE (1ull << 4)
 #define CR4_PAE (1ull << 5)
 
+#define RFLAGS_TF (1ull << 8)
 #define RFLAGS_IF (1ull << 9)
+
+#define DR6_BS    (1ull << 14)   /* #DB: single step */
 
 /* A 48-bit virtual address is canonical when bits 63:47 are all equal. */
 static inline int canonical_address(uint64_t a)

@@ -84,6 +84,15 @@ void ioapic_eoi(struct ioapic *io, uint8_t vector)
 	}
 }
 
+bool ioapic_nmi_pin(const struct ioapic *io)
+{
+	for (unsigned pin = 0; pin < IOAPIC_PINS; pin++)
+		if (!(io->rte[pin] & IOAPIC_RTE_MASKED) &&
+		    IOAPIC_RTE_DELMODE(io->rte[pin]) == IOAPIC_DM_NMI)
+			return true;
+	return false;
+}
+
 uint32_t ioapic_read_reg(struct ioapic *io, uint8_t index)
 {
 	switch (index) {

@@ -92,6 +92,9 @@ void ioapic_set_irq(struct ioapic *io, unsigned pin, bool level);
  * is still asserted. */
 void ioapic_eoi(struct ioapic *io, uint8_t vector);
 
+/* Is any pin unmasked in NMI delivery mode (a device could raise an NMI)? */
+bool ioapic_nmi_pin(const struct ioapic *io);
+
 /* Register access by index, for tests and a debugger. */
 uint32_t ioapic_read_reg(struct ioapic *io, uint8_t index);
 void ioapic_write_reg(struct ioapic *io, uint8_t index, uint32_t value);

@@ -40,6 +40,20 @@ void vcpu_state_leave(struct vcpu *v)
 
 void exit_inject_interrupts(struct vcpu *v)
 {
+	/* An NMI first: it outranks every maskable interrupt and IF does not
+	 * hold it. It waits while the guest blocks NMIs (its last NMI's handler
+	 * has not returned by IRET yet), for an interrupt shadow, or behind an
+	 * event already queued: then the backend brings an exit as soon as it
+	 * can be taken. */
+	if (platform_nmi_pending(v)) {
+		if (vendor_nmi_injectable(v)) {
+			platform_nmi_ack(v);
+			vendor_inject_nmi(v);
+			vendor_nmi_window(v, false);
+		} else {
+			vendor_nmi_window(v, true);
+		}
+	}
 	bool from_pic, test;
 	int vec = platform_intr_pending(v, &from_pic, &test);
 	if (vec < 0) {
@@ -269,24 +283,36 @@ void heavy_io(struct vcpu *v)
 		      0, &io);
 }
 
-/* A blocking HLT: sleep until a timer or input makes an interrupt pending
- * (with IF=0 only an NMI could wake it: stop the VM). */
+/* What ends a HLT: an interrupt with IF=1, or an NMI the guest can take,
+ * whatever IF says. */
+static bool hlt_wakes(struct vcpu *v, bool if1)
+{
+	bool from_pic, test;
+	return (if1 && platform_intr_pending(v, &from_pic, &test) >= 0) ||
+	       (platform_nmi_pending(v) && !vendor_nmi_blocked(v));
+}
+
+/* A blocking HLT: sleep until a timer or input makes an interrupt pending.
+ * With IF=0 only an NMI can wake it: the VM is stopped unless one waits or
+ * an I/O APIC pin is in NMI mode. */
 void heavy_hlt(struct vcpu *v)
 {
-	bool can_wake = vendor_rflags(v) & RFLAGS_IF, from_pic, test;
-	while (can_wake && platform_intr_pending(v, &from_pic, &test) < 0 && v->vm->nr_timers &&
-	       !v->vm->ended) {
+	bool if1 = vendor_rflags(v) & RFLAGS_IF;
+	bool can_wake = if1 || platform_nmi_source(v);
+	while (can_wake && !hlt_wakes(v, if1) && v->vm->nr_timers && !v->vm->ended) {
 		vendor_host_wait_for_interrupt();
 		vm_timers_run(v->vm);
 	}
 	if (v->vm->ended)
 		return;
-	if (platform_intr_pending(v, &from_pic, &test) >= 0 && can_wake)
+	if (hlt_wakes(v, if1)) {
 		heavy_skip(v, insn_hlt);
-	else
+		v->pending |= VCPU_PENDING_RECHECK;   /* exit_heavy delivers what woke it */
+	} else {
 		vm_fault(v->vm, "HLT at rip 0x%lx with no interrupt pending and no interrupt source "
 			 "that could wake it (RFLAGS.IF=%u)", vendor_guest_rip(v),
 			 (unsigned)((vendor_rflags(v) >> 9) & 1));
+	}
 }
 
 void heavy_host_intr(struct vcpu *v)
@@ -299,6 +325,13 @@ void heavy_host_intr(struct vcpu *v)
 void heavy_intr_window(struct vcpu *v)
 {
 	vendor_intr_window(v, false);
+}
+
+/* The guest can take an NMI now (VT-x NMI-window exiting). */
+void heavy_nmi_window(struct vcpu *v)
+{
+	vendor_nmi_window(v, false);
+	v->pending |= VCPU_PENDING_RECHECK;
 }
 
 void heavy_npf(struct vcpu *v)

@@ -26,26 +26,26 @@ static void add_mmio(struct vm *vm, const struct io_range *r)
 }
 
 /* x2APIC MSRs, IA32_APIC_BASE, IA32_TSC_DEADLINE: the local APIC decides. An
- * EOI, a self-IPI or a TPR change can make an interrupt deliverable: the
- * hazard check at the end of the exit then injects it. */
+ * EOI, a self-IPI (an NMI too) or a TPR change can make an interrupt
+ * deliverable: the hazard check at the end of the exit then injects it. */
 static int lapic_msr_handler(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
 {
 	if (lapic_msr(&v->lapic, msr, val, is_write) == LAPIC_GP)
 		return -1;
-	if (is_write && lapic_irr_nonempty(&v->lapic))
+	if (is_write && (lapic_irr_nonempty(&v->lapic) || platform_nmi_pending(v)))
 		v->pending |= VCPU_PENDING_RECHECK;
 	return 0;
 }
 
 /* The local APIC's and the I/O APIC's MMIO pages, the same way: an EOI, a
- * TPR write or an unmasked redirection entry can make an interrupt
- * deliverable. */
+ * TPR write, an IPI or an unmasked redirection entry can make an interrupt
+ * (or an NMI) deliverable. */
 static int apic_mmio_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size,
 			     bool is_write, void *opaque)
 {
 	int ret = (addr & ~0xfffull) == LAPIC_BASE ? lapic_mmio(v, addr, data, size, is_write, opaque)
 						   : ioapic_mmio(v, addr, data, size, is_write, opaque);
-	if (is_write && lapic_irr_nonempty(&v->lapic))
+	if (is_write && (lapic_irr_nonempty(&v->lapic) || platform_nmi_pending(v)))
 		v->pending |= VCPU_PENDING_RECHECK;
 	return ret;
 }
@@ -256,4 +256,23 @@ int platform_intr_ack(struct vcpu *v, int vector, bool from_pic, bool test)
 		return vector;
 	}
 	return pc_intr_ack(&v->lapic, &v->vm->pic, vector, from_pic);
+}
+
+bool platform_nmi_source(struct vcpu *v)
+{
+	return ioapic_nmi_pin(&v->vm->ioapic);
+}
+
+int platform_cr8_write(struct vcpu *v, uint64_t val)
+{
+	if (val >> 4)
+		return -1;
+	lapic_write(&v->lapic, LAPIC_TPR, (uint32_t)val << 4);   /* TPR[3:0] becomes 0 */
+	v->pending |= VCPU_PENDING_RECHECK;   /* a lower TPR can make an interrupt deliverable */
+	return 0;
+}
+
+uint64_t platform_cr8_read(struct vcpu *v)
+{
+	return lapic_read(&v->lapic, LAPIC_TPR) >> 4;
 }

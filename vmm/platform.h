@@ -8,8 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct vm;
-struct vcpu;
+#include "vmm/vm.h"
 
 /* Registers every device of the platform. Call once the VM has its RAM. */
 void platform_create(struct vm *vm);
@@ -24,5 +23,29 @@ void platform_start(struct vm *vm);
 int platform_intr_pending(struct vcpu *v, bool *from_pic, bool *test);
 /* The guest takes it now: returns the vector to inject. */
 int platform_intr_ack(struct vcpu *v, int vector, bool from_pic, bool test);
+
+/* An NMI waits for the vCPU: an ICR write with delivery mode NMI (xAPIC or
+ * x2APIC), or an I/O APIC pin in NMI mode. One is latched at most, as on the
+ * CPU: NMIs that arrive while one waits are one NMI. Whoever sets it sets
+ * v->pending too, like for interrupts. */
+static inline bool platform_nmi_pending(const struct vcpu *v)
+{
+	return v->lapic.nmi_pending;
+}
+
+/* Could a device raise an NMI (an unmasked I/O APIC pin in NMI mode)? */
+bool platform_nmi_source(struct vcpu *v);
+
+/* The guest takes the NMI now. */
+static inline void platform_nmi_ack(struct vcpu *v)
+{
+	v->lapic.nmi_pending = false;
+}
+
+/* MOV to/from CR8, which is the local APIC's TPR[7:4] (Intel SDM vol. 3
+ * 10.8.6.1, AMD APM vol. 2 16.6.4): both backends intercept it and come here.
+ * A write with any of bits 63:4 set returns negative (#GP), changes nothing. */
+int platform_cr8_write(struct vcpu *v, uint64_t val);
+uint64_t platform_cr8_read(struct vcpu *v);
 
 #endif

@@ -40,6 +40,7 @@ struct exit_row {
 #define EXIT_HOST_INTR(code) EXIT_ROW(code, code, LP_EXIT_INTR, LIGHT_HOST_INTR, heavy_host_intr)
 #define EXIT_INTR_WINDOW(code) \
 	EXIT_ROW(code, code, LP_EXIT_VINTR, LIGHT_INTR_WINDOW, heavy_intr_window)
+#define EXIT_NMI_WINDOW(code) EXIT_ROW(code, code, LP_EXIT_VINTR, LIGHT_NONE, heavy_nmi_window)
 #define EXIT_NESTED_FAULT(code) EXIT_ROW(code, code, LP_EXIT_NPF, LIGHT_NPF, heavy_npf)
 #define EXIT_INVD(code) EXIT_ROW(code, code, LP_EXIT_OTHER, LIGHT_NONE, heavy_invd)
 #define EXIT_TRIPLE_FAULT(code) EXIT_ROW(code, code, LP_EXIT_SHUTDOWN, LIGHT_NONE, heavy_triple_fault)
@@ -120,6 +121,7 @@ void heavy_io(struct vcpu *v);
 void heavy_hlt(struct vcpu *v);
 void heavy_host_intr(struct vcpu *v);
 void heavy_intr_window(struct vcpu *v);
+void heavy_nmi_window(struct vcpu *v);
 void heavy_npf(struct vcpu *v);
 void heavy_invd(struct vcpu *v);
 void heavy_xsetbv(struct vcpu *v);
@@ -135,8 +137,9 @@ void exit_heavy(struct vcpu *v);
 void vcpu_state_enter(struct vcpu *v);
 void vcpu_state_leave(struct vcpu *v);
 
-/* Interrupt delivery: injects the platform's next vector when the guest can
- * take it, or asks for an exit when it can (interrupt window). */
+/* Interrupt delivery: injects a waiting NMI, and the platform's next vector,
+ * when the guest can take them, or asks for an exit when it can (NMI and
+ * interrupt windows). */
 void exit_inject_interrupts(struct vcpu *v);
 /* Queues the test facility's vector (LP_HC_RAISE_IRQ, LP_HC_TIMER); returns
  * negative if one is still queued. */

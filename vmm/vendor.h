@@ -115,6 +115,13 @@ struct npf_info {
  *   void vendor_intr_window(v, bool want)          exit when IF opens, or not
  *   bool vendor_intr_window_requested(v)
  *   void vendor_clear_interrupt_shadow(v)
+ *   bool vendor_nmi_blocked(v)      the guest's last NMI handler has not
+ *                                   returned (IRET) yet
+ *   bool vendor_nmi_injectable(v)   not blocked, no shadow, nothing queued
+ *   void vendor_inject_nmi(v)       NMIs are blocked from now until its IRET
+ *   void vendor_nmi_window(v, bool want)   an exit as soon as an NMI can be
+ *                                   injected (SVM: the IRET intercept, or a
+ *                                   single step; VT-x: NMI-window exiting), or not
  * State the heavy path switches (the lazy halves):
  *   vendor_guest_msrs_enter(v) / vendor_guest_msrs_leave(v)   the guest's
  *       lazily switched MSRs (SVM: the VMLOAD state, which carries the

@@ -66,7 +66,8 @@ NRIP_LINE = "lightpath: AMD SVM with nested paging; next RIP from the CPU (NRIP 
 
 
 class BochsBoot(itest.Boot):
-    """One Bochs run of the VMX image; the same interface as itest.Boot."""
+    """One Bochs run of the VMX image (`kernel`: another image, e.g. the SVM one
+    under cpu ryzen); the same interface as itest.Boot."""
 
     def __init__(self, name, modules, append="", cpu=None, timeout=TIMEOUT, kernel=None):
         safe = re.sub(r"[^A-Za-z0-9._=+-]", "_", name)

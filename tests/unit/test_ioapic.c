@@ -195,6 +195,21 @@ static void test_level_remote_irr(void **state)
 	assert_false(reg_read(0x10 + 20) & IOAPIC_RTE_REMOTE_IRR);
 }
 
+/* ioapic_nmi_pin: an unmasked pin in NMI mode, and only that, is an NMI source. */
+static void test_nmi_pin(void **state)
+{
+	(void)state;
+	assert_false(ioapic_nmi_pin(&io));
+	program(4, (IOAPIC_DM_NMI << 8) | IOAPIC_RTE_MASKED, 0);
+	assert_false(ioapic_nmi_pin(&io));
+	program(5, 0x35, 0);                      /* fixed, unmasked */
+	assert_false(ioapic_nmi_pin(&io));
+	program(4, IOAPIC_DM_NMI << 8, 0);
+	assert_true(ioapic_nmi_pin(&io));
+	program(4, (IOAPIC_DM_NMI << 8) | IOAPIC_RTE_MASKED, 0);
+	assert_false(ioapic_nmi_pin(&io));
+}
+
 static void test_out_of_range(void **state)
 {
 	(void)state;
@@ -214,6 +229,7 @@ int main(void)
 		cmocka_unit_test_setup(test_redirection_fields, setup),
 		cmocka_unit_test_setup(test_edge_and_mask, setup),
 		cmocka_unit_test_setup(test_level_remote_irr, setup),
+		cmocka_unit_test_setup(test_nmi_pin, setup),
 		cmocka_unit_test_setup(test_out_of_range, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

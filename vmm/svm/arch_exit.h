@@ -140,6 +140,64 @@ static inline void vendor_inject_intr(struct vcpu *v, uint8_t vector)
 	v->arch.vmcb.eventinj = SVM_EVTINJ_VALID | SVM_EVTINJ_TYPE_INTR | vector;
 }
 
+/* NMIs. With vNMI (CPUID 0x8000000A EDX bit 25, vmm/svm/cpu.c) the CPU keeps
+ * the guest's NMI blocking itself: V_NMI holds one waiting NMI (a second one
+ * merges into it, as on the CPU) and is delivered when the guest can take it.
+ * Without it (QEMU), lightpath keeps the blocking: an NMI injected through
+ * EVENTINJ blocks the next until its handler's IRET has completed, which
+ * the IRET intercept (armed at the injection) and the RIP afterwards tell. */
+extern bool svm_has_vnmi;
+/* Single-steps one instruction to the next boundary where an NMI fits
+ * (vmm/svm/exits.c); cancels such a step. */
+void svm_nmi_step(struct vcpu *v);
+void svm_nmi_step_cancel(struct vcpu *v);
+
+static inline bool vendor_nmi_blocked(struct vcpu *v)
+{
+	if (svm_has_vnmi)
+		return v->arch.vmcb.int_ctl & SVM_INT_CTL_V_NMI_BLOCKED;
+	/* the intercepted IRET has run once the guest is elsewhere (a step
+	 * over it tells the same exactly, svm_heavy_db) */
+	if (v->arch.nmi_iret_seen && v->arch.vmcb.rip != v->arch.nmi_iret_rip)
+		v->arch.nmi_blocked = v->arch.nmi_iret_seen = false;
+	return v->arch.nmi_blocked;
+}
+
+static inline bool vendor_nmi_injectable(struct vcpu *v)
+{
+	const struct vmcb *vmcb = &v->arch.vmcb;
+	if (svm_has_vnmi)
+		return true;
+	return !vendor_nmi_blocked(v) && !(vmcb->eventinj & SVM_EVTINJ_VALID) &&
+	       !(vmcb->int_state & SVM_INT_STATE_SHADOW);
+}
+
+static inline void vendor_inject_nmi(struct vcpu *v)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	if (svm_has_vnmi) {
+		vmcb->int_ctl |= SVM_INT_CTL_V_NMI;
+		return;
+	}
+	if (v->arch.nmi_stepping)    /* the NMI fits already (a HLT woke for it) */
+		svm_nmi_step_cancel(v);
+	vmcb->eventinj = SVM_EVTINJ_VALID | SVM_EVTINJ_TYPE_NMI | 2;
+	v->arch.nmi_blocked = true;
+	v->arch.nmi_iret_seen = false;
+	vmcb->intercept_misc1 |= SVM_INTERCEPT_IRET;
+}
+
+/* Until the handler's IRET the IRET intercept brings the exit. Over the
+ * IRET itself, an interrupt shadow or an event queued ahead of the NMI, one
+ * instruction is single-stepped (KVM's way on CPUs without vNMI). */
+static inline void vendor_nmi_window(struct vcpu *v, bool want)
+{
+	if (!want || svm_has_vnmi || v->arch.nmi_stepping ||
+	    (v->arch.nmi_blocked && !v->arch.nmi_iret_seen))
+		return;
+	svm_nmi_step(v);
+}
+
 /* A virtual interrupt with the VINTR intercept: the CPU exits as soon as
  * the guest opens an interrupt window (then the real vector is injected). */
 static inline void vendor_intr_window(struct vcpu *v, bool want)

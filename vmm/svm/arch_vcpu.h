@@ -4,6 +4,7 @@
 #define VMM_SVM_ARCH_VCPU_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "vmm/svm/vmcb.h"
 
@@ -16,6 +17,19 @@ struct vcpu_arch {
 	struct vmcb vmcb;
 	bool vmstate_in_cpu;   /* the guest's VMLOAD state is in the CPU (between
 				  VMLOAD and VMSAVE): its syscall MSRs are there */
+	/* NMI blocking, kept by lightpath where the CPU has no vNMI: from an
+	 * injected NMI until its handler's IRET completes */
+	bool nmi_blocked;
+	bool nmi_iret_seen;    /* the IRET intercept fired at nmi_iret_rip; the
+				  IRET has completed once the guest is elsewhere */
+	bool nmi_stepping;     /* single-stepping (RFLAGS.TF, #DB intercepted) to
+				  the next instruction boundary where an NMI fits */
+	bool nmi_step_iret;    /* that step is over the IRET */
+	bool nmi_step_tf;      /* the guest's own RFLAGS.TF when the step began */
+	bool nmi_step_db_intercept; /* #DB was intercepted before the step */
+	uint64_t nmi_iret_rip;
+	uint64_t nmi_step_rip; /* where the step began */
+	uint64_t nmi_step_dr6; /* the guest's DR6 when the step began */
 };
 
 #endif

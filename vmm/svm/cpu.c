@@ -23,6 +23,7 @@ static svm_light_loop_fn *const svm_light_loops[SPEC_ENTRY_VARIANTS] = {
 
 uint64_t svm_host_vmstate_pa;
 bool svm_has_nrip;
+bool svm_has_vnmi;
 
 const char *vendor_name(void)
 {
@@ -44,6 +45,7 @@ int vendor_cpu_init(const struct lp_options *opt)
 		cpuid(0x8000000a, 0, r);
 		npt = r[3] & 1u;
 		svm_has_nrip = r[3] & (1u << 3);
+		svm_has_vnmi = r[3] & (1u << 25);
 	}
 	if (!svm || !npt) {
 		kprintf("lightpath: this CPU has no AMD SVM with nested paging\n");

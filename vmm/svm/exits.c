@@ -6,6 +6,7 @@
 
 #include "core/cpu.h"
 #include "vmm/guest_mem.h"
+#include "vmm/platform.h"
 #include "vmm/vcpu_exit.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
@@ -19,15 +20,152 @@ static void svm_heavy_invalid_state(struct vcpu *v)
 		 vmcb->cr3, vmcb->cr4, vmcb->efer, vmcb->cs.sel, vmcb->cs.attrib, vmcb->rflags);
 }
 
+/* Guest GPR n (x86 encoding order) on the heavy path. */
+static uint64_t *svm_gpr(struct vcpu *v, unsigned n)
+{
+	struct guest_regs *r = &v->regs;
+	uint64_t *const slots[16] = { &v->arch.vmcb.rax, &r->rcx, &r->rdx, &r->rbx,
+				       &v->arch.vmcb.rsp, &r->rbp, &r->rsi, &r->rdi, &r->r8, &r->r9,
+				       &r->r10, &r->r11, &r->r12, &r->r13, &r->r14, &r->r15 };
+	return slots[n & 15];
+}
+
+/* MOV to or from CR8, the local APIC's TPR (vmm/platform.c). Without decode
+ * assists the register is in the instruction: legacy prefixes, REX (64-bit
+ * mode), 0F 22 (to) or 0F 20 (from), ModRM with reg = 0 + REX.R = CR8, or
+ * LOCK with reg = 0 (AMD's AltMovCr8, CPUID 0x80000001 ECX bit 4, the way
+ * legacy-mode code reaches CR8). ModRM.rm is the GPR whatever ModRM.mod says. */
+static void svm_heavy_cr8(struct vcpu *v)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	bool write = (uint32_t)vmcb->exitcode == SVM_EXIT_WRITE_CR8;
+	struct guest_paging pg;
+	vendor_guest_paging(v, &pg);
+	uint64_t lin = (pg.cs_long ? 0 : vmcb->cs.base) + vmcb->rip;
+	if (!pg.cs_long)
+		lin &= 0xffffffffull;
+	uint8_t b[15];
+	size_t got = guest_read_linear(v->vm, &pg, lin, b, sizeof(b));
+	unsigned i = 0, rex = 0;
+	bool lock = false;
+	for (; i < got; i++) {
+		uint8_t c = b[i];
+		if (pg.cs_long && (c & 0xf0) == 0x40) {
+			rex = c;
+			continue;
+		}
+		if (c == 0xf0)
+			lock = true;
+		else if (c != 0x66 && c != 0x67 && c != 0x2e && c != 0x3e && c != 0x26 &&
+			 c != 0x36 && c != 0x64 && c != 0x65 && c != 0xf2 && c != 0xf3)
+			break;
+		rex = 0;   /* a REX that is not last is ignored */
+	}
+	unsigned modrm = i + 3 <= got ? b[i + 2] : 0;
+	unsigned cr = ((modrm >> 3) & 7) | ((rex & 4) << 1);
+	if (lock && cr == 0)
+		cr = 8;
+	if (i + 3 > got || b[i] != 0x0f || b[i + 1] != (write ? 0x22 : 0x20) || cr != 8) {
+		vm_fault(v->vm, "cannot decode the MOV %s CR8 at rip 0x%lx (%zu bytes readable)",
+			 write ? "to" : "from", vmcb->rip, got);
+		return;
+	}
+	uint64_t *reg = svm_gpr(v, (modrm & 7) | ((rex & 1) << 3));
+	if (write) {
+		if (platform_cr8_write(v, pg.cs_long ? *reg : (uint32_t)*reg)) {
+			vendor_inject_exception(v, 13, true, 0);
+			return;
+		}
+	} else {
+		*reg = platform_cr8_read(v);
+	}
+	uint64_t next = svm_has_nrip && vmcb->nrip ? vmcb->nrip : vmcb->rip + i + 3;
+	vmcb->rip = pg.cs_long ? next : (next & 0xffffffffull);
+	vendor_clear_interrupt_shadow(v);
+}
+
+/* ---- NMIs without vNMI (the hooks are in arch_exit.h) ---- */
+
+void svm_nmi_step(struct vcpu *v)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	v->arch.nmi_stepping = true;
+	v->arch.nmi_step_iret = v->arch.nmi_blocked;   /* blocked here: RIP is at the IRET */
+	v->arch.nmi_step_tf = vmcb->rflags & RFLAGS_TF;
+	v->arch.nmi_step_rip = vmcb->rip;
+	v->arch.nmi_step_dr6 = vmcb->dr6;
+	v->arch.nmi_step_db_intercept = vmcb->intercept_exc & SVM_INTERCEPT_EXC_DB;
+	vmcb->dr6 &= ~(DR6_BS | 0xfull);   /* so that the #DB says what it was for */
+	vmcb->rflags |= RFLAGS_TF;
+	vmcb->intercept_exc |= SVM_INTERCEPT_EXC_DB;
+}
+
+/* RFLAGS.TF (unless an IRET popped it) and the #DB intercept as they were. */
+static void svm_nmi_step_end(struct vcpu *v, bool over_iret)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	v->arch.nmi_stepping = false;
+	if (!v->arch.nmi_step_db_intercept)
+		vmcb->intercept_exc &= ~SVM_INTERCEPT_EXC_DB;
+	if (!over_iret)
+		vmcb->rflags = (vmcb->rflags & ~RFLAGS_TF) | (v->arch.nmi_step_tf ? RFLAGS_TF : 0);
+}
+
+void svm_nmi_step_cancel(struct vcpu *v)
+{
+	svm_nmi_step_end(v, false);
+	v->arch.vmcb.dr6 = v->arch.nmi_step_dr6;
+}
+
+/* The guest's NMI handler is about to IRET (the intercept comes before it
+ * runs): from now on, the guest being elsewhere means it has run. An NMI
+ * that waits gets its window now (a step over the IRET). */
+static void svm_heavy_iret(struct vcpu *v)
+{
+	v->arch.vmcb.intercept_misc1 &= ~SVM_INTERCEPT_IRET;
+	v->arch.nmi_iret_seen = true;
+	v->arch.nmi_iret_rip = v->arch.vmcb.rip;
+	v->pending |= VCPU_PENDING_RECHECK;
+}
+
+/* #DB: the end of an NMI step (a trap after the stepped instruction: the
+ * guest moved on, and QEMU sets DR6.BS, Bochs does not), or the guest's own
+ * #DB (its TF, a breakpoint), which it gets with DR6 as the CPU set it and
+ * nothing of the step left in it. */
+static void svm_heavy_db(struct vcpu *v)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	if (!v->arch.nmi_stepping) {
+		vendor_inject_exception(v, 1, false, 0);
+		return;
+	}
+	uint64_t hit = vmcb->dr6;
+	bool stepped = (hit & DR6_BS) || vmcb->rip != v->arch.nmi_step_rip;
+	bool guest_tf = v->arch.nmi_step_tf;
+	svm_nmi_step_end(v, stepped && v->arch.nmi_step_iret);
+	if (stepped && v->arch.nmi_step_iret)
+		v->arch.nmi_blocked = v->arch.nmi_iret_seen = false;   /* the IRET has run */
+	vmcb->dr6 = v->arch.nmi_step_dr6 | (hit & ~(stepped && !guest_tf ? DR6_BS : 0));
+	if (!stepped || guest_tf || (hit & 0xf))
+		vendor_inject_exception(v, 1, false, 0);
+	v->pending |= VCPU_PENDING_RECHECK;
+}
+
 /* Every exit the VMCB's intercepts enable, in exit-code order. */
 const struct exit_row vendor_exit_table[] = {
+	EXIT_ROW(SVM_EXIT_READ_CR8, SVM_EXIT_READ_CR8, LP_EXIT_OTHER, LIGHT_NONE, svm_heavy_cr8),
+	EXIT_ROW(SVM_EXIT_WRITE_CR8, SVM_EXIT_WRITE_CR8, LP_EXIT_OTHER, LIGHT_NONE, svm_heavy_cr8),
 	EXIT_DR_ACCESS(SVM_EXIT_READ_DR0, SVM_EXIT_WRITE_DR15),
-	/* no exception is intercepted yet */
-	EXIT_ROW(SVM_EXIT_EXCP_BASE, SVM_EXIT_EXCP_BASE + 31, LP_EXIT_EXCEPTION, LIGHT_NONE,
+	/* no exception is intercepted yet but #DB, while an NMI step runs */
+	EXIT_ROW(SVM_EXIT_EXCP_BASE, SVM_EXIT_EXCP_BASE, LP_EXIT_EXCEPTION, LIGHT_NONE,
+		 vendor_unexpected_exit),
+	EXIT_ROW(SVM_EXIT_EXCP_DB, SVM_EXIT_EXCP_DB, LP_EXIT_EXCEPTION, LIGHT_NONE, svm_heavy_db),
+	EXIT_ROW(SVM_EXIT_EXCP_DB + 1, SVM_EXIT_EXCP_BASE + 31, LP_EXIT_EXCEPTION, LIGHT_NONE,
 		 vendor_unexpected_exit),
 	EXIT_HOST_INTR(SVM_EXIT_INTR),
 	EXIT_INTR_WINDOW(SVM_EXIT_VINTR),
 	EXIT_CPUID(SVM_EXIT_CPUID),
+	EXIT_ROW(SVM_EXIT_IRET, SVM_EXIT_IRET, LP_EXIT_VINTR, LIGHT_NONE, svm_heavy_iret),
 	EXIT_INVD(SVM_EXIT_INVD),
 	EXIT_HLT(SVM_EXIT_HLT),
 	EXIT_VIRT_INSN(SVM_EXIT_INVLPGA, SVM_EXIT_INVLPGA),

@@ -27,6 +27,9 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	memset(vmcb, 0, sizeof(*vmcb));
 	v->arch.vmstate_in_cpu = false;
 	vmcb->intercept_dr = o->dr_lazy ? 0x00ff00ffu : 0;  /* dr=lazy: trap until first use */
+	/* CR8 is the emulated local APIC's TPR (never V_TPR: QEMU aborts on a
+	 * MOV to CR8 while V_IRQ is set, docs/SECURITY.md case 15) */
+	vmcb->intercept_cr = SVM_INTERCEPT_CR8_READ | SVM_INTERCEPT_CR8_WRITE;
 	vmcb->intercept_misc1 = SVM_INTERCEPT_INTR | SVM_INTERCEPT_CPUID | SVM_INTERCEPT_HLT |
 				SVM_INTERCEPT_INVLPGA |
 				SVM_INTERCEPT_INVD | SVM_INTERCEPT_IOIO_PROT | SVM_INTERCEPT_MSR_PROT |
@@ -38,7 +41,8 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	vmcb->msrpm_base_pa = v->vm->msrpm_pa;
 	vmcb->asid = 1;
 	vmcb->tlb_control = 1;                  /* flush this ASID on the first VMRUN */
-	vmcb->int_ctl = SVM_INT_CTL_V_INTR_MASKING;
+	vmcb->int_ctl = SVM_INT_CTL_V_INTR_MASKING | (svm_has_vnmi ? SVM_INT_CTL_V_NMI_ENABLE : 0);
+	v->arch.nmi_blocked = v->arch.nmi_iret_seen = v->arch.nmi_stepping = false;
 	vmcb->np_enable = 1;
 	vmcb->n_cr3 = v->vm->npt_root;
 

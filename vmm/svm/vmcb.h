@@ -106,6 +106,10 @@ _Static_assert(offsetof(struct vmcb, kernel_gs_base) == 0x620, "kgs");
 _Static_assert(offsetof(struct vmcb, cr2) == 0x640, "cr2");
 _Static_assert(offsetof(struct vmcb, g_pat) == 0x668, "g_pat");
 
+/* intercept_cr bits: MOV from CRn is bit n, MOV to CRn bit 16 + n */
+#define SVM_INTERCEPT_CR8_READ   (1u << 8)
+#define SVM_INTERCEPT_CR8_WRITE  (1u << 24)
+
 /* intercept_misc1 bits */
 #define SVM_INTERCEPT_INTR       (1u << 0)
 #define SVM_INTERCEPT_NMI        (1u << 1)
@@ -113,6 +117,7 @@ _Static_assert(offsetof(struct vmcb, g_pat) == 0x668, "g_pat");
 #define SVM_INTERCEPT_INIT       (1u << 3)
 #define SVM_INTERCEPT_VINTR      (1u << 4)
 #define SVM_INTERCEPT_CPUID      (1u << 18)
+#define SVM_INTERCEPT_IRET       (1u << 20)
 #define SVM_INTERCEPT_INVD       (1u << 22)
 #define SVM_INTERCEPT_HLT        (1u << 24)
 #define SVM_INTERCEPT_INVLPGA    (1u << 26)
@@ -120,6 +125,9 @@ _Static_assert(offsetof(struct vmcb, g_pat) == 0x668, "g_pat");
 #define SVM_INTERCEPT_MSR_PROT   (1u << 28)
 #define SVM_INTERCEPT_TASK_SWITCH (1u << 29)
 #define SVM_INTERCEPT_SHUTDOWN   (1u << 31)
+/* intercept_exc bits: exception vector n */
+#define SVM_INTERCEPT_EXC_DB     (1u << 1)
+
 /* intercept_misc2 bits */
 #define SVM_INTERCEPT_VMRUN      (1u << 0)
 #define SVM_INTERCEPT_VMMCALL    (1u << 1)
@@ -131,13 +139,17 @@ _Static_assert(offsetof(struct vmcb, g_pat) == 0x668, "g_pat");
 #define SVM_INTERCEPT_XSETBV     (1u << 13)
 
 /* exit codes */
+#define SVM_EXIT_READ_CR8        0x008
+#define SVM_EXIT_WRITE_CR8       0x018
 #define SVM_EXIT_READ_DR0        0x020
 #define SVM_EXIT_WRITE_DR15      0x03f
 #define SVM_EXIT_EXCP_BASE       0x040
+#define SVM_EXIT_EXCP_DB         0x041
 #define SVM_EXIT_INTR            0x060
 #define SVM_EXIT_NMI             0x061
 #define SVM_EXIT_VINTR           0x064
 #define SVM_EXIT_CPUID           0x072
+#define SVM_EXIT_IRET            0x074
 #define SVM_EXIT_INVD            0x076
 #define SVM_EXIT_HLT             0x078
 #define SVM_EXIT_INVLPGA         0x07a
@@ -164,9 +176,12 @@ _Static_assert(offsetof(struct vmcb, g_pat) == 0x668, "g_pat");
 
 /* int_ctl */
 #define SVM_INT_CTL_V_IRQ        (1ull << 8)
+#define SVM_INT_CTL_V_NMI        (1ull << 11)   /* vNMI: an NMI waits for the guest */
+#define SVM_INT_CTL_V_NMI_BLOCKED (1ull << 12)  /* vNMI: the guest blocks NMIs (until IRET) */
 #define SVM_INT_CTL_V_INTR_PRIO_MAX (0xfull << 16)
 #define SVM_INT_CTL_V_IGN_TPR    (1ull << 20)
 #define SVM_INT_CTL_V_INTR_MASKING (1ull << 24)
+#define SVM_INT_CTL_V_NMI_ENABLE (1ull << 26)
 /* int_state */
 #define SVM_INT_STATE_SHADOW     (1ull << 0)
 
@@ -178,6 +193,7 @@ _Static_assert(offsetof(struct vmcb, g_pat) == 0x668, "g_pat");
 #define SVM_EVTINJ_VALID         (1ull << 31)
 #define SVM_EVTINJ_ERR_VALID     (1ull << 11)
 #define SVM_EVTINJ_TYPE_INTR     (0ull << 8)
+#define SVM_EVTINJ_TYPE_NMI      (2ull << 8)
 #define SVM_EVTINJ_TYPE_EXC      (3ull << 8)
 
 #endif

@@ -180,6 +180,43 @@ static inline bool vendor_intr_window_requested(struct vcpu *v)
 	return v->arch.proc & PROC_INTR_WINDOW_EXITING;
 }
 
+/* NMIs: the guest's interruptibility state holds its NMI blocking (virtual
+ * NMIs: the CPU sets it when it delivers one and clears it at the IRET). */
+static inline bool vendor_nmi_blocked(struct vcpu *v)
+{
+	(void)v;
+	return vmread(VMCS_GUEST_INTERRUPTIBILITY) & VMX_INTERRUPTIBILITY_NMI;
+}
+
+/* Blocking by STI too: some CPUs refuse an NMI injected there (SDM 26.3.1.5). */
+static inline bool vendor_nmi_injectable(struct vcpu *v)
+{
+	(void)v;
+	return !(vmread(VMCS_ENTRY_INTR_INFO) & VMX_INTR_INFO_VALID) &&
+	       !(vmread(VMCS_GUEST_INTERRUPTIBILITY) &
+		 (VMX_INTERRUPTIBILITY_STI | VMX_INTERRUPTIBILITY_MOV_SS | VMX_INTERRUPTIBILITY_NMI));
+}
+
+static inline void vendor_inject_nmi(struct vcpu *v)
+{
+	(void)v;
+	vmwrite(VMCS_ENTRY_INTR_INFO, VMX_INTR_INFO_VALID | VMX_INTR_TYPE_NMI | 2);
+}
+
+/* NMI-window exiting: an exit as soon as the guest can take an NMI. Without
+ * virtual NMIs there is none: every exit re-checks while an NMI waits. */
+static inline void vendor_nmi_window(struct vcpu *v, bool want)
+{
+	if (want && !v->arch.vnmi)
+		v->pending |= VCPU_PENDING_RECHECK;
+	uint32_t proc = want && v->arch.vnmi ? v->arch.proc | PROC_NMI_WINDOW_EXITING
+					     : v->arch.proc & ~PROC_NMI_WINDOW_EXITING;
+	if (proc != v->arch.proc) {
+		v->arch.proc = proc;
+		vmwrite(VMCS_PROC_CONTROLS, proc);
+	}
+}
+
 static inline void vendor_clear_interrupt_shadow(struct vcpu *v)
 {
 	(void)v;
@@ -219,6 +256,11 @@ static inline bool vendor_heavy_begin(struct vcpu *v)
 		vmwrite(VMCS_ENTRY_INTR_INFO, idt & ~(uint64_t)(1u << 12));
 		if (idt & VMX_INTR_INFO_ERRCODE)
 			vmwrite(VMCS_ENTRY_EXCEPTION_ERRCODE, vmread(VMCS_IDT_VECTORING_ERRCODE));
+		/* an NMI whose delivery exited left virtual-NMI blocking on, and
+		 * an NMI is not injected into blocking (SDM 27.2.3, 26.3.1.5) */
+		if ((idt & VMX_INTR_TYPE_MASK) == VMX_INTR_TYPE_NMI)
+			vmwrite(VMCS_GUEST_INTERRUPTIBILITY, vmread(VMCS_GUEST_INTERRUPTIBILITY) &
+							     ~(uint64_t)VMX_INTERRUPTIBILITY_NMI);
 	}
 	return true;
 }

@@ -18,6 +18,7 @@ struct vcpu_arch {
 	bool smsr_in_cpu;        /* msr=lazy: the guest's syscall MSRs are in the CPU */
 	uint32_t proc;           /* primary processor-based controls as written */
 	uint64_t guest_dr6;      /* DR6 is not in the VMCS: switched with DR0-3 */
+	bool vnmi;               /* virtual NMIs and NMI-window exiting are on */
 };
 
 #endif

@@ -120,10 +120,11 @@ int vendor_cpu_init(const struct lp_options *opt)
 	if (!(c->pin.may & PIN_EXT_INTR_EXITING))
 		return vmx_fail("this CPU's VMX has no external-interrupt exiting");
 	uint32_t need_proc = PROC_HLT_EXITING | PROC_USE_IO_BITMAPS | PROC_USE_MSR_BITMAPS |
-			     PROC_MOV_DR_EXITING | PROC_INTR_WINDOW_EXITING;
+			     PROC_MOV_DR_EXITING | PROC_INTR_WINDOW_EXITING | PROC_CR8_LOAD_EXITING |
+			     PROC_CR8_STORE_EXITING;
 	if ((c->proc.may & need_proc) != need_proc)
-		return vmx_fail("this CPU's VMX lacks HLT exiting, I/O or MSR bitmaps, MOV-DR exiting "
-				"or interrupt-window exiting");
+		return vmx_fail("this CPU's VMX lacks HLT exiting, I/O or MSR bitmaps, MOV-DR exiting, "
+				"interrupt-window exiting or CR8 exiting");
 	uint32_t need_exit = EXIT_HOST_ADDR_SPACE_SIZE | EXIT_SAVE_EFER | EXIT_LOAD_EFER;
 	uint32_t need_entry = ENTRY_IA32E_MODE_GUEST | ENTRY_LOAD_EFER;
 	if ((c->exit.may & need_exit) != need_exit || (c->entry.may & need_entry) != need_entry)

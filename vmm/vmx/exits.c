@@ -6,6 +6,7 @@
 
 #include "core/cpu.h"
 #include "lib/printf.h"
+#include "vmm/platform.h"
 #include "vmm/vcpu_exit.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
@@ -24,12 +25,34 @@ static uint64_t *gpr_slot(struct vcpu *v, unsigned n)
 	return slots[n & 15];
 }
 
+/* MOV to or from CR8 (CR8-load/store exiting): the local APIC's TPR
+ * (vmm/platform.c). Outside 64-bit mode there is no CR8 on Intel. */
+static void vmx_cr8_access(struct vcpu *v, bool to_cr8, unsigned reg)
+{
+	uint64_t *slot = reg == 4 ? 0 : gpr_slot(v, reg);
+	if (to_cr8) {
+		if (platform_cr8_write(v, slot ? *slot : vendor_rsp(v))) {
+			vendor_inject_exception(v, 13, true, 0);
+			return;
+		}
+	} else if (slot) {
+		*slot = platform_cr8_read(v);
+	} else {
+		vendor_set_rsp(v, platform_cr8_read(v));
+	}
+	vmwrite(VMCS_GUEST_RIP, vmread(VMCS_GUEST_RIP) + vmread(VMCS_EXIT_INSN_LEN));
+}
+
 /* MOV to CR0/CR4 that changed a host-owned bit: the guest's view goes to the
  * read shadow, the CPU gets it with the VMX-fixed bits applied. */
 static void vmx_heavy_cr_access(struct vcpu *v)
 {
 	uint64_t q = vmread(VMCS_EXIT_QUALIFICATION);
 	unsigned cr = q & 15, type = (q >> 4) & 3, reg = (q >> 8) & 15;
+	if (cr == 8 && type <= 1) {
+		vmx_cr8_access(v, type == 0, reg);
+		return;
+	}
 	if (type != 0 || (cr != 0 && cr != 4)) {
 		vm_fault(v->vm, "unexpected control-register access (qualification 0x%lx) at rip 0x%lx",
 			 q, vendor_guest_rip(v));
@@ -71,14 +94,31 @@ static void vmx_heavy_watchdog(struct vcpu *v)
 	heavy_host_intr(v);
 }
 
+/* Exit reason 0: with NMI exiting (for virtual NMIs) a host NMI exits here;
+ * lightpath has no use for NMIs of its own and carries on. An exception
+ * that interrupted an IRET which had ended virtual-NMI blocking means the
+ * IRET runs again, blocked until then (SDM 27.2.3; an EPT violation does
+ * the same, but an IRET on MMIO stops the VM). No exception is intercepted
+ * yet. */
+static void vmx_heavy_exception_nmi(struct vcpu *v)
+{
+	uint64_t info = vmread(VMCS_EXIT_INTR_INFO);
+	if ((info & VMX_INTR_TYPE_MASK) == VMX_INTR_TYPE_NMI)
+		return;
+	if (v->arch.vnmi && (info & VMX_NMI_UNBLOCKED_BY_IRET))
+		vmwrite(VMCS_GUEST_INTERRUPTIBILITY,
+			vmread(VMCS_GUEST_INTERRUPTIBILITY) | VMX_INTERRUPTIBILITY_NMI);
+	vendor_unexpected_exit(v);
+}
+
 /* Every exit the VMCS's controls enable, in exit-reason order. */
 const struct exit_row vendor_exit_table[] = {
-	/* no exception is intercepted yet */
 	EXIT_ROW(VMX_EXIT_EXCEPTION_NMI, VMX_EXIT_EXCEPTION_NMI, LP_EXIT_EXCEPTION, LIGHT_NONE,
-		 vendor_unexpected_exit),
+		 vmx_heavy_exception_nmi),
 	EXIT_HOST_INTR(VMX_EXIT_EXT_INTR),
 	EXIT_TRIPLE_FAULT(VMX_EXIT_TRIPLE_FAULT),
 	EXIT_INTR_WINDOW(VMX_EXIT_INTR_WINDOW),
+	EXIT_NMI_WINDOW(VMX_EXIT_NMI_WINDOW),
 	EXIT_CPUID(VMX_EXIT_CPUID),
 	EXIT_VIRT_INSN(VMX_EXIT_GETSEC, VMX_EXIT_GETSEC),
 	EXIT_HLT(VMX_EXIT_HLT),

@@ -105,14 +105,23 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	}
 	setup_bad_field = 0;
 
-	/* controls: what lightpath needs, adjusted to the capability MSRs */
+	/* controls: what lightpath needs, adjusted to the capability MSRs.
+	 * Virtual NMIs (which need NMI exiting) make the CPU keep the guest's
+	 * NMI blocking, and NMI-window exiting says when it ends; without them
+	 * a waiting NMI goes in at the first exit after the guest's IRET. */
+	uint32_t vnmi = PIN_NMI_EXITING | PIN_VIRTUAL_NMIS;
+	v->arch.vnmi = (c->pin.may & vnmi) == vnmi && (c->proc.may & PROC_NMI_WINDOW_EXITING);
 	bool watchdog = c->watchdog_ticks != 0;
 	vmcs_set(VMCS_PIN_CONTROLS, ctl_adjust(c->pin, PIN_EXT_INTR_EXITING |
-						       (watchdog ? PIN_PREEMPTION_TIMER : 0)));
+					       (v->arch.vnmi ? vnmi : 0) |
+					       (watchdog ? PIN_PREEMPTION_TIMER : 0)));
 	if (watchdog)   /* counts on across exits (saved), re-armed when it fires */
 		vmcs_set(VMCS_PREEMPTION_TIMER, c->watchdog_ticks);
+	/* CR8 is the emulated local APIC's TPR: without CR8 exiting (or a TPR
+	 * shadow) a guest's MOV CR8 would reach the CPU's own TPR */
 	uint32_t proc = PROC_HLT_EXITING | PROC_USE_IO_BITMAPS | PROC_USE_MSR_BITMAPS |
-			PROC_SECONDARY_CONTROLS | (o->dr_lazy ? PROC_MOV_DR_EXITING : 0);
+			PROC_SECONDARY_CONTROLS | PROC_CR8_LOAD_EXITING | PROC_CR8_STORE_EXITING |
+			(o->dr_lazy ? PROC_MOV_DR_EXITING : 0);
 	v->arch.proc = ctl_adjust(c->proc, proc);
 	if (!o->dr_lazy && (v->arch.proc & PROC_MOV_DR_EXITING))
 		vm_fault(vm, "dr=always needs MOV-DR exiting off, but this CPU forces it on");

@@ -173,6 +173,7 @@
 /* ---- pin-based controls ---- */
 #define PIN_EXT_INTR_EXITING         (1u << 0)
 #define PIN_NMI_EXITING              (1u << 3)
+#define PIN_VIRTUAL_NMIS             (1u << 5)
 #define PIN_PREEMPTION_TIMER         (1u << 6)
 /* ---- primary processor-based controls ---- */
 #define PROC_INTR_WINDOW_EXITING     (1u << 2)
@@ -183,6 +184,9 @@
 #define PROC_RDTSC_EXITING           (1u << 12)
 #define PROC_CR3_LOAD_EXITING        (1u << 15)
 #define PROC_CR3_STORE_EXITING       (1u << 16)
+#define PROC_CR8_LOAD_EXITING        (1u << 19)
+#define PROC_CR8_STORE_EXITING       (1u << 20)
+#define PROC_NMI_WINDOW_EXITING      (1u << 22)
 #define PROC_MOV_DR_EXITING          (1u << 23)
 #define PROC_UNCOND_IO_EXITING       (1u << 24)
 #define PROC_USE_IO_BITMAPS          (1u << 25)
@@ -274,12 +278,17 @@
 #define VMX_INTR_INFO_VALID          (1u << 31)
 #define VMX_INTR_INFO_ERRCODE        (1u << 11)
 #define VMX_INTR_TYPE_EXT_INTR       (0u << 8)
+#define VMX_INTR_TYPE_NMI            (2u << 8)
 #define VMX_INTR_TYPE_HW_EXCEPTION   (3u << 8)
 #define VMX_INTR_TYPE_MASK           (7u << 8)
+/* exit interruption information, and an EPT violation's qualification: the
+ * exit came in the middle of an IRET that had ended (virtual-)NMI blocking */
+#define VMX_NMI_UNBLOCKED_BY_IRET    (1u << 12)
 
 /* ---- guest interruptibility state ---- */
 #define VMX_INTERRUPTIBILITY_STI     (1u << 0)
 #define VMX_INTERRUPTIBILITY_MOV_SS  (1u << 1)
+#define VMX_INTERRUPTIBILITY_NMI     (1u << 3)
 
 /* ---- segment access rights ---- */
 #define VMX_AR_L                     (1u << 13)   /* 64-bit code segment */

@@ -1,0 +1,139 @@
+"""Case 7 of issue 10: NMIs are delivered (guests/hostile/nmi.c). Before,
+ICR writes with delivery mode NMI and I/O APIC pins in NMI mode set the
+local APIC's nmi_pending and nothing read it: no NMI ever arrived.
+
+`hostile-nmi*`: the self-test (an NMI through the xAPIC and the x2APIC ICR,
+by shorthand and by APIC ID, with IF=0, once per NMI; one sent inside the
+handler arrives right after its IRET and not before; three sent there arrive
+as one; an I/O APIC pin in NMI mode; the PIT on a pin in NMI mode wakes
+`cli; hlt`), then `mode=storm` (each handler sends the next NMI: 1000 NMIs,
+none nested, the guest ends itself), then `mode=fault` (the NMI gate points
+outside guest RAM: lightpath stops that VM), then hello.
+`hostile-nmi-noiret*`: the handler never returns and sends NMIs in a tight
+loop with IF=1; the 1 s time limit stops it and hello runs.
+Each under the default switches and itest.HOSTILE_SWITCHES, on SVM (QEMU)
+and VT-x (Bochs); `vmx-hostile-nmi-svm-ryzen` runs the first on the SVM image
+under Bochs' AMD model (NRIP save). docs/SECURITY.md, case 7."""
+
+import re
+
+import itest
+import vmx_tests as vmx
+
+GUEST = "nmi"
+TAP_LINE = re.compile(r"^\[vm0\] (not )?ok \d+ ")
+
+
+def suffix(switches):
+    return "-" + itest.HOSTILE_SWITCHES[0] if switches else ""
+
+
+def without_tap_lines(b):
+    rest = itest.Boot.__new__(itest.Boot)
+    rest.__dict__.update(b.__dict__)
+    rest.lines = [l for l in b.lines if not TAP_LINE.match(l)]
+    return rest
+
+
+def expect_all(b, path):
+    """The self-test's verdict, then every other line exactly."""
+    itest.selftest_result(b, GUEST)
+    g = lambda args="": (path + " " + args).strip()
+    itest.expect_exact_lines(without_tap_lines(b), [
+        itest.loaded(0, path, 64, g()),
+        r"\[vm0\] selftest nmi: 19 passed, 0 failed",
+        r"lightpath: vm0: ended with status 0 \(isa-debug-exit\)",
+        r"lightpath: vm0: exit statistics",
+        itest.loaded(1, path, 64, g("mode=storm")),
+        r"\[vm1\] nmi: storm of 1000 NMIs, each handler sending the next",
+        r"\[vm1\] nmi: storm done: no NMI nested",
+        r"lightpath: vm1: ended with status 0 \(isa-debug-exit\)",
+        r"lightpath: vm1: exit statistics",
+        itest.loaded(2, path, 64, g("mode=fault")),
+        r"\[vm2\] nmi: NMI gate at 0xfff00000, outside RAM; sending an NMI",
+        r"lightpath: vm2: stopped: guest-physical access to 0xfff00000 outside its RAM and "
+        r"devices at rip 0xfff00000",
+        r"lightpath: vm2: exit statistics",
+    ] + [l.replace("vm1", "vm3") for l in itest.hello_lines(1, hello=path[:-len("nmi.elf")] + "hello.elf")] + [
+        r"lightpath: all VMs ended; powering off with status 112 \(the first non-zero status, vm2's; "
+        r"VMs that did not end with 0: 2 of 4\)"])
+    b.expect_rc(225)
+
+
+def expect_noiret(b, path, hello):
+    cmd = path + " mode=noiret"
+    itest.expect_exact_lines(b, [
+        itest.loaded(0, path, 64, cmd),
+        r"lightpath: vm0: time limit 1 s",
+        r"\[vm0\] nmi: in the NMI handler, sending NMIs for ever",
+        r"lightpath: vm0: stopped: time limit of 1 s reached",
+        r"lightpath: vm0: exit statistics",
+    ] + itest.hello_lines(1, 1, hello=hello) + [itest.FINAL_VM0_STOPPED])
+    b.expect_rc(225)
+
+
+def modules():
+    return [itest.guest(GUEST), itest.guest(GUEST, "mode=storm"), itest.guest(GUEST, "mode=fault"),
+            itest.guest("hello", "status=3")]
+
+
+def t_qemu(switches):
+    def run():
+        b = itest.Boot("hostile-nmi" + suffix(switches), modules(), append=switches)
+        expect_all(b, itest.guest(GUEST))
+        return b
+    return run
+
+
+def t_qemu_noiret(switches):
+    def run():
+        b = itest.Boot("hostile-nmi-noiret" + suffix(switches),
+                       [itest.guest(GUEST, "mode=noiret"), itest.HELLO3],
+                       append=("vm.timeout=1 " + switches).strip())
+        expect_noiret(b, itest.guest(GUEST), itest.HELLO)
+        return b
+    return run
+
+
+def t_vmx(switches):
+    def run():
+        b = vmx.BochsBoot("hostile-nmi" + suffix(switches), modules(), append=switches)
+        expect_all(b, GUEST + ".elf")
+        return b
+    return run
+
+
+def t_svm_ryzen():
+    """The SVM image under Bochs' AMD model (NRIP save, no vNMI): the path real
+    AMD CPUs before Zen 4 take. Bochs sets no DR6.BS for the single step that
+    ends an NMI's blocking, which QEMU does."""
+    b = vmx.BochsBoot("hostile-nmi-svm-ryzen", modules(), cpu="ryzen", kernel="build/lightpath.elf")
+    expect_all(b, GUEST + ".elf")
+    return b
+
+
+def t_vmx_noiret(switches):
+    def run():
+        b = vmx.BochsBoot("hostile-nmi-noiret" + suffix(switches),
+                          [itest.guest(GUEST, "mode=noiret"), itest.guest("hello", "status=3")],
+                          append=("vm.timeout=1 " + switches).strip())
+        expect_noiret(b, GUEST + ".elf", "hello.elf")
+        return b
+    return run
+
+
+def qemu_tests():
+    t = []
+    for sw in ("", itest.HOSTILE_SWITCHES[1]):
+        t.append((1, "hostile-nmi" + suffix(sw), t_qemu(sw)))
+        t.append((1, "hostile-nmi-noiret" + suffix(sw), t_qemu_noiret(sw)))
+    return t
+
+
+def vmx_tests():
+    t = []
+    for sw in ("", itest.HOSTILE_SWITCHES[1]):
+        t.append((1, "vmx-hostile-nmi" + suffix(sw), t_vmx(sw)))
+        t.append((1, "vmx-hostile-nmi-noiret" + suffix(sw), t_vmx_noiret(sw)))
+    t.append((1, "vmx-hostile-nmi-svm-ryzen", t_svm_ryzen))
+    return t

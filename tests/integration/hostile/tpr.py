@@ -1,0 +1,89 @@
+"""Case 15 of issue 10: a guest that sends itself IPIs while raising and
+lowering its TPR around `sti; nop` (guests/hostile/tpr64.c), through the
+xAPIC TPR, CR8 and the x2APIC TPR MSR. Under QEMU 7.2 a MOV to CR8 while
+lightpath waited for an interrupt window (V_IRQ set) aborted QEMU
+(`tcg_handle_interrupt: assertion failed`), every VM with it; on VT-x the
+guest's CR8 reached the CPU's own TPR. lightpath now intercepts CR8 on both
+backends and makes it the emulated APIC's TPR, so the guest's self-test
+passes, lightpath ends it normally and hello runs after it.
+docs/SECURITY.md, case 15."""
+
+import re
+
+import itest
+import vmx_tests as vmx
+
+GUEST = "tpr64"
+TAP_LINE = re.compile(r"^\[vm0\] (not )?ok \d+ ")
+
+
+def expect_tpr_then_hello(b, name, hello):
+    """The guest's verdict, then every other line exactly: vm0 ends with 0,
+    hello (vm1) with 3, the final status is hello's."""
+    itest.selftest_result(b, GUEST)
+    rest = itest.Boot.__new__(itest.Boot)
+    rest.__dict__.update(b.__dict__)
+    rest.lines = [l for l in b.lines if not TAP_LINE.match(l)]
+    itest.expect_exact_lines(rest, [
+        r"lightpath: vm0: loaded %s \(multiboot ELF64, entry 0x[0-9a-f]+\), 64 MiB, cmdline \"%s\""
+        % (re.escape(name), re.escape(name)),
+        r"\[vm0\] selftest %s: \d+ passed, 0 failed" % GUEST,
+        r"lightpath: vm0: ended with status 0 \(isa-debug-exit\)",
+        r"lightpath: vm0: exit statistics",
+    ] + itest.hello_lines(1, hello=hello) + [itest.FINAL_VM1_STATUS3])
+    b.expect_rc(7)
+
+
+def t_qemu(switches):
+    def run():
+        label = "hostile-tpr" + ("-" + itest.HOSTILE_SWITCHES[0] if switches else "")
+        b = itest.Boot(label, [itest.guest(GUEST), itest.HELLO3], append=switches)
+        expect_tpr_then_hello(b, itest.guest(GUEST), itest.HELLO)
+        return b
+    return run
+
+
+def t_vmx(switches):
+    def run():
+        label = "hostile-tpr" + ("-" + itest.HOSTILE_SWITCHES[0] if switches else "")
+        b = vmx.BochsBoot(label, [itest.guest(GUEST), itest.guest("hello", "status=3")],
+                                append=switches)
+        expect_tpr_then_hello(b, GUEST + ".elf", "hello.elf")
+        return b
+    return run
+
+
+def t_vmx_cr8_spin(switches):
+    """VT-x only: `tpr64 mode=cr8-spin` sets CR8 = 15 and spins with IF=1
+    under vm.timeout=1. Without CR8 exiting that was the CPU's own TPR, which
+    blocked lightpath's timer (vector 0x20): the limit never fired and Bochs
+    ran until the harness killed it. Now it is stopped at its limit and hello
+    runs (with the same limit)."""
+    def run():
+        label = "hostile-tpr-cr8-spin" + ("-" + itest.HOSTILE_SWITCHES[0] if switches else "")
+        b = vmx.BochsBoot(label, [itest.guest(GUEST, "mode=cr8-spin"), itest.guest("hello", "status=3")],
+                          append=("vm.timeout=1 " + switches).strip())
+        itest.expect_exact_lines(b, [
+            r"lightpath: vm0: loaded %s.elf \(multiboot ELF64, entry 0x[0-9a-f]+\), 64 MiB, "
+            r"cmdline \"%s.elf mode=cr8-spin\"" % (GUEST, GUEST),
+            r"lightpath: vm0: time limit 1 s",
+            r"\[vm0\] tpr64: CR8 = 15, spinning with interrupts enabled",
+            r"lightpath: vm0: stopped: time limit of 1 s reached",
+            r"lightpath: vm0: exit statistics",
+        ] + itest.hello_lines(1, 1, hello="hello.elf") + [itest.FINAL_VM0_STOPPED])
+        b.expect_rc(225)
+        return b
+    return run
+
+
+def qemu_tests():
+    return [(1, "hostile-tpr", t_qemu("")),
+            (1, "hostile-tpr-" + itest.HOSTILE_SWITCHES[0], t_qemu(itest.HOSTILE_SWITCHES[1]))]
+
+
+def vmx_tests():
+    return [(1, "vmx-hostile-tpr", t_vmx("")),
+            (1, "vmx-hostile-tpr-" + itest.HOSTILE_SWITCHES[0], t_vmx(itest.HOSTILE_SWITCHES[1])),
+            (1, "vmx-hostile-tpr-cr8-spin", t_vmx_cr8_spin("")),
+            (1, "vmx-hostile-tpr-cr8-spin-" + itest.HOSTILE_SWITCHES[0],
+             t_vmx_cr8_spin(itest.HOSTILE_SWITCHES[1]))]

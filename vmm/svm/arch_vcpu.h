@@ -16,6 +16,9 @@ struct vcpu_arch {
 	struct vmcb vmcb;
 	bool vmstate_in_cpu;   /* the guest's VMLOAD state is in the CPU (between
 				  VMLOAD and VMSAVE): its syscall MSRs are there */
+	bool host_cr_guard;    /* every exit goes through svm_light_host_cr_guard
+				  first (the guest may have EFER.LME=1, CR0.PG=0) */
+	unsigned guard_sw;     /* the switch set the guard hands exits on to */
 };
 
 #endif

@@ -19,6 +19,15 @@ static void svm_heavy_invalid_state(struct vcpu *v)
 		 vmcb->cr3, vmcb->cr4, vmcb->efer, vmcb->cs.sel, vmcb->cs.attrib, vmcb->rflags);
 }
 
+/* A CR0 write in long mode, which may switch paging off (docs/SECURITY.md,
+ * case 5). The guest runs it again, now without the intercept, and the host
+ * CR guard looks at the result at the next exit. */
+static void svm_heavy_cr0_write(struct vcpu *v)
+{
+	svm_host_cr_guard(v, true);
+	v->arch.vmcb.intercept_misc1 &= ~SVM_INTERCEPT_CR0_SEL_WRITE;
+}
+
 /* Every exit the VMCB's intercepts enable, in exit-code order. */
 const struct exit_row vendor_exit_table[] = {
 	EXIT_DR_ACCESS(SVM_EXIT_READ_DR0, SVM_EXIT_WRITE_DR15),
@@ -27,6 +36,8 @@ const struct exit_row vendor_exit_table[] = {
 		 vendor_unexpected_exit),
 	EXIT_HOST_INTR(SVM_EXIT_INTR),
 	EXIT_INTR_WINDOW(SVM_EXIT_VINTR),
+	EXIT_ROW(SVM_EXIT_CR0_SEL_WRITE, SVM_EXIT_CR0_SEL_WRITE, LP_EXIT_OTHER, LIGHT_NONE,
+		 svm_heavy_cr0_write),
 	EXIT_CPUID(SVM_EXIT_CPUID),
 	EXIT_INVD(SVM_EXIT_INVD),
 	EXIT_HLT(SVM_EXIT_HLT),

@@ -26,6 +26,8 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	const struct lp_options *o = v->vm->opt;
 	memset(vmcb, 0, sizeof(*vmcb));
 	v->arch.vmstate_in_cpu = false;
+	v->arch.host_cr_guard = false;   /* the light table is the plain one */
+	svm_host_cr_capture();
 	vmcb->intercept_dr = o->dr_lazy ? 0x00ff00ffu : 0;  /* dr=lazy: trap until first use */
 	vmcb->intercept_misc1 = SVM_INTERCEPT_INTR | SVM_INTERCEPT_CPUID | SVM_INTERCEPT_HLT |
 				SVM_INTERCEPT_INVLPGA |
@@ -65,6 +67,7 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	pmu_init(v, MSR_PERF_CTL0, MSR_PERF_CTR0, 4);
 	for (unsigned i = 0; i < SMSR_COUNT; i++)
 		v->guest_smsr[i] = 0;
+	svm_host_cr_watch(v);
 }
 
 /* A GDT descriptor's attribute bits in the VMCB's 12-bit format. */
@@ -98,6 +101,7 @@ void vendor_vcpu_init_linux(struct vcpu *v, const struct linux_boot_state *st)
 	vmcb->rax = 0;
 	v->regs.rbx = 0;
 	v->regs.rsi = st->rsi;
+	svm_host_cr_watch(v);   /* long mode: CR0 writes are watched */
 }
 
 void vendor_dr_intercept_off(struct vcpu *v)
@@ -115,6 +119,7 @@ uint64_t vendor_efer_read(struct vcpu *v)
 void vendor_efer_write(struct vcpu *v, uint64_t efer)
 {
 	v->arch.vmcb.efer = efer | EFER_SVME;     /* VMRUN needs SVME on */
+	svm_host_cr_watch(v);                     /* EFER.LME may have changed */
 }
 
 int vendor_msr_pat(struct vcpu *v, uint64_t *val, bool is_write)

@@ -112,6 +112,7 @@ _Static_assert(offsetof(struct vmcb, g_pat) == 0x668, "g_pat");
 #define SVM_INTERCEPT_SMI        (1u << 2)
 #define SVM_INTERCEPT_INIT       (1u << 3)
 #define SVM_INTERCEPT_VINTR      (1u << 4)
+#define SVM_INTERCEPT_CR0_SEL_WRITE (1u << 5)   /* CR0 writes that change more than TS/MP */
 #define SVM_INTERCEPT_CPUID      (1u << 18)
 #define SVM_INTERCEPT_INVD       (1u << 22)
 #define SVM_INTERCEPT_HLT        (1u << 24)
@@ -137,6 +138,7 @@ _Static_assert(offsetof(struct vmcb, g_pat) == 0x668, "g_pat");
 #define SVM_EXIT_INTR            0x060
 #define SVM_EXIT_NMI             0x061
 #define SVM_EXIT_VINTR           0x064
+#define SVM_EXIT_CR0_SEL_WRITE   0x065
 #define SVM_EXIT_CPUID           0x072
 #define SVM_EXIT_INVD            0x076
 #define SVM_EXIT_HLT             0x078

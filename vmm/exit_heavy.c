@@ -323,6 +323,25 @@ void heavy_invd(struct vcpu *v)
 	heavy_skip(v, insn_invd);
 }
 
+/* WBINVD, WBNOINVD: guest RAM is ordinary write-back memory the caches keep
+ * coherent, and no device of the guest's writes memory behind them, so no
+ * cache state is the guest's to flush: a no-op. Run natively it would write
+ * back and drop the whole CPU's caches, the host's and other VMs' lines
+ * included, with interrupts held off meanwhile. */
+void heavy_wbinvd(struct vcpu *v)
+{
+	heavy_skip(v, insn_wbinvd);
+}
+
+/* RDPMC: a VM has no performance counters (no vPMU; their MSRs #GP), so
+ * every counter number is one the CPU does not have: #GP(0). Run natively
+ * it would read the physical counters, which count for the host and every
+ * VM. */
+void heavy_rdpmc(struct vcpu *v)
+{
+	vendor_inject_exception(v, 13, true, 0);
+}
+
 /* dr=lazy: first use of a debug register (seed 001). Stop trapping, switch
  * the DRs from now on, and let the guest re-execute its MOV DR. */
 void heavy_dr_first_use(struct vcpu *v)

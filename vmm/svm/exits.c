@@ -28,6 +28,27 @@ static void svm_heavy_cr0_write(struct vcpu *v)
 	v->arch.vmcb.intercept_misc1 &= ~SVM_INTERCEPT_CR0_SEL_WRITE;
 }
 
+/* WBINVD/WBNOINVD exit, and INVD's under QEMU 7.2, which reports INVD as a
+ * WBINVD exit (and ignores the INVD intercept): both are no-ops, the bytes
+ * at RIP say which one to skip. */
+static void svm_heavy_wbinvd(struct vcpu *v)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	if (!(svm_has_nrip && vmcb->nrip)) {
+		struct guest_paging pg;
+		uint8_t buf[15];
+		vendor_guest_paging(v, &pg);
+		uint64_t lin = (pg.cs_long ? 0 : vmcb->cs.base) + vmcb->rip;
+		size_t got = guest_read_linear(v->vm, &pg, pg.cs_long ? lin : (lin & 0xffffffffull),
+					       buf, sizeof(buf));
+		if (insn_length_with_prefixes(buf, got, pg.cs_long, insn_invd.op, insn_invd.len)) {
+			heavy_invd(v);
+			return;
+		}
+	}
+	heavy_wbinvd(v);
+}
+
 /* Every exit the VMCB's intercepts enable, in exit-code order. */
 const struct exit_row vendor_exit_table[] = {
 	EXIT_DR_ACCESS(SVM_EXIT_READ_DR0, SVM_EXIT_WRITE_DR15),
@@ -38,6 +59,7 @@ const struct exit_row vendor_exit_table[] = {
 	EXIT_INTR_WINDOW(SVM_EXIT_VINTR),
 	EXIT_ROW(SVM_EXIT_CR0_SEL_WRITE, SVM_EXIT_CR0_SEL_WRITE, LP_EXIT_OTHER, LIGHT_NONE,
 		 svm_heavy_cr0_write),
+	EXIT_RDPMC(SVM_EXIT_RDPMC),
 	EXIT_CPUID(SVM_EXIT_CPUID),
 	EXIT_INVD(SVM_EXIT_INVD),
 	EXIT_HLT(SVM_EXIT_HLT),
@@ -48,6 +70,9 @@ const struct exit_row vendor_exit_table[] = {
 	EXIT_VIRT_INSN(SVM_EXIT_VMRUN, SVM_EXIT_VMRUN),
 	EXIT_HYPERCALL(SVM_EXIT_VMMCALL),
 	EXIT_VIRT_INSN(SVM_EXIT_VMLOAD, SVM_EXIT_SKINIT),   /* VMLOAD VMSAVE STGI CLGI SKINIT */
+	EXIT_ROW(SVM_EXIT_WBINVD, SVM_EXIT_WBINVD, LP_EXIT_OTHER, LIGHT_NONE, svm_heavy_wbinvd),
+	EXIT_NOT_OFFERED(SVM_EXIT_MONITOR, SVM_EXIT_MWAIT_COND),   /* MONITOR(X), MWAIT(X) */
+	EXIT_NOT_OFFERED(SVM_EXIT_RDPRU, SVM_EXIT_RDPRU),
 	EXIT_NESTED_FAULT(SVM_EXIT_NPF),
 	EXIT_ROW(SVM_EXIT_INVALID, SVM_EXIT_INVALID, LP_EXIT_OTHER, LIGHT_NONE,
 		 svm_heavy_invalid_state),

@@ -32,10 +32,13 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	vmcb->intercept_misc1 = SVM_INTERCEPT_INTR | SVM_INTERCEPT_CPUID | SVM_INTERCEPT_HLT |
 				SVM_INTERCEPT_INVLPGA |
 				SVM_INTERCEPT_INVD | SVM_INTERCEPT_IOIO_PROT | SVM_INTERCEPT_MSR_PROT |
-				SVM_INTERCEPT_SHUTDOWN;
+				SVM_INTERCEPT_SHUTDOWN |
+				SVM_INTERCEPT_RDPMC;   /* docs/SECURITY.md: what a guest can execute */
 	vmcb->intercept_misc2 = SVM_INTERCEPT_VMRUN | SVM_INTERCEPT_VMMCALL | SVM_INTERCEPT_VMLOAD |
 				SVM_INTERCEPT_VMSAVE | SVM_INTERCEPT_STGI | SVM_INTERCEPT_CLGI |
-				SVM_INTERCEPT_SKINIT;
+				SVM_INTERCEPT_SKINIT |
+				SVM_INTERCEPT_WBINVD | SVM_INTERCEPT_MONITOR | SVM_INTERCEPT_MWAIT |
+				SVM_INTERCEPT_RDPRU;
 	vmcb->iopm_base_pa = v->vm->iopm_pa;
 	vmcb->msrpm_base_pa = v->vm->msrpm_pa;
 	vmcb->asid = 1;

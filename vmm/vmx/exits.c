@@ -24,12 +24,40 @@ static uint64_t *gpr_slot(struct vcpu *v, unsigned n)
 	return slots[n & 15];
 }
 
+/* MOV to/from CR8 (64-bit mode): the task priority is the VM's local APIC's
+ * TPR[7:4] (without CR8 exiting it would be the physical TPR, which masks
+ * the host's own interrupts). */
+static void vmx_cr8_access(struct vcpu *v, bool to_cr8, unsigned reg)
+{
+	if (to_cr8) {
+		uint64_t val = reg == 4 ? vendor_rsp(v) : *gpr_slot(v, reg);
+		if (val >> 4) {             /* reserved bits 63:4 */
+			vendor_inject_exception(v, 13, true, 0);
+			return;
+		}
+		lapic_write(&v->lapic, LAPIC_TPR, val << 4);
+		v->pending |= VCPU_PENDING_RECHECK;   /* a lower priority may let one through */
+	} else {
+		uint64_t val = (lapic_read(&v->lapic, LAPIC_TPR) >> 4) & 15;
+		if (reg == 4)
+			vendor_set_rsp(v, val);
+		else
+			*gpr_slot(v, reg) = val;
+	}
+	vmwrite(VMCS_GUEST_RIP, vmread(VMCS_GUEST_RIP) + vmread(VMCS_EXIT_INSN_LEN));
+}
+
 /* MOV to CR0/CR4 that changed a host-owned bit: the guest's view goes to the
- * read shadow, the CPU gets it with the VMX-fixed bits applied. */
+ * read shadow, the CPU gets it with the VMX-fixed bits applied; MOV to or
+ * from CR8. */
 static void vmx_heavy_cr_access(struct vcpu *v)
 {
 	uint64_t q = vmread(VMCS_EXIT_QUALIFICATION);
 	unsigned cr = q & 15, type = (q >> 4) & 3, reg = (q >> 8) & 15;
+	if (cr == 8 && type <= 1) {
+		vmx_cr8_access(v, type == 0, reg);
+		return;
+	}
 	if (type != 0 || (cr != 0 && cr != 4)) {
 		vm_fault(v->vm, "unexpected control-register access (qualification 0x%lx) at rip 0x%lx",
 			 q, vendor_guest_rip(v));
@@ -75,6 +103,7 @@ const struct exit_row vendor_exit_table[] = {
 	EXIT_VIRT_INSN(VMX_EXIT_GETSEC, VMX_EXIT_GETSEC),
 	EXIT_HLT(VMX_EXIT_HLT),
 	EXIT_INVD(VMX_EXIT_INVD),
+	EXIT_RDPMC(VMX_EXIT_RDPMC),
 	EXIT_HYPERCALL(VMX_EXIT_VMCALL),
 	EXIT_VIRT_INSN(VMX_EXIT_VMCLEAR, VMX_EXIT_VMXON),   /* VMCLEAR ... VMXON */
 	EXIT_ROW(VMX_EXIT_CR_ACCESS, VMX_EXIT_CR_ACCESS, LP_EXIT_OTHER, LIGHT_NONE,
@@ -83,11 +112,14 @@ const struct exit_row vendor_exit_table[] = {
 	EXIT_IO(VMX_EXIT_IO),
 	EXIT_RDMSR(VMX_EXIT_RDMSR),
 	EXIT_WRMSR(VMX_EXIT_WRMSR),
+	EXIT_NOT_OFFERED(VMX_EXIT_MWAIT, VMX_EXIT_MWAIT),
+	EXIT_NOT_OFFERED(VMX_EXIT_MONITOR, VMX_EXIT_MONITOR),
 	EXIT_NESTED_FAULT(VMX_EXIT_EPT_VIOLATION),
 	EXIT_ROW(VMX_EXIT_EPT_MISCONFIG, VMX_EXIT_EPT_MISCONFIG, LP_EXIT_NPF, LIGHT_NONE,
 		 vmx_heavy_ept_misconfig),
 	EXIT_VIRT_INSN(VMX_EXIT_INVEPT, VMX_EXIT_INVEPT),
 	EXIT_VIRT_INSN(VMX_EXIT_INVVPID, VMX_EXIT_INVVPID),
+	EXIT_WBINVD(VMX_EXIT_WBINVD),
 	EXIT_VIRT_INSN(VMX_EXIT_VMFUNC, VMX_EXIT_VMFUNC),
 };
 const unsigned vendor_exit_table_rows = sizeof(vendor_exit_table) / sizeof(vendor_exit_table[0]);

@@ -13,6 +13,8 @@ svm_light_loop:
 	mov %rdi, %rax
 .Lresume:
 	LOAD_GUEST_SCRATCH %rax
+	.globl svm_vmrun_insn   /* where QEMU's VMEXIT_INVALID leaves the VMCB's RIP */
+svm_vmrun_insn:
 	vmrun
 	/* #VMEXIT restored the host RAX: the VMCB (= vcpu) address */
 	STORE_GUEST_SCRATCH %rax

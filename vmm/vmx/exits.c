@@ -47,6 +47,35 @@ static void vmx_cr8_access(struct vcpu *v, bool to_cr8, unsigned reg)
 	vmwrite(VMCS_GUEST_RIP, vmread(VMCS_GUEST_RIP) + vmread(VMCS_EXIT_INSN_LEN));
 }
 
+/* An emulated CR0 write that changes PG with EFER.LME=1 switches IA-32e
+ * mode as the MOV would: EFER.LMA and the "IA-32e mode guest" entry control
+ * follow PG (left alone, the next VM entry failed; docs/SECURITY.md, case
+ * 12). False for the #GP a CPU raises: paging on with CR4.PAE=0, paging on
+ * or off while CS.L=1. */
+static bool vmx_cr0_paging_switch(uint64_t cr0)
+{
+	uint64_t old = vmread(VMCS_GUEST_CR0), efer = vmread(VMCS_GUEST_EFER);
+	if (!((old ^ cr0) & CR0_PG) || !(efer & EFER_LME))
+		return true;
+	if (vmread(VMCS_GUEST_CS_AR) & VMX_AR_L)
+		return false;
+	uint32_t entry = (uint32_t)vmread(VMCS_ENTRY_CONTROLS);
+	if (cr0 & CR0_PG) {
+		if (!(vmread(VMCS_GUEST_CR4) & CR4_PAE))
+			return false;
+		efer |= EFER_LMA;
+		entry |= ENTRY_IA32E_MODE_GUEST;
+	} else {
+		efer &= ~EFER_LMA;
+		entry &= ~ENTRY_IA32E_MODE_GUEST;
+	}
+	vmwrite(VMCS_GUEST_EFER, efer);
+	vmwrite(VMCS_ENTRY_CONTROLS, entry);
+	if (vmx_caps.vpid)
+		invvpid(2, 0);   /* the MOV would have flushed this VPID's translations */
+	return true;
+}
+
 /* MOV to CR0/CR4 that changed a host-owned bit: the guest's view goes to the
  * read shadow, the CPU gets it with the VMX-fixed bits applied; MOV to or
  * from CR8. */
@@ -66,7 +95,8 @@ static void vmx_heavy_cr_access(struct vcpu *v)
 	uint64_t val = reg == 4 ? vendor_rsp(v) : *gpr_slot(v, reg);
 	const struct vmx_caps *c = &vmx_caps;
 	if (cr == 0) {
-		if ((val >> 32) || ((val & CR0_PG) && !(val & CR0_PE))) {
+		if ((val >> 32) || ((val & CR0_PG) && !(val & CR0_PE)) ||
+		    ((val & CR0_NW) && !(val & CR0_CD)) || !vmx_cr0_paging_switch(val)) {
 			vendor_inject_exception(v, 13, true, 0);
 			return;
 		}

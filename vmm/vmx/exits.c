@@ -115,6 +115,16 @@ static void vmx_heavy_cr_access(struct vcpu *v)
 	vmwrite(VMCS_GUEST_RIP, vmread(VMCS_GUEST_RIP) + vmread(VMCS_EXIT_INSN_LEN));
 }
 
+/* A hardware task switch: VT-x exits on every one, and lightpath does not
+ * emulate them (docs/SECURITY.md, "What a guest can execute"). */
+static void vmx_heavy_task_switch(struct vcpu *v)
+{
+	static const char *const how[4] = { "CALL", "IRET", "JMP", "task gate" };
+	uint64_t q = vmread(VMCS_EXIT_QUALIFICATION);
+	vm_fault(v->vm, "hardware task switch (%s to TSS selector 0x%lx) at rip 0x%lx: not emulated "
+		 "on VT-x", how[(q >> 30) & 3], q & 0xffff, vendor_guest_rip(v));
+}
+
 static void vmx_heavy_ept_misconfig(struct vcpu *v)
 {
 	vm_fault(v->vm, "EPT misconfiguration at guest-physical 0x%lx (a lightpath bug)",
@@ -129,6 +139,8 @@ const struct exit_row vendor_exit_table[] = {
 	EXIT_HOST_INTR(VMX_EXIT_EXT_INTR),
 	EXIT_TRIPLE_FAULT(VMX_EXIT_TRIPLE_FAULT),
 	EXIT_INTR_WINDOW(VMX_EXIT_INTR_WINDOW),
+	EXIT_ROW(VMX_EXIT_TASK_SWITCH, VMX_EXIT_TASK_SWITCH, LP_EXIT_OTHER, LIGHT_NONE,
+		 vmx_heavy_task_switch),
 	EXIT_CPUID(VMX_EXIT_CPUID),
 	EXIT_VIRT_INSN(VMX_EXIT_GETSEC, VMX_EXIT_GETSEC),
 	EXIT_HLT(VMX_EXIT_HLT),

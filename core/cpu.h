@@ -39,6 +39,7 @@
 #define CR0_PG  (1ull << 31)
 #define CR4_PSE (1ull << 4)
 #define CR4_PAE (1ull << 5)
+#define CR4_PCIDE (1ull << 17)
 
 #define RFLAGS_IF (1ull << 9)
 

@@ -28,8 +28,8 @@ extern bool svm_has_nrip;
  * case 5): svm_host_cr_capture takes the values lightpath runs with (at each
  * VM's start); svm_host_cr_watch makes every exit reload them first while
  * the guest has EFER.LME=1 with paging off, and watches CR0 writes in long
- * mode, the only way out of paging that does not exit otherwise. Call it
- * whenever the guest's EFER.LME or CR0 changed behind its back. */
+ * mode, the only way out of paging that does not exit otherwise. Call
+ * svm_host_cr_watch whenever lightpath writes the guest's EFER or CR0. */
 void svm_host_cr_capture(void);
 void svm_host_cr_watch(struct vcpu *v);
 /* The guard on, now: the guest is about to write CR0 (a CR0 write exit). */

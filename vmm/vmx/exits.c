@@ -50,8 +50,8 @@ static void vmx_cr8_access(struct vcpu *v, bool to_cr8, unsigned reg)
 /* An emulated CR0 write that changes PG with EFER.LME=1 switches IA-32e
  * mode as the MOV would: EFER.LMA and the "IA-32e mode guest" entry control
  * follow PG (left alone, the next VM entry failed; docs/SECURITY.md, case
- * 12). False for the #GP a CPU raises: paging on with CR4.PAE=0, paging on
- * or off while CS.L=1. */
+ * 12). False for the #GP a CPU raises: paging on with CR4.PAE=0, paging off
+ * with CR4.PCIDE=1, either while CS.L=1. */
 static bool vmx_cr0_paging_switch(uint64_t cr0)
 {
 	uint64_t old = vmread(VMCS_GUEST_CR0), efer = vmread(VMCS_GUEST_EFER);
@@ -66,6 +66,8 @@ static bool vmx_cr0_paging_switch(uint64_t cr0)
 		efer |= EFER_LMA;
 		entry |= ENTRY_IA32E_MODE_GUEST;
 	} else {
+		if (vmread(VMCS_GUEST_CR4) & CR4_PCIDE)
+			return false;
 		efer &= ~EFER_LMA;
 		entry &= ~ENTRY_IA32E_MODE_GUEST;
 	}

@@ -34,9 +34,12 @@
 #define CR0_PE  (1ull << 0)
 #define CR0_ET  (1ull << 4)
 #define CR0_NE  (1ull << 5)
+#define CR0_NW  (1ull << 29)
+#define CR0_CD  (1ull << 30)
 #define CR0_PG  (1ull << 31)
 #define CR4_PSE (1ull << 4)
 #define CR4_PAE (1ull << 5)
+#define CR4_PCIDE (1ull << 17)
 
 #define RFLAGS_TF (1ull << 8)
 #define RFLAGS_IF (1ull << 9)

@@ -100,8 +100,19 @@ void exit_cpuid(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4]
 		out[3] |= 1u << 9;                     /* APIC */
 		out[3] &= ~((1u << 7) | (1u << 14));   /* no machine-check MSRs (MCE, MCA) */
 		break;
+	case 7:
+		if (subleaf == 0)
+			out[2] &= ~(1u << 5);          /* WAITPKG: VT-x leaves it #UD */
+		break;
+	case 0xa:                                      /* no architectural PMU (RDPMC is #GP) */
+		out[0] = out[1] = out[2] = out[3] = 0;
+		break;
 	case 0x80000001:
 		out[2] &= ~(1u << 2);                  /* no nested SVM */
+		out[2] &= ~(1u << 29);                 /* MONITORX: #UD, as MONITOR */
+		break;
+	case 0x80000008:
+		out[1] &= ~(1u << 4);                  /* RDPRU: #UD */
 		break;
 	case 0x8000000a:                               /* SVM features: none offered */
 		out[0] = out[1] = out[2] = out[3] = 0;

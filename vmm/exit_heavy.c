@@ -9,6 +9,7 @@
 #include "lib/printf.h"
 #include "vmm/cpu_state.h"
 #include "vmm/exit.h"
+#include "vmm/guest_mem.h"
 #include "vmm/platform.h"
 #include "vmm/vcpu_exit.h"
 #include "vmm/vendor.h"
@@ -334,6 +335,18 @@ void heavy_nmi_window(struct vcpu *v)
 	v->pending |= VCPU_PENDING_RECHECK;
 }
 
+/* Is gpa the page of the guest's RIP? (QEMU reports the fetch bit of a
+ * nested fault only with EFER.NXE set.) */
+static bool npf_at_rip(struct vcpu *v, uint64_t gpa, uint64_t rip)
+{
+	struct guest_paging pg;
+	uint64_t seg[6], at;
+	vendor_guest_paging(v, &pg);
+	vendor_seg_bases(v, seg);
+	uint64_t lin = pg.cs_long ? rip : (seg[SEG_CS] + rip) & 0xffffffffull;
+	return guest_linear_to_gpa(v->vm, &pg, lin, &at) == 0 && (at >> 12) == (gpa >> 12);
+}
+
 void heavy_npf(struct vcpu *v)
 {
 	struct npf_info f;
@@ -352,6 +365,10 @@ void heavy_npf(struct vcpu *v)
 	else if (!f.final_access)
 		vm_fault(v->vm, "the guest's page tables point into %s at 0x%lx (rip 0x%lx)",
 			 claimed ? "MMIO" : "an unclaimed address", f.gpa, rip);
+	else if (f.fetch || npf_at_rip(v, f.gpa, rip))   /* a PC would fetch all-ones (FF FF:
+							     #UD); no guest means it */
+		vm_fault(v->vm, "executing code at guest-physical 0x%lx, %s, at rip 0x%lx",
+			 f.gpa, claimed ? "a device's MMIO" : "outside its RAM and devices", rip);
 	else
 		heavy_emulate(v, HEAVY_EMUL_MMIO, f.gpa, 0);
 }
@@ -388,6 +405,25 @@ void heavy_xsetbv(struct vcpu *v)
 	}
 	xsetbv(0, val);   /* its only home (vmm/cpu_state.h) */
 	vendor_set_rip(v, next);
+}
+
+/* WBINVD, WBNOINVD: guest RAM is ordinary write-back memory the caches keep
+ * coherent, and no device of the guest's writes memory behind them, so no
+ * cache state is the guest's to flush: a no-op. Run natively it would write
+ * back and drop the whole CPU's caches, the host's and other VMs' lines
+ * included, with interrupts held off meanwhile. */
+void heavy_wbinvd(struct vcpu *v)
+{
+	heavy_skip(v, insn_wbinvd);
+}
+
+/* RDPMC: a VM has no performance counters (no vPMU; their MSRs #GP), so
+ * every counter number is one the CPU does not have: #GP(0). Run natively
+ * it would read the physical counters, which count for the host and every
+ * VM. */
+void heavy_rdpmc(struct vcpu *v)
+{
+	vendor_inject_exception(v, 13, true, 0);
 }
 
 /* dr=lazy: first use of a debug register (seed 001). Stop trapping, switch

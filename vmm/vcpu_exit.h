@@ -51,6 +51,14 @@ struct exit_row {
 /* SVM/VMX instructions: no nested virtualization */
 #define EXIT_VIRT_INSN(first, last) \
 	EXIT_ROW(first, last, LP_EXIT_VIRT_INSN, LIGHT_NONE, heavy_undefined_opcode)
+/* Instructions that reach the physical CPU unless intercepted
+ * (docs/SECURITY.md, "What a guest can execute"): those CPUID does not
+ * offer the guest (MONITOR/MWAIT, RDPRU) are #UD, WBINVD is a no-op, RDPMC
+ * is #GP (a VM has no performance counters). */
+#define EXIT_NOT_OFFERED(first, last) \
+	EXIT_ROW(first, last, LP_EXIT_OTHER, LIGHT_NONE, heavy_undefined_opcode)
+#define EXIT_WBINVD(code) EXIT_ROW(code, code, LP_EXIT_OTHER, LIGHT_NONE, heavy_wbinvd)
+#define EXIT_RDPMC(code) EXIT_ROW(code, code, LP_EXIT_OTHER, LIGHT_NONE, heavy_rdpmc)
 
 /* The backend's table (vmm/svm/exits.c, vmm/vmx/exits.c). */
 extern const struct exit_row vendor_exit_table[];
@@ -91,6 +99,7 @@ INSN_PATTERN insn_cpuid = { 2, { 0x0f, 0xa2 } };
 INSN_PATTERN insn_hlt = { 1, { 0xf4 } };
 INSN_PATTERN insn_invd = { 2, { 0x0f, 0x08 } };
 INSN_PATTERN insn_xsetbv = { 3, { 0x0f, 0x01, 0xd1 } };
+INSN_PATTERN insn_wbinvd = { 2, { 0x0f, 0x09 } };   /* WBNOINVD: f3 0f 09 */
 /* (the backend's hypercall instruction is insn_hypercall, in its arch_exit.h) */
 
 /* RDMSR 0f 32, WRMSR 0f 30: a value, so that the light path's choice
@@ -125,6 +134,8 @@ void heavy_nmi_window(struct vcpu *v);
 void heavy_npf(struct vcpu *v);
 void heavy_invd(struct vcpu *v);
 void heavy_xsetbv(struct vcpu *v);
+void heavy_wbinvd(struct vcpu *v);
+void heavy_rdpmc(struct vcpu *v);
 void heavy_dr_first_use(struct vcpu *v);
 void heavy_undefined_opcode(struct vcpu *v);
 void heavy_triple_fault(struct vcpu *v);

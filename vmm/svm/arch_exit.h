@@ -24,6 +24,17 @@ INSN_PATTERN insn_hypercall = { 3, { 0x0f, 0x01, 0xd9 } };
 extern uint64_t svm_host_vmstate_pa;
 extern bool svm_has_nrip;
 
+/* The host's CR0/CR3/CR4/EFER after #VMEXIT (vmm/svm/cpu.c, docs/SECURITY.md
+ * case 5): svm_host_cr_capture takes the values lightpath runs with (at each
+ * VM's start); svm_host_cr_watch makes every exit reload them first while
+ * the guest has EFER.LME=1 with paging off, and watches CR0 writes in long
+ * mode, the only way out of paging that does not exit otherwise. Call
+ * svm_host_cr_watch whenever lightpath writes the guest's EFER or CR0. */
+void svm_host_cr_capture(void);
+void svm_host_cr_watch(struct vcpu *v);
+/* The guard on, now: the guest is about to write CR0 (a CR0 write exit). */
+void svm_host_cr_guard(struct vcpu *v, bool on);
+
 static inline void svm_vmload(uint64_t pa) { asm volatile("vmload %%rax" ::"a"(pa) : "memory"); }
 static inline void svm_vmsave(uint64_t pa) { asm volatile("vmsave %%rax" ::"a"(pa) : "memory"); }
 /* The VMCB is first in struct vcpu, which is identity mapped. */

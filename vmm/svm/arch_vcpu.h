@@ -30,6 +30,9 @@ struct vcpu_arch {
 	uint64_t nmi_iret_rip;
 	uint64_t nmi_step_rip; /* where the step began */
 	uint64_t nmi_step_dr6; /* the guest's DR6 when the step began */
+	bool host_cr_guard;    /* every exit goes through svm_light_host_cr_guard
+				  first (the guest may have EFER.LME=1, CR0.PG=0) */
+	unsigned guard_sw;     /* the switch set the guard hands exits on to */
 };
 
 #endif

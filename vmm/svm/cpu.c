@@ -96,3 +96,72 @@ void vendor_host_wait_for_interrupt(void)
 	 * race-free; IF is left at 1 for the next VMRUN. */
 	asm volatile("cli; stgi; sti; hlt; cli; clgi; sti" ::: "memory");
 }
+
+/* ---- the host's control registers after #VMEXIT (docs/SECURITY.md, case 5) ----
+ *
+ * #VMEXIT reloads CR0, CR3, CR4 and EFER from the host save area, switching
+ * long mode back on when the guest had left it. QEMU 7.2 skips the CR0 reload
+ * when the guest left EFER.LME=1 with CR0.PG=0 and CR4.PAE=0 (a legal state),
+ * and lightpath would run on with the guest's CR0, paging off. So while a
+ * guest has EFER.LME=1 with paging off, every exit goes through
+ * svm_light_host_cr_guard first, which loads the host's values itself. A
+ * guest gets there only through intercepted exits (a WRMSR to EFER, a CR0
+ * write in long mode): no other guest's exits change. */
+
+static uint64_t host_cr0, host_cr3, host_cr4, host_efer;
+
+void svm_host_cr_capture(void)
+{
+	host_cr0 = read_cr0();
+	host_cr3 = read_cr3();
+	host_cr4 = read_cr4();
+	host_efer = rdmsr(MSR_EFER);
+}
+
+/* In the order that turns long mode on from any state a #VMEXIT can leave:
+ * EFER.LME and CR4.PAE before CR0.PG. Rewriting values that are already
+ * right (a CPU without the bug) is harmless. */
+static void host_cr_reload(void)
+{
+	wrmsr(MSR_EFER, host_efer);
+	asm volatile("mov %0, %%cr4" ::"r"(host_cr4) : "memory");
+	asm volatile("mov %0, %%cr3" ::"r"(host_cr3) : "memory");
+	asm volatile("mov %0, %%cr0" ::"r"(host_cr0) : "memory");
+}
+
+static light_ret svm_light_host_cr_guard(struct vcpu *v)
+{
+	const struct vmcb *vmcb = &v->arch.vmcb;
+	if ((vmcb->efer & EFER_LME) && !(vmcb->cr0 & CR0_PG))
+		host_cr_reload();
+	const struct exit_row *row = exit_row_of(vendor_exit_code(v));
+	unsigned sw = v->arch.guard_sw;
+	svm_host_cr_watch(v);   /* back in long mode, or LME cleared: the guard goes */
+	return light_handlers[sw][row ? row->light : LIGHT_NONE](v);
+}
+
+void svm_host_cr_guard(struct vcpu *v, bool on)
+{
+	if (on == v->arch.host_cr_guard)
+		return;
+	v->arch.host_cr_guard = on;
+	if (!on) {
+		exit_light_table_fill(v, v->arch.guard_sw);
+		return;
+	}
+	v->arch.guard_sw = exit_switch_set(v->vm->opt);
+	for (unsigned c = 0; c < VENDOR_EXIT_CODES; c++)
+		v->light_table[c] = svm_light_host_cr_guard;
+}
+
+void svm_host_cr_watch(struct vcpu *v)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	bool lme = vmcb->efer & EFER_LME, pg = vmcb->cr0 & CR0_PG;
+	svm_host_cr_guard(v, lme && !pg);
+	/* in long mode, paging goes off only by a CR0 write: see it coming */
+	if (lme && pg)
+		vmcb->intercept_misc1 |= SVM_INTERCEPT_CR0_SEL_WRITE;
+	else
+		vmcb->intercept_misc1 &= ~SVM_INTERCEPT_CR0_SEL_WRITE;
+}

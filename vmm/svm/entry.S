@@ -20,6 +20,7 @@
 	mov %rdi, %rax
 	.endif
 	LOAD_GUEST_SCRATCH %rax
+\name\()_vmrun:   /* where QEMU's VMEXIT_INVALID may leave the VMCB's RIP */
 	vmrun
 	/* #VMEXIT restored the host RAX: the VMCB (= vcpu) address */
 	STORE_GUEST_SCRATCH %rax
@@ -48,4 +49,12 @@
 	SVM_LIGHT_LOOP svm_light_loop_rsb_lite_spec_ctrl, 1, 1
 	SVM_LIGHT_LOOP svm_light_loop_rsb_full, 2, 0
 	SVM_LIGHT_LOOP svm_light_loop_rsb_full_spec_ctrl, 2, 1
+
+	.section .rodata
+	.balign 8
+	.globl svm_vmrun_sites   /* every VMRUN above, for svm_heavy_invalid_state */
+svm_vmrun_sites:
+	.quad svm_light_loop_vmrun, svm_light_loop_spec_ctrl_vmrun
+	.quad svm_light_loop_rsb_lite_vmrun, svm_light_loop_rsb_lite_spec_ctrl_vmrun
+	.quad svm_light_loop_rsb_full_vmrun, svm_light_loop_rsb_full_spec_ctrl_vmrun
 	.section .note.GNU-stack, "", @progbits

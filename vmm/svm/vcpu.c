@@ -26,6 +26,8 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	const struct lp_options *o = v->vm->opt;
 	memset(vmcb, 0, sizeof(*vmcb));
 	v->arch.vmstate_in_cpu = false;
+	v->arch.host_cr_guard = false;   /* the light table is the plain one */
+	svm_host_cr_capture();
 	vmcb->intercept_dr = o->dr_lazy ? 0x00ff00ffu : 0;  /* dr=lazy: trap until first use */
 	/* CR8 is the emulated local APIC's TPR (never V_TPR: QEMU aborts on a
 	 * MOV to CR8 while V_IRQ is set, docs/SECURITY.md case 15) */
@@ -33,10 +35,13 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	vmcb->intercept_misc1 = SVM_INTERCEPT_INTR | SVM_INTERCEPT_CPUID | SVM_INTERCEPT_HLT |
 				SVM_INTERCEPT_INVLPGA |
 				SVM_INTERCEPT_INVD | SVM_INTERCEPT_IOIO_PROT | SVM_INTERCEPT_MSR_PROT |
-				SVM_INTERCEPT_SHUTDOWN;
+				SVM_INTERCEPT_SHUTDOWN |
+				SVM_INTERCEPT_RDPMC;   /* docs/SECURITY.md: what a guest can execute */
 	vmcb->intercept_misc2 = SVM_INTERCEPT_VMRUN | SVM_INTERCEPT_VMMCALL | SVM_INTERCEPT_VMLOAD |
 				SVM_INTERCEPT_VMSAVE | SVM_INTERCEPT_STGI | SVM_INTERCEPT_CLGI |
-				SVM_INTERCEPT_SKINIT | SVM_INTERCEPT_XSETBV;
+				SVM_INTERCEPT_SKINIT | SVM_INTERCEPT_XSETBV |
+				SVM_INTERCEPT_WBINVD | SVM_INTERCEPT_MONITOR | SVM_INTERCEPT_MWAIT |
+				SVM_INTERCEPT_RDPRU;
 	vmcb->iopm_base_pa = v->vm->iopm_pa;
 	vmcb->msrpm_base_pa = v->vm->msrpm_pa;
 	vmcb->asid = 1;
@@ -69,6 +74,7 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	pmu_init(v, MSR_PERF_CTL0, MSR_PERF_CTR0, 4);
 	for (unsigned i = 0; i < SMSR_COUNT; i++)
 		v->guest_smsr[i] = 0;
+	svm_host_cr_watch(v);
 }
 
 /* A GDT descriptor's attribute bits in the VMCB's 12-bit format. */
@@ -102,6 +108,7 @@ void vendor_vcpu_init_linux(struct vcpu *v, const struct linux_boot_state *st)
 	vmcb->rax = 0;
 	v->regs.rbx = 0;
 	v->regs.rsi = st->rsi;
+	svm_host_cr_watch(v);   /* long mode: CR0 writes are watched */
 }
 
 void vendor_dr_intercept_off(struct vcpu *v)
@@ -119,6 +126,7 @@ uint64_t vendor_efer_read(struct vcpu *v)
 void vendor_efer_write(struct vcpu *v, uint64_t efer)
 {
 	v->arch.vmcb.efer = efer | EFER_SVME;     /* VMRUN needs SVME on */
+	svm_host_cr_watch(v);                     /* EFER.LME may have changed */
 }
 
 int vendor_msr_pat(struct vcpu *v, uint64_t *val, bool is_write)

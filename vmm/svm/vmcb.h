@@ -116,6 +116,8 @@ _Static_assert(offsetof(struct vmcb, g_pat) == 0x668, "g_pat");
 #define SVM_INTERCEPT_SMI        (1u << 2)
 #define SVM_INTERCEPT_INIT       (1u << 3)
 #define SVM_INTERCEPT_VINTR      (1u << 4)
+#define SVM_INTERCEPT_CR0_SEL_WRITE (1u << 5)   /* CR0 writes that change more than TS/MP */
+#define SVM_INTERCEPT_RDPMC      (1u << 15)
 #define SVM_INTERCEPT_CPUID      (1u << 18)
 #define SVM_INTERCEPT_IRET       (1u << 20)
 #define SVM_INTERCEPT_INVD       (1u << 22)
@@ -136,6 +138,10 @@ _Static_assert(offsetof(struct vmcb, g_pat) == 0x668, "g_pat");
 #define SVM_INTERCEPT_STGI       (1u << 4)
 #define SVM_INTERCEPT_CLGI       (1u << 5)
 #define SVM_INTERCEPT_SKINIT     (1u << 6)
+#define SVM_INTERCEPT_WBINVD     (1u << 9)    /* and WBNOINVD */
+#define SVM_INTERCEPT_MONITOR    (1u << 10)   /* and MONITORX */
+#define SVM_INTERCEPT_MWAIT      (1u << 11)   /* and MWAITX, unconditionally */
+#define SVM_INTERCEPT_RDPRU      (1u << 14)
 #define SVM_INTERCEPT_XSETBV     (1u << 13)
 
 /* exit codes */
@@ -148,6 +154,8 @@ _Static_assert(offsetof(struct vmcb, g_pat) == 0x668, "g_pat");
 #define SVM_EXIT_INTR            0x060
 #define SVM_EXIT_NMI             0x061
 #define SVM_EXIT_VINTR           0x064
+#define SVM_EXIT_CR0_SEL_WRITE   0x065
+#define SVM_EXIT_RDPMC           0x06f
 #define SVM_EXIT_CPUID           0x072
 #define SVM_EXIT_IRET            0x074
 #define SVM_EXIT_INVD            0x076
@@ -164,7 +172,12 @@ _Static_assert(offsetof(struct vmcb, g_pat) == 0x668, "g_pat");
 #define SVM_EXIT_STGI            0x084
 #define SVM_EXIT_CLGI            0x085
 #define SVM_EXIT_SKINIT          0x086
+#define SVM_EXIT_WBINVD          0x089
+#define SVM_EXIT_MONITOR         0x08a
+#define SVM_EXIT_MWAIT           0x08b
+#define SVM_EXIT_MWAIT_COND      0x08c   /* MWAIT with the monitor armed */
 #define SVM_EXIT_XSETBV          0x08d
+#define SVM_EXIT_RDPRU           0x08e
 #define SVM_EXIT_NPF             0x400
 /* VMRUN refused the guest state: -1 by the APM; QEMU stores the 32-bit
  * 0xffffffff, so the backend compares the low 32 bits only. */

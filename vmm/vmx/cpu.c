@@ -131,6 +131,10 @@ int vendor_cpu_init(const struct lp_options *opt)
 		return vmx_fail("this CPU's VMX cannot switch IA32_EFER on VM entry and exit");
 	if ((c->proc.must & (PROC_CR3_LOAD_EXITING | PROC_CR3_STORE_EXITING | PROC_INVLPG_EXITING)))
 		return vmx_fail("this CPU's VMX forces CR3/INVLPG exiting (no true controls)");
+	if ((c->proc.may & VMX_PROC_GUEST_INSN_EXITS) != VMX_PROC_GUEST_INSN_EXITS ||
+	    !(c->proc2.may & PROC2_WBINVD_EXITING))
+		return vmx_fail("this CPU's VMX cannot intercept MONITOR, MWAIT, RDPMC, MOV CR8 or "
+				"WBINVD");
 	c->vpid = (c->proc2.may & PROC2_ENABLE_VPID) &&
 		  (c->ept_vpid & (VPID_CAP_INVVPID | VPID_CAP_INVVPID_ALL)) ==
 			  (VPID_CAP_INVVPID | VPID_CAP_INVVPID_ALL);

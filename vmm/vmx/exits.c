@@ -43,8 +43,40 @@ static void vmx_cr8_access(struct vcpu *v, bool to_cr8, unsigned reg)
 	vmwrite(VMCS_GUEST_RIP, vmread(VMCS_GUEST_RIP) + vmread(VMCS_EXIT_INSN_LEN));
 }
 
+/* An emulated CR0 write that changes PG with EFER.LME=1 switches IA-32e
+ * mode as the MOV would: EFER.LMA and the "IA-32e mode guest" entry control
+ * follow PG (left alone, the next VM entry failed; docs/SECURITY.md, case
+ * 12). False for the #GP a CPU raises: paging on with CR4.PAE=0, paging off
+ * with CR4.PCIDE=1, either while CS.L=1. */
+static bool vmx_cr0_paging_switch(uint64_t cr0)
+{
+	uint64_t old = vmread(VMCS_GUEST_CR0), efer = vmread(VMCS_GUEST_EFER);
+	if (!((old ^ cr0) & CR0_PG) || !(efer & EFER_LME))
+		return true;
+	if (vmread(VMCS_GUEST_CS_AR) & VMX_AR_L)
+		return false;
+	uint32_t entry = (uint32_t)vmread(VMCS_ENTRY_CONTROLS);
+	if (cr0 & CR0_PG) {
+		if (!(vmread(VMCS_GUEST_CR4) & CR4_PAE))
+			return false;
+		efer |= EFER_LMA;
+		entry |= ENTRY_IA32E_MODE_GUEST;
+	} else {
+		if (vmread(VMCS_GUEST_CR4) & CR4_PCIDE)
+			return false;
+		efer &= ~EFER_LMA;
+		entry &= ~ENTRY_IA32E_MODE_GUEST;
+	}
+	vmwrite(VMCS_GUEST_EFER, efer);
+	vmwrite(VMCS_ENTRY_CONTROLS, entry);
+	if (vmx_caps.vpid)
+		invvpid(2, 0);   /* the MOV would have flushed this VPID's translations */
+	return true;
+}
+
 /* MOV to CR0/CR4 that changed a host-owned bit: the guest's view goes to the
- * read shadow, the CPU gets it with the VMX-fixed bits applied. */
+ * read shadow, the CPU gets it with the VMX-fixed bits applied; MOV to or
+ * from CR8. */
 static void vmx_heavy_cr_access(struct vcpu *v)
 {
 	uint64_t q = vmread(VMCS_EXIT_QUALIFICATION);
@@ -61,7 +93,8 @@ static void vmx_heavy_cr_access(struct vcpu *v)
 	uint64_t val = reg == 4 ? vendor_rsp(v) : *gpr_slot(v, reg);
 	const struct vmx_caps *c = &vmx_caps;
 	if (cr == 0) {
-		if ((val >> 32) || ((val & CR0_PG) && !(val & CR0_PE))) {
+		if ((val >> 32) || ((val & CR0_PG) && !(val & CR0_PE)) ||
+		    ((val & CR0_NW) && !(val & CR0_CD)) || !vmx_cr0_paging_switch(val)) {
 			vendor_inject_exception(v, 13, true, 0);
 			return;
 		}
@@ -78,6 +111,16 @@ static void vmx_heavy_cr_access(struct vcpu *v)
 		vmwrite(VMCS_GUEST_CR4, (val | c->cr4_fixed0) & c->cr4_fixed1);
 	}
 	vmwrite(VMCS_GUEST_RIP, vmread(VMCS_GUEST_RIP) + vmread(VMCS_EXIT_INSN_LEN));
+}
+
+/* A hardware task switch: VT-x exits on every one, and lightpath does not
+ * emulate them (docs/SECURITY.md, "What a guest can execute"). */
+static void vmx_heavy_task_switch(struct vcpu *v)
+{
+	static const char *const how[4] = { "CALL", "IRET", "JMP", "task gate" };
+	uint64_t q = vmread(VMCS_EXIT_QUALIFICATION);
+	vm_fault(v->vm, "hardware task switch (%s to TSS selector 0x%lx) at rip 0x%lx: not emulated "
+		 "on VT-x", how[(q >> 30) & 3], q & 0xffff, vendor_guest_rip(v));
 }
 
 static void vmx_heavy_ept_misconfig(struct vcpu *v)
@@ -119,10 +162,13 @@ const struct exit_row vendor_exit_table[] = {
 	EXIT_TRIPLE_FAULT(VMX_EXIT_TRIPLE_FAULT),
 	EXIT_INTR_WINDOW(VMX_EXIT_INTR_WINDOW),
 	EXIT_NMI_WINDOW(VMX_EXIT_NMI_WINDOW),
+	EXIT_ROW(VMX_EXIT_TASK_SWITCH, VMX_EXIT_TASK_SWITCH, LP_EXIT_OTHER, LIGHT_NONE,
+		 vmx_heavy_task_switch),
 	EXIT_CPUID(VMX_EXIT_CPUID),
 	EXIT_VIRT_INSN(VMX_EXIT_GETSEC, VMX_EXIT_GETSEC),
 	EXIT_HLT(VMX_EXIT_HLT),
 	EXIT_INVD(VMX_EXIT_INVD),
+	EXIT_RDPMC(VMX_EXIT_RDPMC),
 	EXIT_HYPERCALL(VMX_EXIT_VMCALL),
 	EXIT_VIRT_INSN(VMX_EXIT_VMCLEAR, VMX_EXIT_VMXON),   /* VMCLEAR ... VMXON */
 	EXIT_ROW(VMX_EXIT_CR_ACCESS, VMX_EXIT_CR_ACCESS, LP_EXIT_OTHER, LIGHT_NONE,
@@ -131,6 +177,8 @@ const struct exit_row vendor_exit_table[] = {
 	EXIT_IO(VMX_EXIT_IO),
 	EXIT_RDMSR(VMX_EXIT_RDMSR),
 	EXIT_WRMSR(VMX_EXIT_WRMSR),
+	EXIT_NOT_OFFERED(VMX_EXIT_MWAIT, VMX_EXIT_MWAIT),
+	EXIT_NOT_OFFERED(VMX_EXIT_MONITOR, VMX_EXIT_MONITOR),
 	EXIT_NESTED_FAULT(VMX_EXIT_EPT_VIOLATION),
 	EXIT_ROW(VMX_EXIT_EPT_MISCONFIG, VMX_EXIT_EPT_MISCONFIG, LP_EXIT_NPF, LIGHT_NONE,
 		 vmx_heavy_ept_misconfig),
@@ -139,6 +187,7 @@ const struct exit_row vendor_exit_table[] = {
 		 vmx_heavy_watchdog),
 	EXIT_VIRT_INSN(VMX_EXIT_INVVPID, VMX_EXIT_INVVPID),
 	EXIT_XSETBV(VMX_EXIT_XSETBV),
+	EXIT_WBINVD(VMX_EXIT_WBINVD),
 	EXIT_VIRT_INSN(VMX_EXIT_VMFUNC, VMX_EXIT_VMFUNC),
 };
 const unsigned vendor_exit_table_rows = sizeof(vendor_exit_table) / sizeof(vendor_exit_table[0]);

@@ -120,15 +120,17 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	/* CR8 is the emulated local APIC's TPR: without CR8 exiting (or a TPR
 	 * shadow) a guest's MOV CR8 would reach the CPU's own TPR */
 	uint32_t proc = PROC_HLT_EXITING | PROC_USE_IO_BITMAPS | PROC_USE_MSR_BITMAPS |
-			PROC_SECONDARY_CONTROLS | PROC_CR8_LOAD_EXITING | PROC_CR8_STORE_EXITING |
-			(o->dr_lazy ? PROC_MOV_DR_EXITING : 0);
+			PROC_SECONDARY_CONTROLS | (o->dr_lazy ? PROC_MOV_DR_EXITING : 0) |
+			VMX_PROC_GUEST_INSN_EXITS;   /* docs/SECURITY.md: what a guest can execute */
 	v->arch.proc = ctl_adjust(c->proc, proc);
 	if (!o->dr_lazy && (v->arch.proc & PROC_MOV_DR_EXITING))
 		vm_fault(vm, "dr=always needs MOV-DR exiting off, but this CPU forces it on");
 	vmcs_set(VMCS_PROC_CONTROLS, v->arch.proc);
 	uint32_t proc2 = PROC2_ENABLE_EPT | PROC2_UNRESTRICTED_GUEST |
 			 (c->vpid ? PROC2_ENABLE_VPID : 0) |
-			 (c->proc2.may & PROC2_ENABLE_RDTSCP);    /* else RDTSCP would #UD */
+			 (c->proc2.may & PROC2_ENABLE_RDTSCP) |   /* else RDTSCP would #UD */
+			 (c->proc2.may & PROC2_ENABLE_INVPCID) |  /* else INVPCID would #UD */
+			 PROC2_WBINVD_EXITING;
 	vmcs_set(VMCS_PROC_CONTROLS2, ctl_adjust(c->proc2, proc2));
 	uint32_t exit_ctl = EXIT_HOST_ADDR_SPACE_SIZE | EXIT_SAVE_EFER | EXIT_LOAD_EFER |
 			    EXIT_SAVE_DEBUG_CONTROLS | (watchdog ? EXIT_SAVE_PREEMPTION_TIMER : 0) |

@@ -193,10 +193,17 @@
 #define PROC_USE_MSR_BITMAPS         (1u << 28)
 #define PROC_MONITOR_EXITING         (1u << 29)
 #define PROC_SECONDARY_CONTROLS      (1u << 31)
+/* The instructions that would reach the physical CPU (docs/SECURITY.md):
+ * MONITOR/MWAIT (#UD), RDPMC (#GP), MOV to/from CR8 (the physical TPR
+ * without a TPR shadow: emulated on the VM's local APIC) */
+#define VMX_PROC_GUEST_INSN_EXITS    (PROC_MWAIT_EXITING | PROC_MONITOR_EXITING | \
+				      PROC_RDPMC_EXITING | PROC_CR8_LOAD_EXITING | \
+				      PROC_CR8_STORE_EXITING)
 /* ---- secondary processor-based controls ---- */
 #define PROC2_ENABLE_EPT             (1u << 1)
 #define PROC2_ENABLE_RDTSCP          (1u << 3)
 #define PROC2_ENABLE_VPID            (1u << 5)
+#define PROC2_WBINVD_EXITING         (1u << 6)
 #define PROC2_UNRESTRICTED_GUEST     (1u << 7)
 #define PROC2_ENABLE_INVPCID         (1u << 12)
 #define PROC2_ENABLE_XSAVES          (1u << 20)

@@ -51,8 +51,8 @@ def expect_all(b, path):
         r"lightpath: vm1: exit statistics",
         itest.loaded(2, path, 64, g("mode=fault")),
         r"\[vm2\] nmi: NMI gate at 0xfff00000, outside RAM; sending an NMI",
-        r"lightpath: vm2: stopped: guest-physical access to 0xfff00000 outside its RAM and "
-        r"devices at rip 0xfff00000",
+        r"lightpath: vm2: stopped: executing code at guest-physical 0xfff00000, outside its RAM "
+        r"and devices, at rip 0xfff00000",
         r"lightpath: vm2: exit statistics",
     ] + [l.replace("vm1", "vm3") for l in itest.hello_lines(1, hello=path[:-len("nmi.elf")] + "hello.elf")] + [
         r"lightpath: all VMs ended; powering off with status 112 \(the first non-zero status, vm2's; "

@@ -1,0 +1,59 @@
+"""Issue 10, item 6 (docs/SECURITY.md, "What a guest can execute"): hardware
+task switches. guests/hostile/taskswitch.c far-jumps to a TSS selector and
+back. SVM lets the CPU switch tasks inside the guest: the guest checks it
+worked, as on a CPU. VT-x exits on every task switch and lightpath does not
+emulate them: the VM is stopped with a line that says so (before: "unexpected
+VM exit, reason 9, qualification 0x80000030"), and hello runs."""
+
+import itest
+import vmx_tests as vmx
+
+GUEST = "taskswitch"
+SWITCHING = r"\[vm0\] taskswitch: switching to the TSS at 0x30"
+
+
+def loaded(name):
+    return (r"lightpath: vm0: loaded %s \(multiboot ELF32, entry 0x[0-9a-f]+\), 64 MiB, "
+            r"cmdline \"%s\"" % (itest.re.escape(name), itest.re.escape(name)))
+
+
+def t_qemu(label, switches):
+    def run():
+        b = itest.Boot(label, [itest.guest(GUEST), itest.HELLO3], append=switches)
+        descs = ["the second task ran and switched back", "TR is the first task's again",
+                 "the second task's state was saved in its TSS"]
+        itest.expect_exact_lines(b, [loaded(itest.guest(GUEST)), SWITCHING] +
+                                 [r"\[vm0\] ok %d - %s" % (i + 1, itest.re.escape(d))
+                                  for i, d in enumerate(descs)] +
+                                 [r"\[vm0\] selftest taskswitch: 3 passed, 0 failed",
+                                  r"lightpath: vm0: ended with status 0 \(isa-debug-exit\)",
+                                  r"lightpath: vm0: exit statistics"] +
+                                 itest.hello_lines(1) + [itest.FINAL_VM1_STATUS3])
+        b.expect_rc(7)
+        return b
+    return run
+
+
+def t_vmx(label, switches):
+    def run():
+        b = vmx.BochsBoot(label, [itest.guest(GUEST), itest.HELLO3], append=switches)
+        itest.expect_exact_lines(b, [loaded(GUEST + ".elf"), SWITCHING,
+                                     r"lightpath: vm0: stopped: hardware task switch \(JMP to TSS "
+                                     r"selector 0x30\) at rip 0x[0-9a-f]+: not emulated on VT-x",
+                                     r"lightpath: vm0: exit statistics"] +
+                                 itest.hello_lines(1, hello="hello.elf") + [itest.FINAL_VM0_STOPPED])
+        b.expect_rc(225)
+        return b
+    return run
+
+
+def qemu_tests():
+    cfg, opts = itest.HOSTILE_SWITCHES
+    return [(1, GUEST, t_qemu(GUEST, "")),
+            (1, "%s-%s" % (GUEST, cfg), t_qemu("%s-%s" % (GUEST, cfg), opts))]
+
+
+def vmx_tests():
+    cfg, opts = itest.HOSTILE_SWITCHES
+    return [(1, "vmx-" + GUEST, t_vmx(GUEST, "")),
+            (1, "vmx-%s-%s" % (GUEST, cfg), t_vmx("%s-%s" % (GUEST, cfg), opts))]

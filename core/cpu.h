@@ -35,10 +35,26 @@
 #define CR0_ET  (1ull << 4)
 #define CR0_NE  (1ull << 5)
 #define CR0_PG  (1ull << 31)
+#define CR4_DE  (1ull << 3)
 #define CR4_PSE (1ull << 4)
 #define CR4_PAE (1ull << 5)
 
+#define RFLAGS_TF (1ull << 8)
 #define RFLAGS_IF (1ull << 9)
+#define RFLAGS_RF (1ull << 16)
+
+/* Debug registers: DR6 and DR7 at rest (no breakpoint hit, none enabled),
+ * DR6's breakpoint-hit bits, DR7's enable bits. */
+#define DR6_INIT      0xffff0ff0ull
+#define DR6_B0_B3     0xfull
+#define DR7_INIT      0x400ull
+#define DR7_ENABLES   0xffull
+#define DR7_GD        (1ull << 13)
+/* Nothing enabled, all four breakpoints typed "data write": written to DR7
+ * before DR7_INIT, it makes an emulator that keeps armed breakpoints in
+ * lists (QEMU 7.2) remove every one, instruction and data alike
+ * (vmm/svm/debug.c) */
+#define DR7_PURGE_DATA 0x11110400ull
 
 /* A 48-bit virtual address is canonical when bits 63:47 are all equal. */
 static inline int canonical_address(uint64_t a)

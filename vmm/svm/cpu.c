@@ -10,8 +10,6 @@
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
 
-void svm_light_loop(struct vcpu *v);
-
 uint64_t svm_host_vmstate_pa;
 bool svm_has_nrip;
 
@@ -69,7 +67,7 @@ void vendor_enter_guest(struct vcpu *v)
 	/* Host interrupts stay pending while GIF=0 (all of the light loop); with
 	 * RFLAGS.IF=1 at VMRUN one arriving in the guest causes an INTR exit. */
 	asm volatile("clgi; sti" ::: "memory");
-	svm_light_loop(v);
+	v->arch.light_loop(v);   /* svm_light_loop, or the armed one (vmm/svm/debug.h) */
 }
 
 void vendor_host_interrupt_window(void)

@@ -8,6 +8,7 @@
 #include "lib/string.h"
 #include "vmm/linux_boot.h"
 #include "vmm/state_switch.h"
+#include "vmm/svm/debug.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
 
@@ -23,10 +24,11 @@ static void set_seg(struct vmcb_seg *s, uint16_t sel, uint16_t attrib, uint32_t 
 void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx)
 {
 	struct vmcb *vmcb = &v->arch.vmcb;
-	const struct lp_options *o = v->vm->opt;
 	memset(vmcb, 0, sizeof(*vmcb));
 	v->arch.vmstate_in_cpu = false;
-	vmcb->intercept_dr = o->dr_lazy ? 0x00ff00ffu : 0;  /* dr=lazy: trap until first use */
+	/* exceptions whose delivery can fault again forever inside the CPU:
+	 * intercepted, so that each round is a VM exit (reflected, vmm/svm/exits.c) */
+	vmcb->intercept_exc = SVM_INTERCEPT_EXC_DB | SVM_INTERCEPT_EXC_AC;
 	vmcb->intercept_misc1 = SVM_INTERCEPT_INTR | SVM_INTERCEPT_CPUID | SVM_INTERCEPT_HLT |
 				SVM_INTERCEPT_INVLPGA |
 				SVM_INTERCEPT_INVD | SVM_INTERCEPT_IOIO_PROT | SVM_INTERCEPT_MSR_PROT |
@@ -55,6 +57,7 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	vmcb->cr4 = 0;
 	vmcb->dr6 = 0xffff0ff0;
 	vmcb->dr7 = 0x400;
+	svm_dr_update(v);                       /* DR intercepts, the light loop */
 	vmcb->rflags = 2;
 	vmcb->rip = entry;
 	vmcb->rax = eax;
@@ -100,9 +103,11 @@ void vendor_vcpu_init_linux(struct vcpu *v, const struct linux_boot_state *st)
 	v->regs.rsi = st->rsi;
 }
 
+/* Only DR7 writes (and DR0-3 writes while a breakpoint is enabled) still
+ * exit: vmm/svm/debug.c. */
 void vendor_dr_intercept_off(struct vcpu *v)
 {
-	v->arch.vmcb.intercept_dr = 0;
+	svm_dr_update(v);
 }
 
 /* ---- MSRs that live in the VMCB or the VMLOAD state ---- */

@@ -61,13 +61,15 @@ HYPERCALL_TARGET = 60
 class BochsBoot(itest.Boot):
     """One Bochs run of the VMX image; the same interface as itest.Boot."""
 
-    def __init__(self, name, modules, append="", cpu=None, timeout=TIMEOUT):
+    def __init__(self, name, modules, append="", cpu=None, timeout=TIMEOUT, kernel=None):
         safe = re.sub(r"[^A-Za-z0-9._=+-]", "_", name)
         self.log = os.path.join("build", "test", "vmx-" + safe + ".log")
         cmd = [LP_BOCHS, "--timeout", str(timeout), "--log", self.log, "--name", "test-" + safe,
                "--append", append]
         if cpu:
             cmd += ["--cpu", cpu]
+        if kernel:   # another image, e.g. the SVM one under cpu "ryzen"
+            cmd += ["--kernel", kernel]
         cmd += list(modules)
         self.cmd = cmd
         self.timeout = timeout

@@ -5,16 +5,42 @@
 #include "asm-offsets.h"   /* generated: build/gen/svm/ */
 #include "vmm/entry_macros.h"
 
-	.text
-	.globl svm_light_loop
-	/* void svm_light_loop(struct vcpu *v) -- v is also the VMCB address */
-svm_light_loop:
+/* The loop, made twice from one body so that the two never drift apart:
+ * armed=0 is svm_light_loop; armed=1 is svm_light_loop_armed, for a guest
+ * with breakpoints enabled (vmm/svm/debug.h). QEMU 7.2 arms DR0-3 only when
+ * DR7 is written, never at VMRUN, and keeps them armed after #VMEXIT: so
+ * the armed loop writes them to DR7 right before VMRUN (on hardware VMRUN
+ * loads the VMCB's DR7 anyway) and removes them right after #VMEXIT, before
+ * anything else. Breakpoints on the armed loop or on the rcx slot it
+ * touches while they are armed are left out of the mask (a #DB here could
+ * loop), and so are data breakpoints when VMRUN delivers an event (QEMU
+ * loses an event whose delivery hits one). */
+.macro SVM_LIGHT_LOOP armed
 	LIGHT_LOOP_BEGIN %rdi
 	mov %rdi, %rax
-.Lresume:
+.Lresume\armed:
 	LOAD_GUEST_SCRATCH %rax
+	.if \armed
+	mov VMCB_DR7(%rax), %rcx
+	and VCPU_DR7_ARM_MASK(%rax), %rcx
+	testl $SVM_EVTINJ_VALID_BIT, VMCB_EVENTINJ(%rax)
+	jz 2f
+	and VCPU_DR7_INJECT_MASK(%rax), %rcx
+2:	mov %rcx, %dr7
+	mov VCPU_RCX(%rax), %rcx
+	.endif
 	vmrun
 	/* #VMEXIT restored the host RAX: the VMCB (= vcpu) address */
+	.if \armed
+	/* disarm: DR7 typed "data" with nothing enabled, then at rest, which
+	 * makes QEMU drop every breakpoint it holds, whatever its type */
+	mov %rcx, VCPU_RCX(%rax)
+	mov $DR7_DATA_TYPES, %ecx
+	mov %rcx, %dr7
+	mov $DR7_AT_REST, %ecx
+	mov %rcx, %dr7
+	mov VCPU_RCX(%rax), %rcx
+	.endif
 	STORE_GUEST_SCRATCH %rax
 	mov %rdi, VCPU_RDI(%rax)
 	mov %rax, %rdi
@@ -25,49 +51,19 @@ svm_light_loop:
 	mov $LIGHT_TABLE_LAST, %ecx
 1:	call *VCPU_LIGHT_TABLE(%rax,%rcx,8)
 	test %rax, %rax
-	jnz .Lresume
+	jnz .Lresume\armed
 	LIGHT_LOOP_END
+.endm
 
-	/* void svm_light_loop_armed(struct vcpu *v): the same loop for a guest
-	 * with breakpoints enabled (vmm/svm/debug.c). QEMU 7.2 arms DR0-3 only
-	 * when DR7 is written, never at VMRUN, and keeps them armed after
-	 * #VMEXIT: so they are written to DR7 right before VMRUN (on hardware
-	 * VMRUN loads the VMCB's DR7 anyway) and disarmed right after #VMEXIT,
-	 * before anything else. The guest's breakpoints on this code or on the
-	 * rcx slot it touches while they are armed are left out of the mask
-	 * (a #DB here would loop), and so are its data breakpoints when VMRUN
-	 * delivers an event (QEMU loses an event whose delivery hits one). */
+	.text
+	.globl svm_light_loop
+	/* void svm_light_loop(struct vcpu *v) -- v is also the VMCB address */
+svm_light_loop:
+	SVM_LIGHT_LOOP 0
+
 	.globl svm_light_loop_armed, svm_light_loop_armed_end
+	/* void svm_light_loop_armed(struct vcpu *v), ends at svm_light_loop_armed_end */
 svm_light_loop_armed:
-	LIGHT_LOOP_BEGIN %rdi
-	mov %rdi, %rax
-.Larmed_resume:
-	LOAD_GUEST_SCRATCH %rax
-	mov VMCB_DR7(%rax), %rcx
-	and VCPU_DR7_ARM_MASK(%rax), %rcx
-	testl $SVM_EVTINJ_VALID_BIT, VMCB_EVENTINJ(%rax)
-	jz 1f
-	and VCPU_DR7_INJECT_MASK(%rax), %rcx
-1:	mov %rcx, %dr7
-	mov VCPU_RCX(%rax), %rcx
-	vmrun
-	mov %rcx, VCPU_RCX(%rax)
-	/* disarm: removes every breakpoint QEMU holds, whatever its type */
-	mov $DR7_DATA_TYPES, %ecx
-	mov %rcx, %dr7
-	mov $DR7_AT_REST, %ecx
-	mov %rcx, %dr7
-	mov VCPU_RCX(%rax), %rcx
-	STORE_GUEST_SCRATCH %rax
-	mov %rdi, VCPU_RDI(%rax)
-	mov %rax, %rdi
-	mov VMCB_EXITCODE(%rax), %rcx
-	cmp $LIGHT_TABLE_LAST, %rcx
-	jbe 2f
-	mov $LIGHT_TABLE_LAST, %ecx
-2:	call *VCPU_LIGHT_TABLE(%rax,%rcx,8)
-	test %rax, %rax
-	jnz .Larmed_resume
-	LIGHT_LOOP_END
+	SVM_LIGHT_LOOP 1
 svm_light_loop_armed_end:
 	.section .note.GNU-stack, "", @progbits

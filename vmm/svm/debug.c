@@ -26,8 +26,10 @@ static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 
 /* Would breakpoint (addr, type, LEN code) hit while svm_light_loop_armed
  * has it armed? That loop runs its own code and touches only the vcpu's rcx
- * slot then; a #DB there would go round the host's #DB handler while the
- * breakpoint stays armed. */
+ * slot then. A #DB taken there would be delivered with the guest's
+ * breakpoints still armed, and one on that delivery (the #DB stub, the host
+ * stack, the IDT) would loop or, under QEMU 7.2, abort the emulator: such
+ * a breakpoint is never armed in the host. */
 static bool hits_armed_loop(struct vcpu *v, uint64_t addr, unsigned type, unsigned lenc)
 {
 	if (type == DR7_TYPE_EXEC)
@@ -64,6 +66,8 @@ void svm_dr_update(struct vcpu *v)
 			continue;
 		if (type != DR7_TYPE_EXEC)
 			data |= en;
+		/* DR0-3 are in v->guest_dr on the heavy path once dr_dirty is set
+		 * (DR7 can enable nothing before: its writes are a first use) */
 		if (hits_armed_loop(v, v->guest_dr[i], type, lenc))
 			arm &= ~en;
 	}

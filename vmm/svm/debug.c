@@ -66,8 +66,9 @@ void svm_dr_update(struct vcpu *v)
 			continue;
 		if (type != DR7_TYPE_EXEC)
 			data |= en;
-		/* DR0-3 are in v->guest_dr on the heavy path once dr_dirty is set
-		 * (DR7 can enable nothing before: its writes are a first use) */
+		/* DR0-3 are in v->guest_dr on the heavy path with dr=always, and
+		 * with dr=lazy once dr_dirty is set (DR7 enables nothing before
+		 * that: a DR7 write is a first use) */
 		if (hits_armed_loop(v, v->guest_dr[i], type, lenc))
 			arm &= ~en;
 	}

@@ -37,12 +37,27 @@
 #define CR0_NW  (1ull << 29)
 #define CR0_CD  (1ull << 30)
 #define CR0_PG  (1ull << 31)
+#define CR4_DE  (1ull << 3)
 #define CR4_PSE (1ull << 4)
 #define CR4_PAE (1ull << 5)
 #define CR4_PCIDE (1ull << 17)
 
 #define RFLAGS_TF (1ull << 8)
 #define RFLAGS_IF (1ull << 9)
+#define RFLAGS_RF (1ull << 16)
+
+/* Debug registers: DR6 and DR7 at rest (no breakpoint hit, none enabled),
+ * DR6's breakpoint-hit bits, DR7's enable bits. */
+#define DR6_INIT      0xffff0ff0ull
+#define DR6_B0_B3     0xfull
+#define DR7_INIT      0x400ull
+#define DR7_ENABLES   0xffull
+#define DR7_GD        (1ull << 13)
+/* Nothing enabled, all four breakpoints typed "data write": written to DR7
+ * before DR7_INIT, it makes an emulator that keeps armed breakpoints in
+ * lists (QEMU 7.2) remove every one, instruction and data alike
+ * (vmm/svm/debug.c) */
+#define DR7_PURGE_DATA 0x11110400ull
 
 #define DR6_BS    (1ull << 14)   /* #DB: single step */
 

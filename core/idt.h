@@ -1,4 +1,5 @@
-/* The host IDT: CPU exceptions in the hypervisor end in one panic line;
+/* The host IDT: CPU exceptions in the hypervisor end in one panic line,
+ * but for a #DB from a guest's breakpoint, which is disarmed and counted;
  * IDT_VECTOR_TIMER is the host's own LAPIC timer. No gate uses an IST, so
  * nothing depends on the TSS that a guest's VMLOAD state may have loaded. */
 #ifndef CORE_IDT_H

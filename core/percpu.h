@@ -14,6 +14,7 @@ struct vcpu;
 struct percpu {
 	unsigned cpu_id;
 	struct vcpu *current;     /* the vCPU this CPU is running, if any */
+	unsigned guest_breakpoints_disarmed;   /* #DBs in lightpath from a guest's breakpoint */
 };
 
 static inline struct percpu *this_cpu(void)

@@ -53,7 +53,9 @@ uint64_t vendor_next_rip_slow(struct vcpu *v, struct insn_pattern p);
 void vendor_host_interrupt_window(void);
 /* Sleeps until a host interrupt has been taken. */
 void vendor_host_wait_for_interrupt(void);
-/* Stops trapping MOV DR (dr=lazy, first use): the DRs are switched from now on. */
+/* Stops trapping MOV DR (dr=lazy, first use): the DRs are switched from now on.
+ * (SVM keeps trapping DR7 writes, and DR0-3 writes while a breakpoint is
+ * enabled: vmm/svm/debug.h.) */
 void vendor_dr_intercept_off(struct vcpu *v);
 /* One short phrase on the vCPU's interrupt state, for debugging dumps. */
 const char *vendor_interrupt_state(struct vcpu *v);

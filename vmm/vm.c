@@ -295,6 +295,17 @@ static void report_end(struct vm *vm)
 			vm->end_reason);
 }
 
+/* Breakpoints of the guest that fired in lightpath (core/idt.c): none
+ * should, as lightpath disarms them at every VM exit; said if any did. */
+static void report_breakpoints_disarmed(struct vm *vm)
+{
+	unsigned n = this_cpu()->guest_breakpoints_disarmed;
+	this_cpu()->guest_breakpoints_disarmed = 0;
+	if (n)
+		kprintf("lightpath: vm%u: %u breakpoints of the guest fired in lightpath and were "
+			"disarmed\n", vm->id, n);
+}
+
 /* Guest RAM layout both loaders describe: conventional memory, the EBDA,
  * the BIOS area (ACPI tables at 0xE0000-0xFFFFF), then RAM from 1 MiB. */
 static unsigned linux_memory_map(uint64_t mem, struct e820_entry *map)
@@ -393,6 +404,7 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	while (vm->nr_timers)
 		vm_timer_cancel(vm, vm->timers[0]);
 	report_end(vm);
+	report_breakpoints_disarmed(vm);
 	if (opt->stats)
 		exit_print_stats(v);
 	vendor_vm_destroy(vm);

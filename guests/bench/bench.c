@@ -225,6 +225,20 @@ static __attribute__((noinline)) void host_init(void)
 	host.null_ret = host.kvm ? -KVM_ENOSYS : 0;
 }
 
+/* bp=1: an instruction breakpoint (DR0, DR7.L0) on this function, which
+ * never runs: the exits are then those of a guest with a breakpoint enabled
+ * (on SVM lightpath's armed light loop, docs/SECURITY.md case 4). */
+static __attribute__((noinline)) void never_called(void)
+{
+	asm volatile("" ::: "memory");
+}
+
+static void enable_breakpoint(void)
+{
+	asm volatile("mov %0, %%dr0" ::"r"((ureg_t)(uintptr_t)never_called));
+	asm volatile("mov %0, %%dr7" ::"r"((ureg_t)1));
+}
+
 static __attribute__((noinline)) bool sig_ok(void)
 {
 	struct cpuid_regs sig = cpuid(LP_CPUID_BASE, 0);
@@ -237,6 +251,8 @@ int guest_main(void)
 	if (n == 0)
 		n = 1;
 	host_init();
+	if (rt_arg_u64("bp", 0))
+		enable_breakpoint();
 	bool kvm = host.kvm;
 	sreg_t null_ret = host.null_ret;
 

@@ -13,6 +13,8 @@
  * share its last slot. */
 #define VENDOR_EXIT_CODES 0x404
 
+struct vcpu;
+
 struct vcpu_arch {
 	struct vmcb vmcb;
 	bool vmstate_in_cpu;   /* the guest's VMLOAD state is in the CPU (between
@@ -33,6 +35,13 @@ struct vcpu_arch {
 	bool host_cr_guard;    /* every exit goes through svm_light_host_cr_guard
 				  first (the guest may have EFER.LME=1, CR0.PG=0) */
 	unsigned guard_sw;     /* the switch set the guard hands exits on to */
+	/* The guest's breakpoints (vmm/svm/debug.c): whether the vCPU runs
+	 * the armed light loop, which arms them before VMRUN and disarms them
+	 * after #VMEXIT, when the guest has any enabled; the DR7 bits it arms,
+	 * and the ones it arms when VMRUN delivers an event (no data
+	 * breakpoints) */
+	bool armed;
+	uint64_t dr7_arm_mask, dr7_inject_mask;
 };
 
 #endif

@@ -1,4 +1,5 @@
 /* Offsets the SVM exit stub uses, generated from the C layout. */
+#include "core/cpu.h"
 #include "vmm/asm_offsets.h"
 
 void asm_offsets(void);
@@ -7,6 +8,13 @@ void asm_offsets(void)
 {
 	VCPU_COMMON_OFFSETS();
 	OFFSET(VMCB_EXITCODE, struct vcpu, arch.vmcb.exitcode);
+	OFFSET(VMCB_EVENTINJ, struct vcpu, arch.vmcb.eventinj);
+	OFFSET(VMCB_DR7, struct vcpu, arch.vmcb.dr7);
+	OFFSET(VCPU_DR7_ARM_MASK, struct vcpu, arch.dr7_arm_mask);
+	OFFSET(VCPU_DR7_INJECT_MASK, struct vcpu, arch.dr7_inject_mask);
+	CONST(SVM_EVTINJ_VALID_BIT, SVM_EVTINJ_VALID);
+	CONST(DR7_AT_REST, DR7_INIT);
+	CONST(DR7_DATA_TYPES, DR7_PURGE_DATA);
 }
 
 /* The stub passes the VMCB address to VMRUN and the C handler as the vcpu:

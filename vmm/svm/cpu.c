@@ -11,15 +11,11 @@
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
 
-/* The light loop, one per spec= variant (vmm/svm/entry.S, in the order
- * vmm/spec_ctrl.h gives). */
+/* The light loops (vmm/svm/entry.S): [armed][spec= variant], armed for a
+ * guest with breakpoints enabled (vmm/svm/debug.h), the variants in the
+ * order vmm/spec_ctrl.h gives. */
 typedef void svm_light_loop_fn(struct vcpu *v);
-svm_light_loop_fn svm_light_loop, svm_light_loop_spec_ctrl, svm_light_loop_rsb_lite,
-	svm_light_loop_rsb_lite_spec_ctrl, svm_light_loop_rsb_full, svm_light_loop_rsb_full_spec_ctrl;
-static svm_light_loop_fn *const svm_light_loops[SPEC_ENTRY_VARIANTS] = {
-	svm_light_loop, svm_light_loop_spec_ctrl, svm_light_loop_rsb_lite,
-	svm_light_loop_rsb_lite_spec_ctrl, svm_light_loop_rsb_full, svm_light_loop_rsb_full_spec_ctrl,
-};
+extern svm_light_loop_fn *const svm_light_loops[2][SPEC_ENTRY_VARIANTS];
 
 uint64_t svm_host_vmstate_pa;
 bool svm_has_nrip;
@@ -80,7 +76,7 @@ void vendor_enter_guest(struct vcpu *v)
 	/* Host interrupts stay pending while GIF=0 (all of the light loop); with
 	 * RFLAGS.IF=1 at VMRUN one arriving in the guest causes an INTR exit. */
 	asm volatile("clgi; sti" ::: "memory");
-	svm_light_loops[v->entry_variant](v);
+	svm_light_loops[v->arch.armed][v->entry_variant](v);
 }
 
 void vendor_host_interrupt_window(void)

@@ -8,6 +8,7 @@
 #include "vmm/guest_mem.h"
 #include "vmm/platform.h"
 #include "vmm/spec_ctrl.h"
+#include "vmm/svm/debug.h"
 #include "vmm/vcpu_exit.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
@@ -294,6 +295,23 @@ static void svm_heavy_iret(struct vcpu *v)
 	v->pending |= VCPU_PENDING_RECHECK;
 }
 
+/* #DB and #AC, intercepted so that a delivery that faults again is a VM exit
+ * each time, go to the guest as the CPU would have delivered them: the CPU
+ * has left RIP where the exception puts it (a fault at the instruction, a
+ * #DB trap after it) and written the guest's DR6 into the VMCB (B0-B3, BD,
+ * BS); #AC's error code is 0. An event whose delivery the exit interrupted
+ * (EXITINTINFO, re-injected by vendor_heavy_begin) goes first: if it raises
+ * the same exception again, that is the next exit. Each round lets the
+ * host's timer in, so the VM's time limit ends a delivery loop. */
+static void svm_heavy_reflect_exception(struct vcpu *v)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	unsigned vector = (unsigned)(vmcb->exitcode - SVM_EXIT_EXCP_BASE);
+	if (!(vmcb->eventinj & SVM_EVTINJ_VALID))
+		vendor_inject_exception(v, vector, vector == 17, 0);
+	heavy_host_intr(v);
+}
+
 /* #DB: the end of an NMI step (a trap after the stepped instruction: the
  * guest moved on, and QEMU sets DR6.BS, Bochs does not), or the guest's own
  * #DB (its TF, a breakpoint), which it gets with DR6 as the CPU set it and
@@ -302,7 +320,7 @@ static void svm_heavy_db(struct vcpu *v)
 {
 	struct vmcb *vmcb = &v->arch.vmcb;
 	if (!v->arch.nmi_stepping) {
-		vendor_inject_exception(v, 1, false, 0);
+		svm_heavy_reflect_exception(v);
 		return;
 	}
 	uint64_t hit = vmcb->dr6;
@@ -321,12 +339,19 @@ static void svm_heavy_db(struct vcpu *v)
 const struct exit_row vendor_exit_table[] = {
 	EXIT_ROW(SVM_EXIT_READ_CR8, SVM_EXIT_READ_CR8, LP_EXIT_OTHER, LIGHT_NONE, svm_heavy_cr8),
 	EXIT_ROW(SVM_EXIT_WRITE_CR8, SVM_EXIT_WRITE_CR8, LP_EXIT_OTHER, LIGHT_NONE, svm_heavy_cr8),
-	EXIT_DR_ACCESS(SVM_EXIT_READ_DR0, SVM_EXIT_WRITE_DR15),
-	/* no exception is intercepted yet but #DB, while an NMI step runs */
-	EXIT_ROW(SVM_EXIT_EXCP_BASE, SVM_EXIT_EXCP_BASE, LP_EXIT_EXCEPTION, LIGHT_NONE,
+	EXIT_DR_ACCESS(SVM_EXIT_READ_DR0, SVM_EXIT_WRITE_DR0 - 1),
+	EXIT_ROW(SVM_EXIT_WRITE_DR0, SVM_EXIT_WRITE_DR0 + 7, LP_EXIT_DR_ACCESS, LIGHT_NONE,
+		 svm_heavy_dr_write),   /* DR7 (DR5), and DR0-3 while armed: vmm/svm/debug.c */
+	EXIT_DR_ACCESS(SVM_EXIT_WRITE_DR0 + 8, SVM_EXIT_WRITE_DR15),
+	EXIT_ROW(SVM_EXIT_EXCP_BASE, SVM_EXIT_EXCP_DB - 1, LP_EXIT_EXCEPTION, LIGHT_NONE,
 		 vendor_unexpected_exit),
-	EXIT_ROW(SVM_EXIT_EXCP_DB, SVM_EXIT_EXCP_DB, LP_EXIT_EXCEPTION, LIGHT_NONE, svm_heavy_db),
-	EXIT_ROW(SVM_EXIT_EXCP_DB + 1, SVM_EXIT_EXCP_BASE + 31, LP_EXIT_EXCEPTION, LIGHT_NONE,
+	EXIT_ROW(SVM_EXIT_EXCP_DB, SVM_EXIT_EXCP_DB, LP_EXIT_EXCEPTION, LIGHT_NONE,
+		 svm_heavy_db),
+	EXIT_ROW(SVM_EXIT_EXCP_DB + 1, SVM_EXIT_EXCP_AC - 1, LP_EXIT_EXCEPTION, LIGHT_NONE,
+		 vendor_unexpected_exit),
+	EXIT_ROW(SVM_EXIT_EXCP_AC, SVM_EXIT_EXCP_AC, LP_EXIT_EXCEPTION, LIGHT_NONE,
+		 svm_heavy_reflect_exception),
+	EXIT_ROW(SVM_EXIT_EXCP_AC + 1, SVM_EXIT_EXCP_BASE + 31, LP_EXIT_EXCEPTION, LIGHT_NONE,
 		 vendor_unexpected_exit),
 	EXIT_HOST_INTR(SVM_EXIT_INTR),
 	EXIT_INTR_WINDOW(SVM_EXIT_VINTR),

@@ -8,6 +8,7 @@
 #include "lib/string.h"
 #include "vmm/linux_boot.h"
 #include "vmm/state_switch.h"
+#include "vmm/svm/debug.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
 
@@ -23,15 +24,16 @@ static void set_seg(struct vmcb_seg *s, uint16_t sel, uint16_t attrib, uint32_t 
 void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx)
 {
 	struct vmcb *vmcb = &v->arch.vmcb;
-	const struct lp_options *o = v->vm->opt;
 	memset(vmcb, 0, sizeof(*vmcb));
 	v->arch.vmstate_in_cpu = false;
 	v->arch.host_cr_guard = false;   /* the light table is the plain one */
 	svm_host_cr_capture();
-	vmcb->intercept_dr = o->dr_lazy ? 0x00ff00ffu : 0;  /* dr=lazy: trap until first use */
 	/* CR8 is the emulated local APIC's TPR (never V_TPR: QEMU aborts on a
 	 * MOV to CR8 while V_IRQ is set, docs/SECURITY.md case 15) */
 	vmcb->intercept_cr = SVM_INTERCEPT_CR8_READ | SVM_INTERCEPT_CR8_WRITE;
+	/* exceptions whose delivery can fault again forever inside the CPU:
+	 * intercepted, so that each round is a VM exit (reflected, vmm/svm/exits.c) */
+	vmcb->intercept_exc = SVM_INTERCEPT_EXC_DB | SVM_INTERCEPT_EXC_AC;
 	vmcb->intercept_misc1 = SVM_INTERCEPT_INTR | SVM_INTERCEPT_CPUID | SVM_INTERCEPT_HLT |
 				SVM_INTERCEPT_INVLPGA |
 				SVM_INTERCEPT_INVD | SVM_INTERCEPT_IOIO_PROT | SVM_INTERCEPT_MSR_PROT |
@@ -64,6 +66,7 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	vmcb->cr4 = 0;
 	vmcb->dr6 = 0xffff0ff0;
 	vmcb->dr7 = 0x400;
+	svm_dr_update(v);                       /* DR intercepts, the light loop */
 	vmcb->rflags = 2;
 	vmcb->rip = entry;
 	vmcb->rax = eax;
@@ -111,9 +114,11 @@ void vendor_vcpu_init_linux(struct vcpu *v, const struct linux_boot_state *st)
 	svm_host_cr_watch(v);   /* long mode: CR0 writes are watched */
 }
 
+/* Only DR7 writes (and DR0-3 writes while a breakpoint is enabled) still
+ * exit: vmm/svm/debug.c. */
 void vendor_dr_intercept_off(struct vcpu *v)
 {
-	v->arch.vmcb.intercept_dr = 0;
+	svm_dr_update(v);
 }
 
 /* ---- MSRs that live in the VMCB or the VMLOAD state ---- */

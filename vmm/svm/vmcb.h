@@ -144,13 +144,22 @@ _Static_assert(offsetof(struct vmcb, g_pat) == 0x668, "g_pat");
 #define SVM_INTERCEPT_RDPRU      (1u << 14)
 #define SVM_INTERCEPT_XSETBV     (1u << 13)
 
+/* intercept_dr bits: reads of DRn are bit n, writes bit 16 + n */
+#define SVM_INTERCEPT_DR_WRITE(n) (1u << (16 + (n)))
+
+/* intercept_exc bits: one per exception vector */
+#define SVM_INTERCEPT_EXC_DB     (1u << 1)    /* #DB: its delivery can loop (CVE-2015-8104) */
+#define SVM_INTERCEPT_EXC_AC     (1u << 17)   /* #AC: its delivery can loop (CVE-2015-5307) */
+
 /* exit codes */
 #define SVM_EXIT_READ_CR8        0x008
 #define SVM_EXIT_WRITE_CR8       0x018
 #define SVM_EXIT_READ_DR0        0x020
+#define SVM_EXIT_WRITE_DR0       0x030   /* + the register number */
 #define SVM_EXIT_WRITE_DR15      0x03f
-#define SVM_EXIT_EXCP_BASE       0x040
+#define SVM_EXIT_EXCP_BASE       0x040   /* + the exception vector */
 #define SVM_EXIT_EXCP_DB         0x041
+#define SVM_EXIT_EXCP_AC         0x051
 #define SVM_EXIT_INTR            0x060
 #define SVM_EXIT_NMI             0x061
 #define SVM_EXIT_VINTR           0x064

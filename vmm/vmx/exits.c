@@ -137,27 +137,70 @@ static void vmx_heavy_watchdog(struct vcpu *v)
 	heavy_host_intr(v);
 }
 
-/* Exit reason 0: with NMI exiting (for virtual NMIs) a host NMI exits here;
- * lightpath has no use for NMIs of its own and carries on. An exception
- * that interrupted an IRET which had ended virtual-NMI blocking means the
- * IRET runs again, blocked until then (SDM 27.2.3; an EPT violation does
- * the same, but an IRET on MMIO stops the VM). No exception is intercepted
- * yet. */
-static void vmx_heavy_exception_nmi(struct vcpu *v)
+/* #DB as the CPU would have delivered it. The CPU left RIP where the
+ * exception puts it (an instruction breakpoint is a fault, a data breakpoint
+ * or single step a trap), but on a #DB exit it does not write DR6: the
+ * exit qualification holds the bits (B0-B3, BD, BS), which go into the
+ * guest's DR6 the way a delivery sets them (B0-B3 replaced, BD/BS added).
+ * INT1 (ICEBP) exits before it completes, as a privileged software
+ * exception: it is delivered again as one, with its length. */
+static void vmx_reflect_db(struct vcpu *v, uint32_t info)
 {
-	uint64_t info = vmread(VMCS_EXIT_INTR_INFO);
+	if ((info & VMX_INTR_TYPE_MASK) == VMX_INTR_TYPE_PRIV_SW_EXCEPTION) {
+		vmwrite(VMCS_ENTRY_INSN_LEN, vmread(VMCS_EXIT_INSN_LEN));
+		vmwrite(VMCS_ENTRY_INTR_INFO, VMX_INTR_INFO_VALID | VMX_INTR_TYPE_PRIV_SW_EXCEPTION | 1);
+		return;
+	}
+	uint64_t bits = vmread(VMCS_EXIT_QUALIFICATION) & VMX_DBQ_DR6_BITS;
+	if (v->vm->opt->dr_lazy && !v->dr_dirty)
+		heavy_dr_first_use(v);   /* DR6 is the guest's now: switched from here on */
+	v->arch.guest_dr6 = (v->arch.guest_dr6 & ~DR6_B0_B3) | DR6_INIT | bits;
+	/* A single step under STI or MOV SS blocking: the CPU does not record
+	 * the pending BS on this exit, and VM entry insists on it (as KVM does) */
+	if ((vmread(VMCS_GUEST_RFLAGS) & RFLAGS_TF) &&
+	    (vmread(VMCS_GUEST_INTERRUPTIBILITY) & (VMX_INTERRUPTIBILITY_STI | VMX_INTERRUPTIBILITY_MOV_SS)))
+		vmwrite(VMCS_GUEST_PENDING_DBG, vmread(VMCS_GUEST_PENDING_DBG) | VMX_PENDING_DBG_BS);
+	vendor_inject_exception(v, 1, false, 0);
+}
+
+/* Exit reason 0. With NMI exiting (for virtual NMIs) a host NMI exits
+ * here; lightpath has no use for NMIs of its own and carries on. An
+ * exception that interrupted an IRET which had ended virtual-NMI blocking
+ * means the IRET runs again, blocked until then (SDM 27.2.3; an EPT
+ * violation does the same, but an IRET on MMIO stops the VM).
+ * #DB and #AC are intercepted so that a delivery that faults again is a VM
+ * exit each time; they go to the guest as the CPU would have delivered them
+ * (#AC with error code 0). An event whose delivery the exit interrupted
+ * (IDT-vectoring information, re-injected by vendor_heavy_begin) goes
+ * first: if it raises the exception again, that is the next exit. Each
+ * round lets the host's timer in, so the VM's time limit ends a delivery
+ * loop. */
+static void vmx_heavy_exception(struct vcpu *v)
+{
+	uint32_t info = (uint32_t)vmread(VMCS_EXIT_INTR_INFO);
+	unsigned vector = info & VMX_INTR_VECTOR_MASK;
 	if ((info & VMX_INTR_TYPE_MASK) == VMX_INTR_TYPE_NMI)
 		return;
 	if (v->arch.vnmi && (info & VMX_NMI_UNBLOCKED_BY_IRET))
 		vmwrite(VMCS_GUEST_INTERRUPTIBILITY,
 			vmread(VMCS_GUEST_INTERRUPTIBILITY) | VMX_INTERRUPTIBILITY_NMI);
-	vendor_unexpected_exit(v);
+	if (vector != 1 && vector != 17) {
+		vendor_unexpected_exit(v);
+		return;
+	}
+	if (!(vmread(VMCS_ENTRY_INTR_INFO) & VMX_INTR_INFO_VALID)) {
+		if (vector == 1)
+			vmx_reflect_db(v, info);
+		else
+			vendor_inject_exception(v, 17, true, 0);
+	}
+	heavy_host_intr(v);
 }
 
 /* Every exit the VMCS's controls enable, in exit-reason order. */
 const struct exit_row vendor_exit_table[] = {
 	EXIT_ROW(VMX_EXIT_EXCEPTION_NMI, VMX_EXIT_EXCEPTION_NMI, LP_EXIT_EXCEPTION, LIGHT_NONE,
-		 vmx_heavy_exception_nmi),
+		 vmx_heavy_exception),
 	EXIT_HOST_INTR(VMX_EXIT_EXT_INTR),
 	EXIT_TRIPLE_FAULT(VMX_EXIT_TRIPLE_FAULT),
 	EXIT_INTR_WINDOW(VMX_EXIT_INTR_WINDOW),

@@ -287,10 +287,20 @@
 #define VMX_INTR_TYPE_EXT_INTR       (0u << 8)
 #define VMX_INTR_TYPE_NMI            (2u << 8)
 #define VMX_INTR_TYPE_HW_EXCEPTION   (3u << 8)
+#define VMX_INTR_TYPE_PRIV_SW_EXCEPTION (5u << 8)   /* INT1 (ICEBP) */
 #define VMX_INTR_TYPE_MASK           (7u << 8)
 /* exit interruption information, and an EPT violation's qualification: the
  * exit came in the middle of an IRET that had ended (virtual-)NMI blocking */
 #define VMX_NMI_UNBLOCKED_BY_IRET    (1u << 12)
+#define VMX_INTR_VECTOR_MASK         0xffu
+
+/* ---- the exception bitmap: one bit per vector ---- */
+#define VMX_EXC_DB                   (1u << 1)    /* #DB: its delivery can loop (CVE-2015-8104) */
+#define VMX_EXC_AC                   (1u << 17)   /* #AC: its delivery can loop (CVE-2015-5307) */
+
+/* ---- exit qualification of a #DB exit: the DR6 bits the CPU did not write ---- */
+#define VMX_DBQ_DR6_BITS             0x600full    /* B0-B3, BD (13), BS (14) */
+#define VMX_PENDING_DBG_BS           (1ull << 14)
 
 /* ---- guest interruptibility state ---- */
 #define VMX_INTERRUPTIBILITY_STI     (1u << 0)

@@ -20,7 +20,11 @@ G_TESTS32 := hello cpuid ports msrs virtinsn triple stats dr hlt mmio_bad irqsta
 G_TESTS64 := nextrip64 syscall64
 # Self tests built at both widths from one source: guests/selftest/NAME.c ->
 # NAME32.elf (flat protected mode) and NAME64.elf (long mode, paging on)
-G_TESTS_BOTH := mmio unclaimed
+G_TESTS_BOTH := mmio unclaimed mbinfo
+# 32-bit self tests linked at 0x8000 instead of 1 MiB (a kernel below 1 MiB):
+# guests/selftest/NAME.c -> NAME-low32.elf
+G_TESTS_LOW32 := mbinfo
+G_LOW_ADDR    := 0x8000
 # Hostile guests: every guests/hostile/NAME.c, 64-bit when NAME ends in 64
 G_HOSTILE_SRCS := $(wildcard guests/hostile/*.c)
 G_HOSTILE64 := $(patsubst guests/hostile/%.c,%,$(filter %64.c,$(G_HOSTILE_SRCS)))
@@ -29,7 +33,8 @@ G_HOSTILE32 := $(patsubst guests/hostile/%.c,%,$(filter-out %64.c,$(G_HOSTILE_SR
 G_ELFS := $(G_TESTS32:%=$(G_DIR)/%.elf) $(G_TESTS64:%=$(G_DIR)/%.elf) \
           $(G_HOSTILE32:%=$(G_DIR)/%.elf) $(G_HOSTILE64:%=$(G_DIR)/%.elf) \
           $(G_DIR)/bench32.elf $(G_DIR)/bench64.elf \
-          $(G_TESTS_BOTH:%=$(G_DIR)/%32.elf) $(G_TESTS_BOTH:%=$(G_DIR)/%64.elf)
+          $(G_TESTS_BOTH:%=$(G_DIR)/%32.elf) $(G_TESTS_BOTH:%=$(G_DIR)/%64.elf) \
+          $(G_TESTS_LOW32:%=$(G_DIR)/%-low32.elf)
 
 .PHONY: guests guests-native
 guests: $(G_ELFS)
@@ -79,6 +84,10 @@ $(G_TESTS_BOTH:%=$(G_DIR)/%32.elf): $(G_DIR)/%32.elf: $(G_DIR)/obj32/guests/self
 $(G_TESTS_BOTH:%=$(G_DIR)/%64.elf): $(G_DIR)/%64.elf: $(G_DIR)/obj64/guests/selftest/%.c.o \
 		$(G_RT64) guests/rt/guest.ld
 	$(CC) -m64 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
+
+$(G_TESTS_LOW32:%=$(G_DIR)/%-low32.elf): $(G_DIR)/%-low32.elf: $(G_DIR)/obj32/guests/selftest/%.c.o \
+		$(G_RT32) guests/rt/guest.ld
+	$(CC) -m32 $(G_CFLAGS) -Wl,--defsym=RT_LOAD_ADDR=$(G_LOW_ADDR) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
 
 # ELF32 copies of the 64-bit guests, only so that QEMU's own multiboot
 # loader (which refuses ELF64) can boot them without lightpath.

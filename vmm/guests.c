@@ -63,6 +63,7 @@ static const char *module_path(const struct boot_module *m, char name[NAME_MAX_L
 	return name;
 }
 static struct vmconfig configs[BOOT_MAX_MODULES];
+_Static_assert(VMCONFIG_MODULES_MAX + 1 <= MB_MAX_MODULES, "a description's initrd and modules");
 
 /* Modules past BOOT_MAX_MODULES: one line each, with their string. */
 static void report_ignored(const struct boot_info *bi)
@@ -76,44 +77,83 @@ static void report_ignored(const struct boot_info *bi)
 			BOOT_MAX_MODULES + BOOT_MAX_IGNORED + 1, BOOT_MAX_MODULES + bi->nr_ignored);
 }
 
+/* What a description names: its kernel, initrd and modules = entries,
+ * each resolved to a boot module (-1: not given). */
+struct named_modules {
+	int kernel, initrd;
+	int mods[VMCONFIG_MODULES_MAX];
+};
+
+static void resolve(const struct boot_info *bi, const struct vmconfig *c, struct named_modules *n)
+{
+	n->kernel = find_module(bi, c->kernel);
+	n->initrd = c->initrd[0] ? find_module(bi, c->initrd) : -1;
+	for (unsigned j = 0; j < c->nr_modules; j++)
+		n->mods[j] = find_module(bi, c->modules[j].name);
+}
+
+/* One line for a module a description names (as its `role`) that cannot
+ * be used: not given, or a description (itself included); true then. */
+static bool refuse_module(unsigned id, unsigned i, const char *name, int k, const char *role,
+			  const bool is_config[])
+{
+	if (k < 0) {
+		kprintf("lightpath: vm%u: %s names module '%s', which was not given\n", id, names[i],
+			name);
+		return true;
+	}
+	if (!is_config[k])
+		return false;
+	/* a description is never a kernel, initrd or module: it would run as
+	 * part of this VM and never as its own (or, naming itself, not at
+	 * all); it runs, or is reported, on its own instead */
+	if ((unsigned)k == i)
+		kprintf("lightpath: vm%u: %s names itself as %s\n", id, names[i], role);
+	else
+		kprintf("lightpath: vm%u: %s names module '%s' as %s, but that is a VM description\n",
+			id, names[i], name, role);
+	return true;
+}
+
 /* The VM a description (module i) asks for, in *spec; or one line saying
  * why there is none, and -1. */
 static int config_spec(const struct boot_info *bi, unsigned i, unsigned id,
 		       const bool is_config[], struct vm_spec *spec)
 {
 	const struct vmconfig *c = &configs[i];
-	int k = find_module(bi, c->kernel);
-	int r = c->initrd[0] ? find_module(bi, c->initrd) : -1;
-	if (k < 0 || (c->initrd[0] && r < 0)) {
-		kprintf("lightpath: vm%u: %s names module '%s', which was not given\n", id,
-			names[i], k < 0 ? c->kernel : c->initrd);
+	struct named_modules n;
+	resolve(bi, c, &n);
+	if (refuse_module(id, i, c->kernel, n.kernel, "its kernel", is_config) ||
+	    (c->initrd[0] && refuse_module(id, i, c->initrd, n.initrd, "its initrd", is_config)))
 		return -1;
-	}
-	if (is_config[k] || (r >= 0 && is_config[r])) {
-		/* a description is never a kernel or an initrd: it would run as
-		 * part of this VM and never as its own (or, naming itself, not at
-		 * all); it runs, or is reported, on its own instead */
-		bool kernel = is_config[k];
-		if ((unsigned)(kernel ? k : r) == i)
-			kprintf("lightpath: vm%u: %s names itself as its %s\n", id, names[i],
-				kernel ? "kernel" : "initrd");
-		else
-			kprintf("lightpath: vm%u: %s names module '%s' as its %s, but that is a VM "
-				"description\n", id, names[i], kernel ? c->kernel : c->initrd,
-				kernel ? "kernel" : "initrd");
-		return -1;
-	}
-	const struct boot_module *km = &bi->modules[k];
+	for (unsigned j = 0; j < c->nr_modules; j++)
+		if (refuse_module(id, i, c->modules[j].name, n.mods[j], "a module", is_config))
+			return -1;
+	const struct boot_module *km = &bi->modules[n.kernel];
 	spec->name = c->name[0] ? c->name : names[i];
 	spec->image_name = c->kernel;
 	spec->image = module_data(km);
 	spec->image_size = km->end - km->start;
 	spec->linux_kernel = is_bzimage(spec->image, spec->image_size);
+	if (spec->linux_kernel && c->nr_modules) {
+		kprintf("lightpath: vm%u: %s: modules = is for multiboot kernels; '%s' is a Linux "
+			"bzImage (its initrd is initrd =)\n", id, names[i], c->kernel);
+		return -1;
+	}
 	/* a multiboot kernel gets the loader-style string: path, then args */
 	spec->cmdline = spec->linux_kernel ? c->cmdline : km->cmdline;
-	if (r >= 0) {
-		spec->initrd = module_data(&bi->modules[r]);
-		spec->initrd_size = bi->modules[r].end - bi->modules[r].start;
+	if (n.initrd >= 0) {
+		const struct boot_module *rm = &bi->modules[n.initrd];
+		spec->initrd = module_data(rm);
+		spec->initrd_size = rm->end - rm->start;
+		if (!spec->linux_kernel)   /* a multiboot kernel's first module */
+			spec->modules[spec->nr_modules++] = (struct mb_module){
+				c->initrd, spec->initrd, spec->initrd_size };
+	}
+	for (unsigned j = 0; j < c->nr_modules; j++) {
+		const struct boot_module *mm = &bi->modules[n.mods[j]];
+		spec->modules[spec->nr_modules++] = (struct mb_module){
+			c->modules[j].string, module_data(mm), mm->end - mm->start };
 	}
 	spec->mem_mb = c->memory_mb;
 	spec->has_timeout = c->has_timeout;
@@ -158,13 +198,15 @@ void guests_run_all(const struct boot_info *bi, const struct lp_options *opt,
 			continue;
 		}
 		config_ok[i] = true;
-		int k = find_module(bi, configs[i].kernel);
-		int r = configs[i].initrd[0] ? find_module(bi, configs[i].initrd) : -1;
+		struct named_modules n;
+		resolve(bi, &configs[i], &n);
 		/* descriptions are never taken over by another (config_spec says why) */
-		if (k >= 0 && !is_config[k])
-			named[k] = true;
-		if (r >= 0 && !is_config[r])
-			named[r] = true;
+		int all[2 + VMCONFIG_MODULES_MAX] = { n.kernel, n.initrd };
+		for (unsigned j = 0; j < configs[i].nr_modules; j++)
+			all[2 + j] = n.mods[j];
+		for (unsigned j = 0; j < 2 + configs[i].nr_modules; j++)
+			if (all[j] >= 0 && !is_config[all[j]])
+				named[all[j]] = true;
 	}
 
 	unsigned id = 0;

@@ -5,8 +5,10 @@
  * kernel, or a Linux bzImage whose module arguments are its command line).
  *
  * Every module is used or reported with one line: a description that names
- * a description (itself included) as its kernel or initrd is refused, and
- * modules beyond BOOT_MAX_MODULES are listed as ignored. */
+ * a description (itself included) as its kernel, initrd or one of its
+ * modules is refused, and modules beyond BOOT_MAX_MODULES are listed as
+ * ignored. A multiboot kernel gets the description's initrd and modules =
+ * entries as its multiboot modules. */
 #ifndef VMM_GUESTS_H
 #define VMM_GUESTS_H
 

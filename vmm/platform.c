@@ -3,7 +3,6 @@
 #include "core/console.h"
 #include "core/cpu.h"
 #include "core/tsc.h"
-#include "dev/acpi.h"
 #include "dev/pc_irq.h"
 #include "lib/string.h"
 #include "vmm/exit.h"
@@ -140,17 +139,6 @@ void platform_create(struct vm *vm)
 	vm_register_msr(vm, MSR_TSC_DEADLINE, 1, lapic_msr_handler);
 	vm_register_msr(vm, MSR_X2APIC_FIRST, MSR_X2APIC_LAST - MSR_X2APIC_FIRST + 1,
 			lapic_msr_handler);
-}
-
-uint64_t platform_acpi(struct vm *vm)
-{
-	uint64_t rsdp = 0;
-	uint8_t *mem = gpa_to_host(vm, ACPI_RSDP_SCAN_START, ACPI_RSDP_SCAN_END - ACPI_RSDP_SCAN_START);
-	struct acpi_config cfg = { ACPI_DEFAULT_RSDP_GPA, ACPI_DEFAULT_TABLES_GPA, 1, 0 };
-	if (!mem || acpi_build(mem, ACPI_RSDP_SCAN_START, ACPI_RSDP_SCAN_END - ACPI_RSDP_SCAN_START,
-			       &cfg, &rsdp))
-		return 0;
-	return rsdp;
 }
 
 /* Two keys on the host console are lightpath's, not the guest's: Ctrl-]

@@ -1,7 +1,8 @@
 /* The PC platform every VM gets (DESIGN.md, "What a guest sees"): the
  * devices on their ports and MMIO pages, interrupt routing from device lines
  * through the 8259s and the I/O APIC to the vCPU's local APIC, the local
- * APIC's MSRs, ACPI tables, and the host-console input poll. */
+ * APIC's MSRs, and the host-console input poll. What the firmware leaves in
+ * memory (ACPI tables, BIOS data area) is vmm/firmware.h's. */
 #ifndef VMM_PLATFORM_H
 #define VMM_PLATFORM_H
 
@@ -12,9 +13,6 @@
 
 /* Registers every device of the platform. Call once the VM has its RAM. */
 void platform_create(struct vm *vm);
-/* Writes the ACPI tables into guest RAM (0xE0000-0xFFFFF, reserved in the
- * memory map). Returns the RSDP's guest-physical address, or 0 on failure. */
-uint64_t platform_acpi(struct vm *vm);
 /* Starts polling the host console for input (a periodic VM timer). */
 void platform_start(struct vm *vm);
 

@@ -13,6 +13,7 @@
 #include "lib/string.h"
 #include "vmm/cpu_state.h"
 #include "vmm/exit.h"
+#include "vmm/firmware.h"
 #include "vmm/spec_ctrl.h"
 #include "vmm/vcpu_exit.h"
 #include "vmm/linux_boot.h"
@@ -306,40 +307,39 @@ static void report_breakpoints_disarmed(struct vm *vm)
 			"disarmed\n", vm->id, n);
 }
 
-/* Guest RAM layout both loaders describe: conventional memory, the EBDA,
- * the BIOS area (ACPI tables at 0xE0000-0xFFFFF), then RAM from 1 MiB. */
-static unsigned linux_memory_map(uint64_t mem, struct e820_entry *map)
-{
-	map[0] = (struct e820_entry){ 0, 0x9fc00, 1 };
-	map[1] = (struct e820_entry){ 0x9fc00, 0x400, 2 };
-	map[2] = (struct e820_entry){ 0xe0000, 0x20000, 2 };
-	map[3] = (struct e820_entry){ 0x100000, mem - 0x100000, 1 };
-	return 4;
-}
-
-/* Loads the guest image; fills a one-line description for the log. */
+/* Loads the guest image and what a PC's firmware leaves in memory (the
+ * BIOS data area, the EBDA, the ACPI tables: vmm/firmware.h), the same for
+ * every guest; fills a one-line description for the log. */
 static int load_guest(struct vm *vm, const struct vm_spec *spec, char *what, size_t whatlen,
 		      char *err, size_t errlen)
 {
 	struct vcpu *v = vm->vcpu;
+	uint8_t *ram = gpa_to_host(vm, 0, vm->mem_size);
+	uint64_t rsdp;
 	if (!spec->linux_kernel) {
 		struct loaded_guest g;
-		if (load_multiboot_elf(vm, spec->image, spec->image_size, spec->cmdline, &g, err, errlen))
+		if (load_multiboot_elf(ram, vm->mem_size, spec->image, spec->image_size, spec->cmdline,
+				       spec->modules, spec->nr_modules, &g, err, errlen))
 			return -1;
-		snprintf(what, whatlen, "%s, entry 0x%lx", g.format, g.entry);
-		vendor_vcpu_init(v, g.entry, 0x2BADB002u, g.info_gpa);
+		if (firmware_build(ram, vm->mem_size, &rsdp)) {
+			snprintf(err, errlen, "could not write the BIOS data area and ACPI tables");
+			return -1;
+		}
+		int n = snprintf(what, whatlen, "%s, entry 0x%lx", g.format, g.entry);
+		if (g.nr_modules && n > 0 && (size_t)n < whatlen)
+			snprintf(what + n, whatlen - (size_t)n, ", %u module%s", g.nr_modules,
+				 g.nr_modules == 1 ? "" : "s");
+		vendor_vcpu_init(v, g.entry, MB_BOOT_MAGIC, g.info_gpa);
 		return 0;
 	}
-	struct e820_entry map[4];
-	unsigned nmap = linux_memory_map(vm->mem_size, map);
+	struct e820_entry map[FW_MAP_ENTRIES];
+	unsigned nmap = firmware_memory_map(vm->mem_size, map);
 	struct linux_boot_state st;
-	uint8_t *ram = gpa_to_host(vm, 0, vm->mem_size);
 	if (linux_boot_prepare(ram, vm->mem_size, spec->image, spec->image_size, spec->initrd,
 			       spec->initrd_size, spec->cmdline, map, nmap, &st, err, errlen))
 		return -1;
-	uint64_t rsdp = platform_acpi(vm);
-	if (!rsdp) {
-		snprintf(err, errlen, "could not write the ACPI tables");
+	if (firmware_build(ram, vm->mem_size, &rsdp)) {
+		snprintf(err, errlen, "could not write the BIOS data area and ACPI tables");
 		return -1;
 	}
 	linux_boot_set_rsdp(ram, &st, rsdp);

@@ -23,6 +23,7 @@
 #include "dev/uart16550.h"
 #include "include/lightpath/abi.h"
 #include "vmm/light.h"
+#include "vmm/loader.h"
 #include "arch_vcpu.h"   /* the backend's: -Ivmm/svm or -Ivmm/vmx */
 
 #define CPUID_CACHED_LEAVES 0x20
@@ -224,8 +225,10 @@ struct vm_spec {
 	const uint8_t *image;
 	uint64_t image_size;
 	const char *cmdline;
-	const uint8_t *initrd;
+	const uint8_t *initrd;     /* Linux only: a multiboot kernel gets modules[] */
 	uint64_t initrd_size;
+	struct mb_module modules[MB_MAX_MODULES];   /* multiboot kernels: in this order */
+	unsigned nr_modules;
 	unsigned mem_mb;
 	bool linux_kernel;
 	bool has_timeout;          /* a description's `timeout =`; else vm.timeout= applies */

@@ -17,6 +17,7 @@ enum key_kind {
 	KEY_CPUS,
 	KEY_SECONDS,  /* the time limit */
 	KEY_UNCLAIMED, /* pc | stop */
+	KEY_MODULE_LIST, /* "name args", name, ...: parsed from the raw line */
 };
 
 struct key_desc {
@@ -32,6 +33,7 @@ static const struct key_desc key_table[] = {
 	STR(name, KEY_NAME),
 	STR(kernel, KEY_MODULE),
 	STR(initrd, KEY_MODULE),
+	{ "modules", KEY_MODULE_LIST, offsetof(struct vmconfig, modules), 0 },
 	STR(cmdline, KEY_STRING),
 	{ "memory", KEY_MEMORY, offsetof(struct vmconfig, memory_mb), 0 },
 	{ "cpus", KEY_CPUS, offsetof(struct vmconfig, cpus), 0 },
@@ -195,8 +197,110 @@ static int apply(struct vmconfig *out, const struct key_desc *d, const char *v, 
 		*(bool *)field = word_is(v, n, "stop");
 		out->has_unclaimed = true;
 		return 0;
+	case KEY_MODULE_LIST:
+		break;   /* parse_module_list() */
 	}
 	return -1;
+}
+
+/* Stores entry number `idx` (from 1), e[0..n), of a modules = list. */
+static int add_module(struct vmconfig *out, const char *e, size_t n, unsigned idx, unsigned line,
+		      char *err, size_t errlen)
+{
+	if (idx > VMCONFIG_MODULES_MAX) {
+		snprintf(err, errlen, ":%u: modules: more than %u entries", line, VMCONFIG_MODULES_MAX);
+		return -1;
+	}
+	if (n == 0) {
+		snprintf(err, errlen, ":%u: modules: entry %u is empty", line, idx);
+		return -1;
+	}
+	if (is_blank(e[0])) {
+		snprintf(err, errlen, ":%u: modules: entry %u must start with the module's name", line,
+			 idx);
+		return -1;
+	}
+	if (n >= VMCONFIG_MODULE_STR_MAX) {
+		snprintf(err, errlen, ":%u: modules: entry %u is too long (%zu characters, at most %u)",
+			 line, idx, n, VMCONFIG_MODULE_STR_MAX - 1);
+		return -1;
+	}
+	size_t name = 0;
+	while (name < n && !is_blank(e[name]))
+		name++;
+	if (name >= VMCONFIG_MODULE_NAME_MAX) {
+		snprintf(err, errlen, ":%u: modules: the module name in entry %u is too long (%zu "
+			 "characters, at most %u)", line, idx, name, VMCONFIG_MODULE_NAME_MAX - 1);
+		return -1;
+	}
+	struct vmconfig_module *m = &out->modules[idx - 1];
+	memcpy(m->name, e, name);
+	m->name[name] = '\0';
+	memcpy(m->string, e, n);
+	m->string[n] = '\0';
+	out->nr_modules = idx;
+	return 0;
+}
+
+/* The value of modules = as written, v[0..n) (after the '=' and blanks):
+ * entries separated by ',', each "quoted" or one bare word, then an
+ * optional comment. */
+static int parse_module_list(struct vmconfig *out, const char *v, size_t n, unsigned line,
+			     char *err, size_t errlen)
+{
+	char q[QUOTE_MAX + 1];
+	size_t i = 0;
+	unsigned idx = 0;
+
+	out->nr_modules = 0;
+	if (n == 0 || v[0] == '#')
+		return 0;                        /* an empty list */
+	for (;;) {
+		idx++;
+		while (i < n && is_blank(v[i]))
+			i++;
+		if (i == n || v[i] == '#') {
+			snprintf(err, errlen, ":%u: modules: nothing after the last ','", line);
+			return -1;
+		}
+		const char *e = v + i;
+		size_t len;
+		if (v[i] == '"') {
+			size_t j = i + 1;
+			while (j < n && v[j] != '"')
+				j++;
+			if (j == n) {
+				snprintf(err, errlen, ":%u: modules: entry %u has no closing '\"'", line, idx);
+				return -1;
+			}
+			e = v + i + 1;
+			len = j - i - 1;
+			i = j + 1;
+		} else {
+			size_t j = i;
+			while (j < n && !is_blank(v[j]) && v[j] != ',' && v[j] != '"')
+				j++;
+			if (j < n && v[j] == '"') {
+				snprintf(err, errlen, ":%u: modules: unexpected '\"' inside entry %u (quote "
+					 "the whole entry)", line, idx);
+				return -1;
+			}
+			len = j - i;
+			i = j;
+		}
+		if (add_module(out, e, len, idx, line, err, errlen))
+			return -1;
+		while (i < n && is_blank(v[i]))
+			i++;
+		if (i == n || v[i] == '#')
+			return 0;
+		if (v[i] != ',') {
+			snprintf(err, errlen, ":%u: modules: unexpected '%s' after entry %u (entries are "
+				 "separated by ',')", line, quote(q, v + i, n - i), idx);
+			return -1;
+		}
+		i++;
+	}
 }
 
 /* One line s[0..n) (no newline, no CR), not blank and not a comment. */
@@ -245,6 +349,8 @@ static int parse_line(struct vmconfig *out, const char *s, size_t n, unsigned li
 	i++; /* the '=' */
 	while (i < n && is_blank(s[i]))
 		i++;
+	if (d->kind == KEY_MODULE_LIST)
+		return parse_module_list(out, s + i, n - i, line, err, errlen);
 	const char *v = s + i;
 	size_t vlen;
 	if (i < n && s[i] == '"') {

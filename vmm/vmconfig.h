@@ -5,6 +5,7 @@
  *   name    = linux
  *   kernel  = vmlinuz                      # module basename, required
  *   initrd  = initrd.cpio.gz               # module basename, optional
+ *   modules = "a.bin x=1", b.bin           # multiboot modules, optional
  *   cmdline = "console=ttyS0 panic=-1"     # the guest kernel's command line
  *   memory  = 256                          # MiB, 16..3072, default 256
  *   cpus    = 1                            # only 1 is accepted today
@@ -19,9 +20,17 @@
  * line or at a `#` that follows a blank (a trailing comment). Each key at
  * most once; keys are lower case.
  *
- * kernel and initrd name other modules of the same boot by the basename of
- * their path (`kernel = vmlinuz` matches the module `build/linux/vmlinuz`);
- * lightpath does not start those modules as VMs of their own.
+ * kernel, initrd and modules name other modules of the same boot by the
+ * basename of their path (`kernel = vmlinuz` matches the module
+ * `build/linux/vmlinuz`); lightpath does not start those modules as VMs of
+ * their own.
+ *
+ * modules = is a comma-separated list of at most VMCONFIG_MODULES_MAX
+ * entries, each a module name (no blanks, commas or quotes) or a quoted
+ * string "name args..." whose first word is the module name; the whole
+ * entry is the module's string as a multiboot kernel sees it. A multiboot
+ * kernel gets initrd (if any) and then these as its module list, in that
+ * order; a Linux kernel takes no modules (its initrd is initrd =).
  *
  * Freestanding (lib/string.h, lib/printf.h only): built into the hypervisor
  * and into the host unit tests. */
@@ -38,11 +47,21 @@
 #define VMCONFIG_MEMORY_DEFAULT  256u
 #define VMCONFIG_CPUS_MAX        1u
 #define VMCONFIG_TIMEOUT_MAX_S   86400u   /* as the boot option vm.timeout= */
+#define VMCONFIG_MODULES_MAX     8u
+#define VMCONFIG_MODULE_NAME_MAX 128u     /* with the NUL, as kernel and initrd */
+#define VMCONFIG_MODULE_STR_MAX  256u     /* "name args", with the NUL */
+
+struct vmconfig_module {
+	char name[VMCONFIG_MODULE_NAME_MAX];   /* the entry's first word */
+	char string[VMCONFIG_MODULE_STR_MAX];  /* the whole entry */
+};
 
 struct vmconfig {
 	char name[32];       /* [A-Za-z0-9._-], may be empty: the caller picks one */
 	char kernel[128];    /* required */
 	char initrd[128];    /* "" = none */
+	unsigned nr_modules; /* modules = ..., in order */
+	struct vmconfig_module modules[VMCONFIG_MODULES_MAX];
 	char cmdline[1024];  /* "" = empty command line */
 	unsigned memory_mb;  /* VMCONFIG_MEMORY_MIN_MB..VMCONFIG_MEMORY_MAX_MB */
 	unsigned cpus;       /* 1 */
@@ -59,9 +78,10 @@ bool vmconfig_is_config(const uint8_t *data, size_t len);
 /* Parses text[0..len) (need not be NUL-terminated) into *out, defaults
  * first. Returns 0, or -1 with one line (no newline) in err that starts with
  * ':' so that the caller only prepends the file name:
- *   ":3: unknown key 'foo' (accepted: name kernel initrd cmdline memory cpus timeout unclaimed)"
+ *   ":3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus timeout unclaimed)"
  *   ":5: memory = 12: use an even number 16..3072 (MiB)"
  *   ":6: timeout = 1.5: use whole seconds 0..86400 (0 = no limit)"
+ *   ":4: modules: missing closing '\"' in entry 2"
  *   ": no 'kernel = ...' line (every VM needs a kernel)"      (whole file)
  * i.e. printf("%s%s\n", "linux.cfg", err) gives "linux.cfg:3: ...".
  * *out is only meaningful when 0 is returned. */

@@ -390,14 +390,16 @@ void rt_start(void)
 
 #ifdef __x86_64__
 extern uint64_t rt_pdpt[512];
-static uint64_t mmio_test_pd[512] __attribute__((aligned(4096)));
+static uint64_t mmio_pd[512] __attribute__((aligned(4096)));   /* the 4th GiB */
 #endif
 
 void rt_map_mmio(uint64_t pa)
 {
 #ifdef __x86_64__
-	mmio_test_pd[(pa >> 21) & 511] = (pa & ~0x1fffffull) | 0x80 | 0x18 | 0x3; /* 2M, PCD|PWT, RW, P */
-	rt_pdpt[3] = (uintptr_t)mmio_test_pd | 0x3;
+	if ((pa >> 30) != 3)
+		return;   /* entry64 maps the first GiB; devices sit in the 4th */
+	mmio_pd[(pa >> 21) & 511] = (pa & ~0x1fffffull) | 0x80 | 0x18 | 0x3; /* 2M, PCD|PWT, RW, P */
+	rt_pdpt[3] = (uintptr_t)mmio_pd | 0x3;
 	ureg_t cr3;
 	asm volatile("mov %%cr3, %0\n\tmov %0, %%cr3" : "=r"(cr3) : : "memory");
 #else

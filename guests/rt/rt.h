@@ -117,10 +117,11 @@ bool rt_on_lightpath(void);
  * with paging off; in 64-bit mode, where entry64 maps only the first GiB,
  * an identity 2 MiB page for it. */
 void rt_map_mmio_test(void);
-/* The same for any device page in the fourth GiB (0xC0000000-0xFFFFFFFF,
- * e.g. the local APIC at 0xFEE00000): an identity-mapped, uncached 2 MiB
- * page in 64-bit mode, a no-op with paging off. */
+/* The same for any device page in the 4th GiB (the I/O APIC, the local
+ * APIC): an identity, uncached 2 MiB page around pa in 64-bit mode. */
 void rt_map_mmio(uint64_t pa);
+/* The guest image as linked (guests/rt/guest.ld). */
+extern char __image_start[], __image_end[];
 
 /* ---- TAP-style self-test output ---- */
 void tap_begin(const char *name);

@@ -37,8 +37,11 @@ OUT = os.path.join(ROOT, "build", "test")
 GUESTS = "build/guests"
 TIMEOUT = int(os.environ.get("LP_TEST_TIMEOUT", "60"))
 
+# The multiboot self-test (guests/selftest/mbinfo.c): 32-bit, 64-bit, and
+# 32-bit linked at 0x8000, below 1 MiB.
+MBINFO_GUESTS = ("mbinfo32", "mbinfo64", "mbinfo-low32")
 SELFTESTS = ("cpuid", "ports", "msrs", "virtinsn", "stats", "dr", "hlt", "nextrip64",
-             "mmio32", "mmio64", "irqstate")
+             "mmio32", "mmio64", "irqstate") + MBINFO_GUESTS
 # Guests whose results must not depend on the lazy/always code paths.
 SWITCHED_GUESTS = ("msrs", "dr", "hlt", "nextrip64", "ports")
 # The instruction emulator self-tests, under the switches that change its path.
@@ -593,7 +596,7 @@ def odd_lines(b):
     return [l.strip() for l in b.lines if l.startswith("lightpath:") and not NORMAL_LINE.match(l)]
 
 
-def expect_bad_vms_then_hello(b, lines):
+def expect_bad_vms_then_hello(b, lines, hello=HELLO):
     """One problem line per bad VM, equal to lines[i] (a regex for the whole
     line) for vmi, in that order and nothing else; then hello runs as the
     next VM, and lightpath powers off with vm0's status 0x70 (the first
@@ -610,8 +613,8 @@ def expect_bad_vms_then_hello(b, lines):
     for i in range(n):
         b.expect_not(r"^lightpath: vm%d: loaded .*" % i, "the bad VM vm%d must not be loaded" % i)
         b.expect_not(r"^\[vm%d\] .*" % i, "the bad VM vm%d must print nothing" % i)
-    b.expect(r"^lightpath: vm%d: loaded %s " % (n, re.escape(HELLO)),
-             "'lightpath: vm%d: loaded %s ...'" % (n, HELLO))
+    b.expect(r"^lightpath: vm%d: loaded %s " % (n, re.escape(hello)),
+             "'lightpath: vm%d: loaded %s ...'" % (n, hello))
     b.expect(r"^\[vm%d\] hello from lightpath guest\s*$" % n,
              "'[vm%d] hello from lightpath guest' (the next VM must still run)" % n)
     b.expect(r"^lightpath: vm%d: ended with status 0 " % n,
@@ -619,10 +622,10 @@ def expect_bad_vms_then_hello(b, lines):
     expect_first_nonzero(b, 0x70, 0, n, n + 1)
 
 
-def expect_bad_vm_then_hello(b, line):
+def expect_bad_vm_then_hello(b, line, hello=HELLO):
     """Exactly one problem line, equal to `line` (a regex for the whole line,
     anchored), for vm0; then hello runs as vm1."""
-    expect_bad_vms_then_hello(b, [line])
+    expect_bad_vms_then_hello(b, [line], hello=hello)
 
 
 def t_bad_config(label, text, line_for):
@@ -639,7 +642,7 @@ def t_bad_config(label, text, line_for):
 BAD_CONFIGS = (
     ("unknown-key", "# lightpath vm\nkernel = vmlinuz\ncolour = blue\nmemory = 64\n",
      lambda p: r"lightpath: error: %s:3: unknown key 'colour' "
-               r"\(accepted: name kernel initrd cmdline memory cpus timeout unclaimed\)" % p),
+               r"\(accepted: name kernel initrd modules cmdline memory cpus timeout unclaimed\)" % p),
     ("memory", "# lightpath vm\nname = small\n\n# too little\nmemory = 12\nkernel = vmlinuz\n",
      lambda p: r"lightpath: error: %s:5: memory = 12: use an even number 16\.\.3072 \(MiB\)" % p),
     ("no-kernel", "# lightpath vm\nname = nokernel\nmemory = 64\n",
@@ -747,6 +750,153 @@ def t_bad_linux_small_memory():
                                 r"\d+ MiB from there\)")
     need = int(b.find(r"^lightpath: vm0: cannot load .* the kernel needs (\d+) MiB").group(1))
     check(need > 32, "the kernel 'needs %d MiB', yet 32 MiB were refused" % need)
+    return b
+
+
+# Issue 11 item 5: multiboot kernels get their modules, anywhere in RAM but
+# lightpath's own ranges (guests/selftest/mbinfo.c checks what they find).
+def xorshift_bytes(seed, n):
+    out = bytearray(n)
+    x = seed
+    for k in range(n):
+        x ^= (x << 13) & 0xffffffff
+        x ^= x >> 17
+        x ^= (x << 5) & 0xffffffff
+        out[k] = x & 0xff
+    return out
+
+
+def make_mb_module(name, index, length, seed, string):
+    """build/test/<name>: a module that says what it should look like to
+    mbinfo (its index, length, seed and string; then xorshift32 bytes)."""
+    s = string.encode()
+    head = b"LPMOD\0\0\0" + struct.pack("<IIII", index, length, seed, len(s)) + s
+    assert len(head) <= length
+    data = xorshift_bytes(seed, length)
+    data[:len(head)] = head
+    return write_test_file(name, bytes(data))
+
+
+def mb_modules_boot(boot_cls, label, kernel):
+    """A description with initrd = and modules = for `kernel` (an mbinfo
+    guest), its three modules (named after `label`, apart for parallel
+    runs), then hello: (boot, the description's path)."""
+    p = "mbmod-%s-" % label
+    mods = [make_mb_module(p + "initrd.bin", 0, 5001, 7, p + "initrd.bin"),
+            make_mb_module(p + "a.bin", 1, 300 * 1024 + 3, 8, p + "a.bin alpha beta=2"),
+            make_mb_module(p + "b.bin", 2, 100, 9, p + "b.bin")]
+    cfg = write_test_file(p + "vm.cfg", "# lightpath vm\nname = mb-%s\nkernel = %s.elf\n"
+                          "initrd = %sinitrd.bin\nmodules = \"%sa.bin alpha beta=2\", %sb.bin\n"
+                          "memory = 32\n" % (label, kernel, p, p, p))
+    b = boot_cls("multiboot-modules-" + label, [cfg, guest(kernel, "mods=3 ram=32")] + mods + [HELLO])
+    return b, cfg
+
+
+def check_mb_modules(b, kernel, label, hello=HELLO):
+    """The mbinfo VM passes with its 3 modules; the modules were not run as
+    VMs; hello runs as vm1."""
+    b.expect(r"^lightpath: vm0: loaded mb-%s \(multiboot ELF(32|64), entry 0x[0-9a-f]+, 3 modules\), "
+             r"32 MiB, " % re.escape(label), "'lightpath: vm0: loaded mb-%s (..., 3 modules), 32 MiB'" % label)
+    selftest_result(b, kernel)
+    b.expect(r"^lightpath: vm1: loaded %s " % re.escape(hello), "'lightpath: vm1: loaded %s'" % hello)
+    b.expect(r"^\[vm1\] hello from lightpath guest\s*$", "'[vm1] hello from lightpath guest'")
+    b.expect_not(r"^lightpath: vm2:", "a third VM (the modules must not run as VMs)")
+    b.expect_powered_off(0)
+    b.expect_rc(1)
+
+
+def t_mb_modules(kernel, label):
+    def run():
+        b, _ = mb_modules_boot(Boot, label, kernel)
+        check_mb_modules(b, kernel, label)
+        return b
+    return run
+
+
+def make_mb_elf(name, segments, entry=0x100000):
+    """build/test/<name>: an ELF32 multiboot kernel whose PT_LOAD segments
+    are [(paddr, memsz)] (one page of file data each, or less)."""
+    n = len(segments)
+    img = bytearray(0x1000 + 0x1000 * n)
+    img[0:16] = b"\x7fELF" + bytes([1, 1, 1]) + bytes(9)
+    img[16:52] = struct.pack("<HHIIIIIHHHHHH", 2, 3, 1, entry, 52, 0, 0, 52, 32, n, 0, 0, 0)
+    for i, (paddr, memsz) in enumerate(segments):
+        off = 0x1000 * (i + 1)
+        img[52 + 32 * i:84 + 32 * i] = struct.pack("<IIIIIIII", 1, off, paddr, paddr,
+                                                   min(memsz, 0x1000), memsz, 7, 0x1000)
+    img[0x200:0x20c] = struct.pack("<III", 0x1BADB002, 3, (-(0x1BADB002 + 3)) & 0xffffffff)
+    return write_test_file(name, bytes(img))
+
+
+# A kernel whose segment overlaps a range lightpath fills or that is not
+# RAM: (label, segments, the reason in the refusal line).
+BAD_SEGMENTS = (
+    ("bda", [(0x100000, 0x1000), (0x400, 0x20)],
+     r"program header 1 loads 0x400-0x41f, which overlaps 0x400-0x4ff, the BIOS data area"),
+    ("ebda", [(0x9f000, 0x2000)],
+     r"program header 0 loads 0x9f000-0xa0fff, which overlaps 0x9fc00-0x9ffff, the EBDA"),
+    ("bios-area", [(0x100000, 0x1000), (0xf0000, 0x1000)],
+     r"program header 1 loads 0xf0000-0xf0fff, which overlaps 0xe0000-0xfffff, the BIOS area with "
+     r"the ACPI tables"),
+    ("beyond-ram", [(0x3fff000, 0x2000)],
+     r"program header 0 loads 0x3fff000-0x4000fff, beyond the VM's 64 MiB of RAM"),
+)
+
+
+def t_bad_segment(label, segments, reason, boot_cls=None):
+    """A kernel with a segment where it cannot go, then hello: one line
+    naming the segment's range and what it collides with, hello runs."""
+    def run():
+        path = make_mb_elf("bad-segment-%s.elf" % label, segments,
+                           entry=segments[0][0] if segments[0][0] >= 0x100000 else 0x100000)
+        b = (boot_cls or Boot)("bad-segment-" + label, [path, HELLO])
+        hello = HELLO if boot_cls is None else "hello.elf"
+        name = path if boot_cls is None else os.path.basename(path)
+        expect_bad_vms_then_hello(b, [image_refused(name, reason)], hello=hello)
+        return b
+    return run
+
+
+# Descriptions whose modules = cannot be used, each then hello (the second
+# hello.elf: the first is the description's kernel and so not a VM of its
+# own): (label, text, extra modules, the expected line for path p).
+BAD_MODULE_CONFIGS = (
+    ("module-missing", "# lightpath vm\nkernel = hello.elf\nmodules = \"gone.bin x=1\"\n", [HELLO],
+     lambda p: r"lightpath: vm0: %s names module 'gone\.bin', which was not given" % p),
+    ("module-self", "# lightpath vm\nkernel = hello.elf\nmodules = hello.elf, "
+     "bad-config-module-self.cfg\n", [HELLO],
+     lambda p: r"lightpath: vm0: %s names itself as a module" % p),
+    ("module-syntax", "# lightpath vm\nkernel = hello.elf\nmodules = \"a.bin x\",\n", [],
+     lambda p: r"lightpath: error: %s:3: modules: nothing after the last ','" % p),
+    ("modules-too-many", "# lightpath vm\nkernel = hello.elf\nmodules = a,b,c,d,e,f,g,h,i\n", [],
+     lambda p: r"lightpath: error: %s:3: modules: more than 8 entries" % p),
+    ("module-too-big", "# lightpath vm\nkernel = hello.elf\nmemory = 16\n"
+     "modules = bad-config-big.bin\n", [HELLO, "build/test/bad-config-big.bin"],
+     lambda p: r"lightpath: vm0: cannot load guest image 'hello\.elf': module 'bad-config-big\.bin' "
+               r"\(17408 KiB\) does not fit in the free RAM of the VM's 16 MiB"),
+)
+
+
+def t_bad_module_config(label, text, extra, line_for):
+    def run():
+        if label == "module-too-big":
+            write_test_file("bad-config-big.bin", bytes(17 << 20))
+        path = write_test_file("bad-config-%s.cfg" % label, text)
+        b = Boot("bad-config-" + label, [path] + extra + [HELLO])
+        expect_bad_vm_then_hello(b, line_for(re.escape(path)))
+        return b
+    return run
+
+
+def t_bad_modules_linux():
+    """modules = for a Linux kernel: refused with one line (Linux takes its
+    initrd through initrd =)."""
+    kernel = linux_kernel()
+    path = write_test_file("bad-config-modules-linux.cfg", "# lightpath vm\nkernel = vmlinuz\n"
+                           "modules = hello.elf\nmemory = 32\n")
+    b = Boot("bad-config-modules-linux", [path, kernel, HELLO, HELLO])
+    expect_bad_vm_then_hello(b, r"lightpath: vm0: %s: modules = is for multiboot kernels; 'vmlinuz' "
+                                r"is a Linux bzImage \(its initrd is initrd =\)" % re.escape(path))
     return b
 
 
@@ -1200,6 +1350,14 @@ def all_tests():
     t.append((1, "bad-image-elf", t_bad_image("elf", make_non_multiboot_elf)))
     for label, text, line_for in BAD_CONFIGS:
         t.append((1, "bad-config-" + label, t_bad_config(label, text, line_for)))
+    for k in MBINFO_GUESTS:
+        t.append((1, "multiboot-modules-" + k[len("mbinfo"):].lstrip("-"),
+                  t_mb_modules(k, k[len("mbinfo"):].lstrip("-"))))
+    for label, segs, reason in BAD_SEGMENTS:
+        t.append((1, "bad-segment-" + label, t_bad_segment(label, segs, reason)))
+    for label, text, extra, line_for in BAD_MODULE_CONFIGS:
+        t.append((1, "bad-config-" + label, t_bad_module_config(label, text, extra, line_for)))
+    t.append((1, "bad-config-modules-linux", t_bad_modules_linux))
     t.append((1, "bad-linux-truncated", t_bad_linux_truncated))
     t.append((1, "bad-linux-old-protocol", t_bad_linux_old_protocol))
     t.append((1, "bad-linux-small-memory", t_bad_linux_small_memory))

@@ -35,7 +35,7 @@ LP_BOCHS = os.path.join(ROOT, "tools", "lp-bochs")
 TIMEOUT = int(os.environ.get("LP_VMX_TIMEOUT", "120"))
 
 SELFTESTS = ("cpuid", "ports", "msrs", "virtinsn", "stats", "dr", "hlt", "nextrip64", "syscall64",
-             "mmio32", "mmio64") + itest.UNCLAIMED_GUESTS
+             "mmio32", "mmio64") + itest.UNCLAIMED_GUESTS + itest.MBINFO_GUESTS
 # Guests run together (one VM each) in the switched-configuration boots.
 MULTI_GUESTS = ("msrs", "dr", "hlt", "ports", "nextrip64", "syscall64")
 ALL_OFF = " ".join("%s=%s" % (k, off) for k, _, off in bench.SWITCHES)
@@ -314,6 +314,15 @@ def t_timeout(label, mode, how):
     return run
 
 
+def t_mb_modules():
+    """Issue 11 item 5 on VT-x (the loader is shared): mbinfo32 with an
+    initrd and two modules = entries from a description passes, the modules
+    do not run as VMs, hello runs after it."""
+    b, _ = itest.mb_modules_boot(BochsBoot, "32", "mbinfo32")
+    itest.check_mb_modules(b, "mbinfo32", "32", hello="hello.elf")
+    return b
+
+
 def t_bench():
     """The bench guests pass their checks, and the light path itself (spec=off:
     without the return-stack overwrite spec=on adds on this CPU model) meets
@@ -356,6 +365,10 @@ def all_tests():
     t.append((1, "vmx-timeout-option-hlt", t_timeout("option-hlt", "hlt", "option")))
     t.append((1, "vmx-timeout-config-sti-spin", t_timeout("config-sti-spin", "sti-spin", "config")))
     t.append((1, "vmx-timeout-option-spin", t_timeout("option-spin", "spin", "option")))
+    t.append((1, "vmx-multiboot-modules-32", t_mb_modules))
+    label, segs, reason = itest.BAD_SEGMENTS[2]
+    t.append((1, "vmx-bad-segment-" + label, itest.t_bad_segment(label, segs, reason,
+                                                                 boot_cls=BochsBoot)))
     t.append((1, "vmx-bench", t_bench))
     t.append((1, "vmx-no-vmx", t_cpu_refused("no-vmx", "athlon64_clawhammer", NO_VMX_LINE)))
     t.append((1, "vmx-no-ept", t_cpu_refused("no-ept", "core2_penryn_t9600", NO_EPT_LINE)))

@@ -45,6 +45,7 @@ static void test_minimal_and_defaults(void **state)
 	assert_false(cfg.has_timeout);         /* vm.timeout= applies */
 	assert_int_equal(cfg.timeout_s, 0);
 	assert_false(cfg.has_unclaimed);       /* unclaimed= applies */
+	assert_int_equal(cfg.nr_modules, 0);
 }
 
 static void test_full(void **state)
@@ -170,15 +171,15 @@ static void test_unknown_key(void **state)
 {
 	(void)state;
 	expect_error(MAGIC "kernel = vmlinuz\nfoo = 1\n",
-		     ":3: unknown key 'foo' (accepted: name kernel initrd cmdline memory cpus timeout unclaimed)");
+		     ":3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus timeout unclaimed)");
 	expect_error(MAGIC "Kernel = vmlinuz\n",
-		     ":2: unknown key 'Kernel' (accepted: name kernel initrd cmdline memory cpus timeout unclaimed)");
+		     ":2: unknown key 'Kernel' (accepted: name kernel initrd modules cmdline memory cpus timeout unclaimed)");
 	expect_error(MAGIC "kernel = vmlinuz\nmem = 64\n",
-		     ":3: unknown key 'mem' (accepted: name kernel initrd cmdline memory cpus timeout unclaimed)");
+		     ":3: unknown key 'mem' (accepted: name kernel initrd modules cmdline memory cpus timeout unclaimed)");
 	/* a long key is cut in the message */
 	expect_error(MAGIC "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa = 1\n",
 		     ":2: unknown key 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...' "
-		     "(accepted: name kernel initrd cmdline memory cpus timeout unclaimed)");
+		     "(accepted: name kernel initrd modules cmdline memory cpus timeout unclaimed)");
 }
 
 static void test_missing_equals(void **state)
@@ -282,6 +283,90 @@ static void test_unclaimed(void **state)
 		     ":4: duplicate key 'unclaimed' (already set on line 2)");
 }
 
+/* modules = "name args", name, ...: each entry is a module's string, its
+ * first word the module's name. */
+static void test_modules(void **state)
+{
+	(void)state;
+	assert_int_equal(parse(MAGIC "kernel = k\nmodules = \"a.bin x=1  y\", b.bin,c.bin\n"), 0);
+	assert_int_equal(cfg.nr_modules, 3);
+	assert_string_equal(cfg.modules[0].name, "a.bin");
+	assert_string_equal(cfg.modules[0].string, "a.bin x=1  y");
+	assert_string_equal(cfg.modules[1].name, "b.bin");
+	assert_string_equal(cfg.modules[1].string, "b.bin");
+	assert_string_equal(cfg.modules[2].name, "c.bin");
+	assert_string_equal(cfg.modules[2].string, "c.bin");
+	/* one entry, blanks around commas, a trailing comment, '#' inside a word */
+	assert_int_equal(parse(MAGIC "kernel = k\nmodules = a#1.bin   # the one\n"), 0);
+	assert_int_equal(cfg.nr_modules, 1);
+	assert_string_equal(cfg.modules[0].string, "a#1.bin");
+	assert_int_equal(parse(MAGIC "kernel = k\nmodules = \"a # not a comment\" ,\tb # c\n"), 0);
+	assert_int_equal(cfg.nr_modules, 2);
+	assert_string_equal(cfg.modules[0].string, "a # not a comment");
+	assert_string_equal(cfg.modules[0].name, "a");
+	assert_string_equal(cfg.modules[1].string, "b");
+	/* an empty list is no list; the same module twice is two modules */
+	assert_int_equal(parse(MAGIC "kernel = k\nmodules =\n"), 0);
+	assert_int_equal(cfg.nr_modules, 0);
+	assert_int_equal(parse(MAGIC "kernel = k\nmodules = # none\n"), 0);
+	assert_int_equal(cfg.nr_modules, 0);
+	assert_int_equal(parse(MAGIC "kernel = k\nmodules = a, a\n"), 0);
+	assert_int_equal(cfg.nr_modules, 2);
+	/* eight fit */
+	assert_int_equal(parse(MAGIC "kernel = k\nmodules = a,b,c,d,e,f,g,\"h last\"\n"), 0);
+	assert_int_equal(cfg.nr_modules, 8);
+	assert_string_equal(cfg.modules[7].string, "h last");
+}
+
+static void test_modules_errors(void **state)
+{
+	(void)state;
+	expect_error(MAGIC "kernel = k\nmodules = a,b,c,d,e,f,g,h,i\n",
+		     ":3: modules: more than 8 entries");
+	expect_error(MAGIC "kernel = k\nmodules = a,\n", ":3: modules: nothing after the last ','");
+	expect_error(MAGIC "kernel = k\nmodules = a, # c\n", ":3: modules: nothing after the last ','");
+	expect_error(MAGIC "kernel = k\nmodules = , a\n", ":3: modules: entry 1 is empty");
+	expect_error(MAGIC "kernel = k\nmodules = a,,b\n", ":3: modules: entry 2 is empty");
+	expect_error(MAGIC "kernel = k\nmodules = a, \"\"\n", ":3: modules: entry 2 is empty");
+	expect_error(MAGIC "kernel = k\nmodules = \"a x\", \"b y\n",
+		     ":3: modules: entry 2 has no closing '\"'");
+	expect_error(MAGIC "kernel = k\nmodules = a x\n",
+		     ":3: modules: unexpected 'x' after entry 1 (entries are separated by ',')");
+	expect_error(MAGIC "kernel = k\nmodules = \"a\" \"b\"\n",
+		     ":3: modules: unexpected '\"b\"' after entry 1 (entries are separated by ',')");
+	expect_error(MAGIC "kernel = k\nmodules = a\"b\"\n",
+		     ":3: modules: unexpected '\"' inside entry 1 (quote the whole entry)");
+	expect_error(MAGIC "kernel = k\nmodules = \" a\"\n",
+		     ":3: modules: entry 1 must start with the module's name");
+	expect_error(MAGIC "modules = a\nkernel = k\nmodules = b\n",
+		     ":4: duplicate key 'modules' (already set on line 2)");
+	expect_error(MAGIC "kernel = k\nmodules = a\x01\n",
+		     ":3: control character 0x01 (a VM description is text)");
+
+	/* an entry is at most 255 characters, its name at most 127 */
+	char text[1024], val[400];
+	memset(val, 'm', 255);
+	val[255] = '\0';
+	val[100] = ' ';
+	snprintf(text, sizeof(text), MAGIC "kernel = k\nmodules = \"%s\"\n", val);
+	assert_int_equal(parse(text), 0);
+	assert_int_equal(strlen(cfg.modules[0].string), 255);
+	assert_int_equal(strlen(cfg.modules[0].name), 100);
+	memset(val, 'm', 256);
+	val[256] = '\0';
+	val[100] = ' ';
+	snprintf(text, sizeof(text), MAGIC "kernel = k\nmodules = x, \"%s\"\n", val);
+	expect_error(text, ":3: modules: entry 2 is too long (256 characters, at most 255)");
+	memset(val, 'm', 128);
+	val[128] = '\0';
+	snprintf(text, sizeof(text), MAGIC "kernel = k\nmodules = %s\n", val);
+	expect_error(text, ":3: modules: the module name in entry 1 is too long (128 characters, "
+		     "at most 127)");
+	val[127] = '\0';
+	snprintf(text, sizeof(text), MAGIC "kernel = k\nmodules = %s\n", val);
+	assert_int_equal(parse(text), 0);
+}
+
 static void test_too_long(void **state)
 {
 	(void)state;
@@ -366,10 +451,10 @@ static void test_error_prefix_and_truncation(void **state)
 	(void)state;
 	char line[300];
 	expect_error(MAGIC "kernel = k\nfoo = 1\n",
-		     ":3: unknown key 'foo' (accepted: name kernel initrd cmdline memory cpus timeout unclaimed)");
+		     ":3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus timeout unclaimed)");
 	snprintf(line, sizeof(line), "linux.cfg%s", err);
 	assert_string_equal(line,
-			    "linux.cfg:3: unknown key 'foo' (accepted: name kernel initrd cmdline memory cpus timeout unclaimed)");
+			    "linux.cfg:3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus timeout unclaimed)");
 	/* a short err buffer gets a cut, NUL-terminated line */
 	char small[8];
 	memset(small, 'x', sizeof(small));
@@ -396,6 +481,8 @@ int main(void)
 		cmocka_unit_test(test_cpus),
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_unclaimed),
+		cmocka_unit_test(test_modules),
+		cmocka_unit_test(test_modules_errors),
 		cmocka_unit_test(test_too_long),
 		cmocka_unit_test(test_missing_kernel),
 		cmocka_unit_test(test_bad_values),

@@ -63,6 +63,15 @@ SVM_IMAGE = "build/lightpath.elf"
 NRIP_CPU = "ryzen"
 NRIP_SELFTESTS = SELFTESTS + ("irqstate",)
 NRIP_LINE = "lightpath: AMD SVM with nested paging; next RIP from the CPU (NRIP save)"
+# Checks that fail under Bochs' SVM for a defect of the emulator, not of
+# lightpath: at a #DB intercept Bochs 2.7 writes the cause neither into the
+# VMCB's DR6 (as the APM has the CPU do, and as QEMU does) nor into DR6, so
+# the #DB lightpath reflects carries no B0 (lightpath intercepts #DB since
+# issue 10 case 3, CVE-2015-8104). Exactly these may fail there, as exactly
+# this; every other check must pass and equal QEMU's.
+BOCHS_SVM_KNOWN = {
+    "dr": ("DR6.B0 set in the #DB handler (got 0x0, expected 0x1)",),
+}
 
 
 class BochsBoot(itest.Boot):
@@ -161,12 +170,11 @@ def t_nrip_selftest(name):
     results equal those under QEMU (no NRIP), apart from the CPU model."""
     def run():
         b = BochsBoot("nrip-selftest-" + name, [guest(name)], cpu=NRIP_CPU, kernel=SVM_IMAGE)
-        oks = itest.selftest_result(b, name)
-        b.expect_rc(1)
+        oks = multi_results(b, [name], BOCHS_SVM_KNOWN)[name]
+        expect_statuses(b, [name])
         b.expect(r"^lightpath: lightweight-exit hypervisor, AMD SVM backend\s*$",
                  "'lightpath: lightweight-exit hypervisor, AMD SVM backend'")
         b.expect(r"^%s\s*$" % re.escape(NRIP_LINE), "'%s'" % NRIP_LINE)
-        b.expect_powered_off(0)
         if name in itest.UNCLAIMED_GUESTS:
             itest.expect_unclaimed_counts(b, name)
         with BASELINE_LOCK:
@@ -189,14 +197,13 @@ def t_nrip_switched(label, opts):
         mods = [guest(n) for n in MULTI_GUESTS] + [guest("bench32", "n=20")]
         b = BochsBoot(label, mods, append=opts, cpu=NRIP_CPU, kernel=SVM_IMAGE)
         b.expect_options(opts)
-        per = multi_results(b, MULTI_GUESTS)
+        per = multi_results(b, MULTI_GUESTS, BOCHS_SVM_KNOWN)
         try:
             bench.parse_bench(b.text, n=20, modes=("flat32",))
             bench.check_config_bits(b.text, opts)
         except bench.BenchError as e:
             raise Fail(str(e))
-        b.expect_rc(1)
-        b.expect_powered_off(0)
+        expect_statuses(b, list(MULTI_GUESTS) + ["bench32"])
         for n in MULTI_GUESTS:
             with BASELINE_LOCK:
                 base = BASELINE.get("nrip-" + n)
@@ -207,17 +214,45 @@ def t_nrip_switched(label, opts):
     return run
 
 
-def multi_results(b, names):
-    """{guest name: normalised ok lines} from a boot with one VM per guest."""
+def expect_statuses(b, names):
+    """Each guest ended with its excused failures as its status (0 for all
+    but a BOCHS_SVM_KNOWN guest), and the power-off line and exit code agree."""
+    statuses = [b.excused.get(n, 0) for n in names]
+    for i, st in enumerate(statuses):
+        b.expect(r"^lightpath: vm%d: ended with status %d " % (i, st),
+                 "'lightpath: vm%d: ended with status %d (...)'" % (i, st))
+    first = next((st for st in statuses if st), 0)
+    if first:
+        nonzero = sum(1 for st in statuses if st)
+        i = statuses.index(first)
+        itest.expect_first_nonzero(b, first, i, nonzero, len(names))
+    else:
+        b.expect_rc(1)
+        b.expect_powered_off(0)
+
+
+def multi_results(b, names, known=None):
+    """{guest name: normalised ok lines} from a boot with one VM per guest.
+    known: {guest: check texts an emulator defect fails}; such a failure
+    counts as the check's ok line, any other fails the test."""
     per = {}
+    b.excused = {}
     for i, n in enumerate(names):
         lines = [l[len("[vm%d] " % i):] for l in b.lines if l.startswith("[vm%d] " % i)]
         m = [re.match(r"selftest %s: (\d+) passed, (\d+) failed\s*$" % re.escape(n), l) for l in lines]
         m = [x for x in m if x]
         check(m, "vm%d (%s): no 'selftest %s:' verdict" % (i, n, n))
+        allowed = (known or {}).get(n, ())
         bad = [l.strip() for l in lines if l.startswith("not ok")]
-        check(int(m[0].group(2)) == 0 and not bad, "vm%d (%s): %s" % (i, n, "; ".join(bad[:3])))
-        per[n] = [itest.norm(l) for l in lines if re.match(r"(not )?ok \d+", l)]
+        excused = [l for l in bad if re.sub(r"^not ok \d+ - ", "", l) in allowed]
+        unexcused = [l for l in bad if l not in excused]
+        check(int(m[0].group(2)) == len(excused) and not unexcused,
+              "vm%d (%s): %s" % (i, n, "; ".join(unexcused[:3]) or m[0].group(0)))
+        check(int(m[0].group(1)) > 0, "vm%d (%s) ran no check" % (i, n))
+        b.excused[n] = len(excused)   # the guest's exit status: its failed checks
+        per[n] = [itest.norm(re.sub(r"^not ok (\d+ - .*?) \(got .*\)\s*$", r"ok \1", l)
+                             if l.strip() in excused else l)
+                  for l in lines if re.match(r"(not )?ok \d+", l)]
     return per
 
 

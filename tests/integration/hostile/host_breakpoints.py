@@ -78,13 +78,20 @@ def guest_args(elf, vmx):
         first = stub[0]
         targets = [first, after(elf, first, stub[1], r"\S+")]
     else:
-        loop = span(s, "svm_light_loop")
-        code = [loop]
-        targets = [after(elf, loop[0], loop[1], "vmrun")]
-        if any(n == "svm_light_loop_armed" for _, n in s):   # (an image from before has none)
-            armed, end = span(s, "svm_light_loop_armed", "svm_light_loop_armed_end")
-            code = [(loop[0], armed + end - loop[0])]
-            targets.append(after(elf, armed, end, "vmrun"))
+        # The loops the VM runs: spec=on under QEMU's EPYC is the variant that
+        # overwrites the whole return stack (SPEC_ON_EPYC, checked in t_drhost),
+        # plain and armed (vmm/svm/entry.S).
+        names = dict((n, a) for a, n in s)
+        if "svm_light_loop_rsb_full" in names:
+            code = [span(s, "svm_light_loop_rsb_full", "svm_light_loop_rsb_full_spec_ctrl"),
+                    span(s, "svm_light_loop_armed_rsb_full",
+                         "svm_light_loop_armed_rsb_full_spec_ctrl")]
+            targets = [names[n + "_vmrun"] + 3 for n in ("svm_light_loop_rsb_full",
+                                                         "svm_light_loop_armed_rsb_full")]
+        else:   # an image from before spec= and the armed loop
+            loop = span(s, "svm_light_loop")
+            code = [loop]
+            targets = [after(elf, loop[0], loop[1], "vmrun")]
     common = span(s, "idt_common")
     stubs = span(s, "idt_stub_0", "idt_common")
     code.append((stubs[0], stubs[1] + common[1]))
@@ -133,6 +140,7 @@ def t_drhost(label, switches):
         args = guest_args(SVM_IMAGE, False)
         module = "%s %s" % (DRHOST, args)
         b = Boot("hostile-" + label, [module, HELLO + " status=3"], append=switches)
+        b.expect(r"^%s$" % re.escape(itest.SPEC_ON_EPYC), "the spec=on line whose loops are attacked")
         expect_exact_lines(b, expected(DRHOST, module, HELLO, targets_of(args)))
         b.expect_rc(7)
         check_counts(b, args)

@@ -181,6 +181,10 @@ static void heavy_emulate(struct vcpu *v, enum heavy_emul what, uint64_t fault_g
 	struct emul_result res;
 	enum emul_status st;
 	emul_ctx_load(v, &c);
+	/* Single-step traps after each REP iteration, as on a CPU. */
+	bool step = c.rflags & RFLAGS_TF;
+	if (step)
+		c.rep_max = 1;
 	switch (what) {
 	case HEAVY_EMUL_STRING_IO:
 		st = emul_string_io(&c, io, &res);
@@ -198,6 +202,8 @@ static void heavy_emulate(struct vcpu *v, enum heavy_emul what, uint64_t fault_g
 	case EMUL_DONE:
 		emul_ctx_store(v, &c);
 		v->stats.emulated++;
+		if (step)   /* the instruction, or one REP iteration of it, is done */
+			v->pending |= VCPU_PENDING_STEP;
 		break;
 	case EMUL_EXCEPTION:
 		emul_ctx_store(v, &c);
@@ -231,7 +237,14 @@ static void heavy_skip(struct vcpu *v, struct insn_pattern p)
 	if (next) {
 		vendor_set_rip(v, next);
 		vendor_clear_interrupt_shadow(v);   /* an STI/MOV SS shadow ends with the instruction */
+		exit_insn_completed(v);
 	}
+}
+
+void exit_insn_completed(struct vcpu *v)
+{
+	if (vendor_guest_tf(v))
+		v->pending |= VCPU_PENDING_STEP;
 }
 
 void heavy_hypercall(struct vcpu *v)
@@ -240,6 +253,7 @@ void heavy_hypercall(struct vcpu *v)
 	if (next) {
 		exit_hypercall(v, vendor_rax(v));
 		vendor_set_rip(v, next);
+		exit_insn_completed(v);
 	}
 }
 
@@ -249,6 +263,7 @@ void heavy_cpuid(struct vcpu *v)
 	if (next) {
 		exit_do_cpuid(v);
 		vendor_set_rip(v, next);
+		exit_insn_completed(v);
 	}
 }
 
@@ -256,8 +271,10 @@ void heavy_msr(struct vcpu *v)
 {
 	bool wr = vendor_exit_msr_write(v);
 	uint64_t next = vendor_next_rip_slow(v, insn_msr(wr));
-	if (next && exit_do_msr(v, wr))
+	if (next && exit_do_msr(v, wr)) {
 		vendor_set_rip(v, next);
+		exit_insn_completed(v);
+	}
 }
 
 /* IN/OUT to a device that runs on the heavy path only. */
@@ -266,6 +283,7 @@ static __attribute__((noinline)) void heavy_port_io(struct vcpu *v, uint16_t por
 {
 	exit_port_io(v, port, size, in, vendor_rax(v));
 	vendor_set_rip(v, vendor_exit_io_next_rip(v));
+	exit_insn_completed(v);
 }
 
 void heavy_io(struct vcpu *v)
@@ -298,6 +316,10 @@ static bool hlt_wakes(struct vcpu *v, bool if1)
  * an I/O APIC pin is in NMI mode. */
 void heavy_hlt(struct vcpu *v)
 {
+	if (vendor_guest_tf(v)) {   /* the single-step #DB is an event: no halt (as KVM) */
+		heavy_skip(v, insn_hlt);
+		return;
+	}
 	bool if1 = vendor_rflags(v) & RFLAGS_IF;
 	bool can_wake = if1 || platform_nmi_source(v);
 	while (can_wake && !hlt_wakes(v, if1) && v->vm->nr_timers && !v->vm->ended) {
@@ -405,6 +427,7 @@ void heavy_xsetbv(struct vcpu *v)
 	}
 	xsetbv(0, val);   /* its only home (vmm/cpu_state.h) */
 	vendor_set_rip(v, next);
+	exit_insn_completed(v);
 }
 
 /* WBINVD, WBNOINVD: guest RAM is ordinary write-back memory the caches keep
@@ -461,7 +484,10 @@ void exit_heavy(struct vcpu *v)
 	 * (the light path's hazard check relies on the same), or while the
 	 * guest could not take it (then an interrupt window is requested). */
 	if ((v->pending || vendor_intr_window_requested(v)) && !v->vm->ended) {
+		unsigned p = v->pending;
 		v->pending = 0;
+		if (p & VCPU_PENDING_STEP)   /* a trap outranks NMIs and interrupts */
+			vendor_single_step_trap(v);
 		exit_inject_interrupts(v);
 	}
 }

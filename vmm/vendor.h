@@ -53,6 +53,10 @@ uint64_t vendor_next_rip_slow(struct vcpu *v, struct insn_pattern p);
 void vendor_host_interrupt_window(void);
 /* Sleeps until a host interrupt has been taken. */
 void vendor_host_wait_for_interrupt(void);
+/* The single-step #DB after an instruction lightpath completed for a guest
+ * with RFLAGS.TF set (VCPU_PENDING_STEP): DR6.BS, the interrupt shadow
+ * ended, #DB injected; on the heavy path. */
+void vendor_single_step_trap(struct vcpu *v);
 /* Stops trapping MOV DR (dr=lazy, first use): the DRs are switched from now on.
  * (SVM keeps trapping DR7 writes, and DR0-3 writes while a breakpoint is
  * enabled: vmm/svm/debug.h.) */
@@ -86,6 +90,7 @@ struct npf_info {
  *   uint64_t vendor_rsp(v), vendor_set_rsp(v, x)
  *   uint64_t vendor_guest_rip(v), vendor_set_rip(v, rip)
  *   uint64_t vendor_rflags(v), vendor_set_rflags(v, x)
+ *   bool vendor_guest_tf(v)                       RFLAGS.TF (the light path's test)
  *   void vendor_guest_paging(v, struct guest_paging *pg)
  *   uint64_t vendor_cs_base(v); unsigned vendor_cpl(v)
  *   void vendor_seg_bases(v, uint64_t base[6])    ES CS SS DS FS GS

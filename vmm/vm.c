@@ -296,15 +296,15 @@ static void report_end(struct vm *vm)
 			vm->end_reason);
 }
 
-/* Breakpoints of the guest that fired in lightpath (core/idt.c): none
- * should, as lightpath disarms them at every VM exit; said if any did. */
-static void report_breakpoints_disarmed(struct vm *vm)
+/* Debug events of the guest that reached lightpath (core/idt.c): none
+ * should on hardware; said if any did. */
+static void report_debug_events_dropped(struct vm *vm)
 {
-	unsigned n = this_cpu()->guest_breakpoints_disarmed;
-	this_cpu()->guest_breakpoints_disarmed = 0;
+	unsigned n = this_cpu()->guest_debug_events_dropped;
+	this_cpu()->guest_debug_events_dropped = 0;
 	if (n)
-		kprintf("lightpath: vm%u: %u breakpoints of the guest fired in lightpath and were "
-			"disarmed\n", vm->id, n);
+		kprintf("lightpath: vm%u: %u debug exceptions of the guest (breakpoints or single "
+			"steps) reached lightpath and were dropped\n", vm->id, n);
 }
 
 /* Loads the guest image and what a PC's firmware leaves in memory (the
@@ -404,7 +404,7 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	while (vm->nr_timers)
 		vm_timer_cancel(vm, vm->timers[0]);
 	report_end(vm);
-	report_breakpoints_disarmed(vm);
+	report_debug_events_dropped(vm);
 	if (opt->stats)
 		exit_print_stats(v);
 	vendor_vm_destroy(vm);

@@ -63,6 +63,9 @@ struct exit_stats {
  * exit (vmm/light.h). */
 #define VCPU_PENDING_RECHECK (1u << 0)  /* an interrupt may have become deliverable,
 					   or the VM ended: re-check before resuming */
+#define VCPU_PENDING_STEP    (1u << 1)  /* lightpath completed an instruction for a
+					   guest with RFLAGS.TF set: the single-step
+					   #DB is due (delivered on the heavy path) */
 
 /* vcpu->heavy_action: what the heavy path does once the light loop is left */
 enum heavy_action {

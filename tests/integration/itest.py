@@ -41,9 +41,9 @@ TIMEOUT = int(os.environ.get("LP_TEST_TIMEOUT", "60"))
 # 32-bit linked at 0x8000, below 1 MiB.
 MBINFO_GUESTS = ("mbinfo32", "mbinfo64", "mbinfo-low32")
 SELFTESTS = ("cpuid", "ports", "msrs", "virtinsn", "stats", "dr", "hlt", "nextrip64",
-             "mmio32", "mmio64", "irqstate") + MBINFO_GUESTS
+             "mmio32", "mmio64", "irqstate", "tfstep32", "tfstep64") + MBINFO_GUESTS
 # Guests whose results must not depend on the lazy/always code paths.
-SWITCHED_GUESTS = ("msrs", "dr", "hlt", "nextrip64", "ports")
+SWITCHED_GUESTS = ("msrs", "dr", "hlt", "nextrip64", "ports", "tfstep32", "tfstep64")
 # The instruction emulator self-tests, under the switches that change its path.
 MMIO_GUESTS = ("mmio32", "mmio64")
 MMIO_SWITCHES = ("io-emulate", "light-off")

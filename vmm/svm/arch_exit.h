@@ -50,6 +50,7 @@ static inline uint64_t vendor_guest_rip(struct vcpu *v) { return v->arch.vmcb.ri
 static inline void vendor_set_rip(struct vcpu *v, uint64_t rip) { v->arch.vmcb.rip = rip; }
 static inline uint64_t vendor_rflags(struct vcpu *v) { return v->arch.vmcb.rflags; }
 static inline void vendor_set_rflags(struct vcpu *v, uint64_t f) { v->arch.vmcb.rflags = f; }
+static inline bool vendor_guest_tf(struct vcpu *v) { return v->arch.vmcb.rflags & RFLAGS_TF; }
 static inline uint64_t vendor_cs_base(struct vcpu *v) { return v->arch.vmcb.cs.base; }
 static inline unsigned vendor_cpl(struct vcpu *v) { return v->arch.vmcb.cpl; }
 static inline void vendor_set_guest_cr2(struct vcpu *v, uint64_t cr2) { v->arch.vmcb.cr2 = cr2; }

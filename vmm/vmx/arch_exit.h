@@ -37,6 +37,7 @@ static inline uint64_t vendor_guest_rip(struct vcpu *v) { (void)v; return vmread
 static inline void vendor_set_rip(struct vcpu *v, uint64_t rip) { (void)v; vmwrite(VMCS_GUEST_RIP, rip); }
 static inline uint64_t vendor_rflags(struct vcpu *v) { (void)v; return vmread(VMCS_GUEST_RFLAGS); }
 static inline void vendor_set_rflags(struct vcpu *v, uint64_t f) { (void)v; vmwrite(VMCS_GUEST_RFLAGS, f); }
+static inline bool vendor_guest_tf(struct vcpu *v) { (void)v; return vmread(VMCS_GUEST_RFLAGS) & RFLAGS_TF; }
 static inline uint64_t vendor_cs_base(struct vcpu *v) { (void)v; return vmread(VMCS_GUEST_CS_BASE); }
 /* SS.DPL is the CPL */
 static inline unsigned vendor_cpl(struct vcpu *v) { (void)v; return (vmread(VMCS_GUEST_SS_AR) >> 5) & 3; }

@@ -7,6 +7,7 @@
 #include "core/xstate.h"
 #include "emul/x86_emulate.h"
 #include "lib/printf.h"
+#include "vmm/code_cache.h"
 #include "vmm/cpu_state.h"
 #include "vmm/exit.h"
 #include "vmm/guest_mem.h"
@@ -39,7 +40,27 @@ void vcpu_state_leave(struct vcpu *v)
 
 /* ---- interrupts ---- */
 
-void exit_inject_interrupts(struct vcpu *v)
+/* An interrupt that arrives with RIP at a HLT is taken after the HLT, as if
+ * it had come a moment later, while the CPU halted: the guest returns past
+ * the HLT instead of halting again. An interrupt window's exit needs this:
+ * QEMU 7.2 takes the virtual interrupt of a window inside an STI shadow,
+ * between `sti` and `hlt`, which left `sti; hlt` halted with its interrupt
+ * already handled (the irqonce guest, issue 11 item 8). */
+static void window_completes_hlt(struct vcpu *v)
+{
+	struct guest_paging pg;
+	vendor_guest_paging(v, &pg);
+	uint64_t rip = vendor_guest_rip(v);
+	const uint8_t *p = code_cache_at_rip(v, &pg, rip);
+	if (!p || *p != 0xf4)
+		return;
+	rip += 1;
+	vendor_set_rip(v, pg.cs_long ? rip : (rip & 0xffffffffull));
+	vendor_clear_interrupt_shadow(v);
+	exit_insn_completed(v);
+}
+
+void exit_inject_interrupts(struct vcpu *v, bool at_window)
 {
 	/* An NMI first: it outranks every maskable interrupt and IF does not
 	 * hold it. It waits while the guest blocks NMIs (its last NMI's handler
@@ -67,6 +88,8 @@ void exit_inject_interrupts(struct vcpu *v)
 		vec = platform_intr_ack(v, vec, from_pic, test);
 		if (vec < 0)
 			return;
+		if (at_window)
+			window_completes_hlt(v);
 		vendor_inject_intr(v, (uint8_t)vec);
 		vendor_intr_window(v, false);
 		return;
@@ -348,6 +371,7 @@ void heavy_host_intr(struct vcpu *v)
 void heavy_intr_window(struct vcpu *v)
 {
 	vendor_intr_window(v, false);
+	v->pending |= VCPU_PENDING_RECHECK | VCPU_PENDING_WINDOW;
 }
 
 /* The guest can take an NMI now (VT-x NMI-window exiting). */
@@ -488,6 +512,6 @@ void exit_heavy(struct vcpu *v)
 		v->pending = 0;
 		if (p & VCPU_PENDING_STEP)   /* a trap outranks NMIs and interrupts */
 			vendor_single_step_trap(v);
-		exit_inject_interrupts(v);
+		exit_inject_interrupts(v, p & VCPU_PENDING_WINDOW);
 	}
 }

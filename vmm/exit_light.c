@@ -42,8 +42,9 @@ static COLD light_ret light_recheck(struct vcpu *v, unsigned reason)
 {
 	if (v->vm->ended || (v->pending & VCPU_PENDING_STEP))
 		return light_handled_leave(v, reason);   /* (the DRs are the heavy path's) */
+	unsigned p = v->pending;
 	v->pending = 0;
-	exit_inject_interrupts(v);
+	exit_inject_interrupts(v, p & VCPU_PENDING_WINDOW);
 	return light_resume(v);
 }
 
@@ -195,7 +196,7 @@ ALWAYS_INLINE light_ret light_intr_window(struct vcpu *v, const unsigned sw)
 {
 	v->stats.exits[LP_EXIT_VINTR]++;
 	vendor_intr_window(v, false);
-	v->pending |= VCPU_PENDING_RECHECK;
+	v->pending |= VCPU_PENDING_RECHECK | VCPU_PENDING_WINDOW;
 	return light_done(v, LP_EXIT_VINTR, sw);
 }
 
@@ -220,17 +221,6 @@ static uint64_t *light_gpr(struct vcpu *v, unsigned n)
 	return 0;
 }
 
-/* The guest's code at CS:RIP through the code-page cache, refilled once (a
- * guest page walk, still no world switch); 0 when it cannot be read so. */
-static const uint8_t *code_at_rip(struct vcpu *v, const struct guest_paging *pg, uint64_t rip)
-{
-	uint64_t lin = vendor_cs_base(v) + rip, off;
-	if (code_cache_peek(v, lin, pg->cr3, pg->cr0, &off) ||
-	    (code_cache_fill(v) && code_cache_peek(v, lin, pg->cr3, pg->cr0, &off)))
-		return v->code_host + off;
-	return 0;
-}
-
 /* A nested page fault on a light MMIO device (the local APIC, the I/O APIC):
  * guests touch them on every interrupt (EOI) and timer change. The common
  * encoding, a 32-bit MOV between a register and memory (any ModRM/SIB
@@ -249,7 +239,7 @@ static __attribute__((noinline)) bool light_mmio_access(struct vcpu *v)
 	struct guest_paging pg;
 	vendor_guest_paging(v, &pg);
 	uint64_t rip = vendor_guest_rip(v);
-	const uint8_t *p = code_at_rip(v, &pg, rip);
+	const uint8_t *p = code_cache_at_rip(v, &pg, rip);
 	if (!p)
 		return false;
 	unsigned len = 0, rex = 0;

@@ -155,8 +155,8 @@ void exit_insn_completed(struct vcpu *v);
 
 /* Interrupt delivery: injects a waiting NMI, and the platform's next vector,
  * when the guest can take them, or asks for an exit when it can (NMI and
- * interrupt windows). */
-void exit_inject_interrupts(struct vcpu *v);
+ * interrupt windows). at_window: this exit is an interrupt window's. */
+void exit_inject_interrupts(struct vcpu *v, bool at_window);
 /* Queues the test facility's vector (LP_HC_RAISE_IRQ, LP_HC_TIMER); returns
  * negative if one is still queued. */
 int exit_raise_test_irq(struct vcpu *v, uint8_t vector);

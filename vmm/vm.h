@@ -66,6 +66,9 @@ struct exit_stats {
 #define VCPU_PENDING_STEP    (1u << 1)  /* lightpath completed an instruction for a
 					   guest with RFLAGS.TF set: the single-step
 					   #DB is due (delivered on the heavy path) */
+#define VCPU_PENDING_WINDOW  (1u << 2)  /* an interrupt window opened at this exit: an
+					   interrupt injected now at a HLT completes it
+					   (exit_inject_interrupts) */
 
 /* vcpu->heavy_action: what the heavy path does once the light loop is left */
 enum heavy_action {

@@ -41,7 +41,7 @@ TIMEOUT = int(os.environ.get("LP_TEST_TIMEOUT", "60"))
 # 32-bit linked at 0x8000, below 1 MiB.
 MBINFO_GUESTS = ("mbinfo32", "mbinfo64", "mbinfo-low32")
 SELFTESTS = ("cpuid", "ports", "msrs", "virtinsn", "stats", "dr", "hlt", "nextrip64",
-             "mmio32", "mmio64", "irqstate", "tfstep32", "tfstep64") + MBINFO_GUESTS
+             "mmio32", "mmio64", "irqstate", "tfstep32", "tfstep64", "irqonce32", "irqonce64") + MBINFO_GUESTS
 # Guests whose results must not depend on the lazy/always code paths.
 SWITCHED_GUESTS = ("msrs", "dr", "hlt", "nextrip64", "ports", "tfstep32", "tfstep64")
 # The instruction emulator self-tests, under the switches that change its path.
@@ -59,7 +59,7 @@ SWITCH_CONFIGS = (
 )
 # The hostile-guest cases (issue 10) also run with the heavy paths forced.
 HOSTILE_SWITCHES = ("hostile-opts", "light=off io=emulate dr=always")
-HOSTILE_GUESTS = ("irqstate",)
+HOSTILE_GUESTS = ("irqstate", "irqonce32", "irqonce64")
 
 PREFIX = r"\[vm\d+\] "   # every line of guest output starts with it
 NO_SVM_LINE = "lightpath: this CPU has no AMD SVM with nested paging"

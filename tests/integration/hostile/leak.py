@@ -16,7 +16,7 @@ from itest import check
 LEAK_LINE = (r"leak64: markers left in x87, SSE, XSAVE components \(XCR0 (0x[0-9a-f]+)\), "
              r"TSC_AUX, DR0-7, CR2, CR8, MSRs and devices")
 READ_BACK = r"leak64: 9 of 9 markers read back"
-ALL_ZERO = r"lightpath: all VMs ended; powering off with status 0 \(every VM ended with status 0\)"
+ALL_ZERO = itest.FINAL_ALL_ZERO
 
 
 def check_leak(b, leak, rc, rc64):

@@ -5,7 +5,8 @@
  * of the YMM registers and every other XSAVE component the CPU offers,
  * TSC_AUX (RDMSR and RDTSCP), DR0-3/DR6/DR7, CR2, CR4, CR8, EFER, PAT, the
  * syscall, SYSENTER and segment-base MSRs, IA32_APIC_BASE, SPEC_CTRL, a
- * register in two devices, the UART's line settings, and the interrupt
+ * register in two devices, the UART's line settings, guest RAM above
+ * 2 MiB (a 4 KiB page at every MiB up to the end of RAM: zero), the interrupt
  * controllers as a PC BIOS hands them over (item 8: the 8259 masks and
  * requests, the local APIC's SVR, LINT0/1, LVTs, TPR and timer, every I/O
  * APIC pin masked). Then that the VM runs normally from there: an NMI sent
@@ -77,6 +78,11 @@
 #define PM_HZ     3579545u
 #define PM_MASK   0xffffffu
 #define IF_WINDOW_MS 5u
+/* RAM the loader leaves zero for this image: above its 1 MiB image and
+ * the boot data it puts low (the multiboot information at 0x9000) */
+#define RAM_SCAN_FROM (2ull << 20)
+#define RAM_SCAN_STEP (1ull << 20)
+#define PAGE_SIZE     4096u
 
 #ifdef __x86_64__
 #define NAME    "resetcheck64"
@@ -156,6 +162,10 @@ static struct {
 	unsigned nmis_sent_at;            /* NMIs seen before the guest sent one */
 	ureg_t nmi_after;                 /* where it must arrive: after the ICR write */
 	unsigned irqs, irq_first;         /* events in the IF=1 window */
+	/* guest RAM: one page per MiB from RAM_SCAN_FROM to the end */
+	uint64_t ram_end;
+	unsigned ram_pages, ram_dirty;
+	uint64_t ram_first_dirty;
 } got;
 
 static volatile unsigned nmis, events, event_first = ~0u;
@@ -343,9 +353,30 @@ static void run_events(void)
 	got.irq_first = event_first;
 }
 
+/* A page at every MiB of RAM from RAM_SCAN_FROM to the end of RAM (the
+ * multiboot information's mem_upper), each read whole: a VM's RAM is its
+ * own and zero at its start, so nothing the previous VM wrote is there. */
+static void read_ram(void)
+{
+	const volatile uint32_t *mi = (const volatile uint32_t *)(uintptr_t)rt_mb_info;
+	if (!(mi[0] & 1))
+		return;
+	got.ram_end = (1ull << 20) + ((uint64_t)mi[2] << 10);
+	for (uint64_t a = RAM_SCAN_FROM; a + PAGE_SIZE <= got.ram_end; a += RAM_SCAN_STEP) {
+		const volatile uint32_t *p = (const volatile uint32_t *)(uintptr_t)a;
+		uint32_t any = 0;
+		for (unsigned i = 0; i < PAGE_SIZE / 4; i++)
+			any |= p[i];
+		got.ram_pages++;
+		if (any && got.ram_dirty++ == 0)
+			got.ram_first_dirty = a;
+	}
+}
+
 static void read_everything(void)
 {
 	read_platform();
+	read_ram();
 	got.cr2 = read_cr2();
 	got.cr4 = read_cr4();
 #ifdef __x86_64__
@@ -586,6 +617,15 @@ static void check_interrupt_controllers(void)
 	       (int)got.ioapic_first);
 }
 
+static void check_ram(void)
+{
+	tap_ok(got.ram_end > RAM_SCAN_FROM, got.ram_end, "the end of RAM, from mem_upper",
+	       "the multiboot information gives the end of RAM (0x%llx)",
+	       (unsigned long long)got.ram_end);
+	tap_eq(got.ram_dirty, 0, "guest RAM is zero: %u pages, one per MiB from 2 MiB (first "
+	       "non-zero at 0x%llx)", got.ram_pages, (unsigned long long)got.ram_first_dirty);
+}
+
 static void check_events(void)
 {
 	tap_eq(got.nmis_sent_at, 0, "no NMI before it sent one");
@@ -607,6 +647,7 @@ int guest_main(void)
 	check_msrs();
 	check_registers();
 	check_devices();
+	check_ram();
 	check_interrupt_controllers();
 	check_events();
 	return tap_end();

@@ -1048,10 +1048,10 @@ def selftest_lines(b, vm, name, info=(), min_passed=1):
 
 
 # The checks resetcheck makes on every CPU (x87, SSE, XCR0 or its absence,
-# MSRs, SPEC_CTRL, debug and control registers, devices, the interrupt
-# controllers, an NMI and an interrupt window); more where the CPU has XSAVE
+# MSRs, SPEC_CTRL, debug and control registers, devices, guest RAM, the
+# interrupt controllers, an NMI and an interrupt window); more where the CPU has XSAVE
 # components, AVX, TSC_AUX and SPEC_CTRL.
-RESETCHECK_MIN_CHECKS = 54
+RESETCHECK_MIN_CHECKS = 56
 
 
 def resetcheck_lines(b, vm, path, name="resetcheck", limit=None):

@@ -23,23 +23,33 @@ static inline void exit_hypercall(struct vcpu *v, uint64_t *rax)
 		exit_hypercall_slow(v, rax);
 }
 
-/* CPUID as the guest sees it: the host's, filtered, plus lightpath's leaves. */
+/* CPUID as the guest sees it now: the host's through the policy
+ * (vmm/cpuid.h), lightpath's leaves, and the bits that follow the guest's
+ * state (vmm/cpuid.c). */
 void exit_cpuid(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4]);
 
-/* Fills the vCPU's CPUID cache (call after the VM's options are set). */
+/* Fills the vCPU's CPUID cache (call after the VM's options are set and
+ * its local APIC exists). */
 void exit_cpuid_cache_init(struct vcpu *v);
+
+/* IA32_APIC_BASE's global enable changed: the APIC bits of the cache follow. */
+void exit_cpuid_apic_changed(struct vcpu *v);
 
 /* Leaves that take a subleaf in ECX are never cached. */
 #define CPUID_BASIC_SUBLEAVES ((1u << 4) | (1u << 7) | (1u << 0xb) | (1u << 0xd) | (1u << 0xf) | \
 			       (1u << 0x10) | (1u << 0x12) | (1u << 0x14) | (1u << 0x17) |        \
 			       (1u << 0x18) | (1u << 0x1b) | (1u << 0x1d) | (1u << 0x1e) | (1u << 0x1f))
 #define CPUID_EXT_SUBLEAVES   ((1u << 0x1d) | (1u << 0x1e))
+/* Leaf 1 is cached but its OSXSAVE bit is the guest's CR4.OSXSAVE, which
+ * the guest changes without an exit: it goes through exit_cpuid (one CR4
+ * load more), so that every other cached leaf keeps the same instructions. */
+#define CPUID_BASIC_UNCACHED  (CPUID_BASIC_SUBLEAVES | (1u << 1))
 
 /* The cached answer for a leaf, or 0 when it must be computed. */
 static inline const uint32_t *exit_cpuid_cached(const struct vcpu *v, uint32_t leaf)
 {
 	if (leaf < v->cpuid_basic_n)
-		return (CPUID_BASIC_SUBLEAVES >> leaf) & 1 ? 0 : v->cpuid_basic[leaf];
+		return (CPUID_BASIC_UNCACHED >> leaf) & 1 ? 0 : v->cpuid_basic[leaf];
 	uint32_t ext = leaf - 0x80000000u;
 	if (ext < v->cpuid_ext_n)
 		return (CPUID_EXT_SUBLEAVES >> ext) & 1 ? 0 : v->cpuid_ext[ext];
@@ -140,6 +150,16 @@ static inline __attribute__((always_inline)) bool exit_do_msr(struct vcpu *v, bo
 /* Registers the MSRs every VM has (EFER, PAT, syscall MSRs, MTRR default
  * type...), vmm/exit_msr.c. */
 void exit_register_msrs(struct vm *vm);
+
+/* Registers the CPU's own MSRs a guest rarely touches (IA32_TSC,
+ * IA32_TSC_ADJUST where CPUID shows it, the performance counters, DEBUGCTL):
+ * after the devices', whose MSRs are hot. */
+void exit_register_cpu_msrs(struct vm *vm);
+
+/* RDPMC with the guest's ECX: 0 and the counter's value (always 0: a VM
+ * has counters that never count), or negative for #GP(0) (a counter the
+ * CPU does not have, or CPL > 0 with CR4.PCE clear). */
+int exit_rdpmc(struct vcpu *v, uint64_t *val);
 
 /* Prints the exit statistics table for a vCPU. */
 void exit_print_stats(const struct vcpu *v);

@@ -479,38 +479,38 @@ static void tsc(void)
 	uint64_t adj0 = 0, adj1 = 0;
 	if (has_adjust)
 		rdmsr_safe(MSR_TSC_ADJUST, &adj0);
-	uint64_t target = 1ull << 40, before = rdtsc();
-	vec = wrmsr_safe(MSR_TSC, target);
+	/* values no TSC reaches by itself, so that a write that did nothing shows */
+	uint64_t high = 1ull << 41, target = 1ull << 40, before = rdtsc();
+	vec = wrmsr_safe(MSR_TSC, high);
 	uint64_t r = rdtsc();
-	tap_ok(!vec && r >= target && r - target < TSC_SLACK, vec ? vec : r, "2^40 and a little",
-	       "IA32_TSC = 2^40: RDTSC goes on from 2^40");
+	tap_ok(!vec && r >= high && r - high < TSC_SLACK, vec ? vec : r, "2^41 and a little",
+	       "IA32_TSC = 2^41: RDTSC goes on from 2^41");
 	rdmsr_safe(MSR_TSC, &m);
 	t1 = rdtsc();
 	tap_ok(r <= m && m <= t1, m, "between the RDTSCs", "IA32_TSC reads the new TSC too");
-	uint64_t a = 0, aux;
+	bool a = true;
 	if (cpuid_reg(L81, 0, EDX) & B(27)) {
 		uint32_t lo, hi, c;
 		asm volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(c));
-		aux = ((uint64_t)hi << 32) | lo;
+		uint64_t aux = ((uint64_t)hi << 32) | lo;
 		a = aux >= t1 && aux - t1 < TSC_SLACK;
-	} else {
-		a = 1;
 	}
-	tap_eq(a, 1, "RDTSCP (where CPUID shows it) reads the new TSC");
-	vec = wrmsr_safe(MSR_TSC, 1000);
+	tap_eq(a && t1 >= high, 1, "RDTSCP (where CPUID shows it) reads the new TSC");
+	vec = wrmsr_safe(MSR_TSC, target);
 	r = rdtsc();
-	tap_ok(!vec && r >= 1000 && r < TSC_SLACK, r, "1000 and a little",
-	       "IA32_TSC = 1000: the TSC goes back to 1000");
+	tap_ok(!vec && r >= target && r - target < TSC_SLACK, r, "2^40 and a little",
+	       "IA32_TSC = 2^40: the TSC goes back to 2^40");
 	lp_hypercall(LP_HC_NULL_HEAVY, 0, 0, 0, NULL, NULL);
 	r = rdtsc();
-	tap_ok(r >= 1000 && r < TSC_SLACK, r, "1000 and a little", "and stays there across a heavy exit");
+	tap_ok(r >= target && r - target < TSC_SLACK, r, "2^40 and a little",
+	       "and stays there across a heavy exit");
 
 	/* IA32_TSC_ADJUST moves with the TSC (SDM vol. 3 17.17.3) */
 	bool adj_ok = true;
 	if (has_adjust) {
 		rdmsr_safe(MSR_TSC_ADJUST, &adj1);
-		/* two writes: to 2^40 from `before`, to 1000 from about 2^40 */
-		uint64_t moved = adj1 - adj0, expect = 1000 - before;
+		/* two writes: to 2^41 from `before`, to 2^40 from about 2^41 */
+		uint64_t moved = adj1 - adj0, expect = target - before;
 		adj_ok = expect - moved < TSC_SLACK;   /* the time between our reads */
 		uint64_t s0 = rdtsc();
 		adj_ok = adj_ok && !wrmsr_safe(MSR_TSC_ADJUST, adj1 + (1ull << 36));
@@ -545,11 +545,17 @@ static void tsc(void)
 	tap_ok(!early && deadline_fired == 1, early ? 100 + early : deadline_fired,
 	       "none before, one after", "a TSC-deadline 2^40 ahead fires once IA32_TSC is written "
 	       "past it, not before");
+	/* armed 40 ms ahead (in this host's TSC ticks), then the TSC goes back:
+	 * not due for 2^40 ticks more, so nothing in the 200 ms after (a
+	 * deadline left at its old host time would fire there) */
+	uint64_t t10 = rdtsc();
+	wait_us(10000);
+	t10 = rdtsc() - t10;
 	deadline_fired = 0;
-	wrmsr(MSR_TSC_DEADLINE, rdtsc() + 1000000);
+	wrmsr(MSR_TSC_DEADLINE, rdtsc() + 4 * t10);
 	wrmsr_safe(MSR_TSC, rdtsc() - (1ull << 40));
-	wait_us(20000);
-	tap_eq(deadline_fired, 0, "one armed 10^6 ahead does not fire once IA32_TSC goes 2^40 back");
+	wait_us(200000);
+	tap_eq(deadline_fired, 0, "one armed 40 ms ahead does not fire once IA32_TSC goes 2^40 back");
 	wrmsr(MSR_TSC_DEADLINE, 0);
 	wrmsr(MSR_X2APIC_LVTT, 1u << 16);
 	wrmsr(MSR_APIC_BASE, base & ~(uint64_t)(APIC_EN | APIC_EXTD));   /* x2APIC -> xAPIC */

@@ -41,8 +41,9 @@ void exit_cpuid_apic_changed(struct vcpu *v);
 			       (1u << 0x18) | (1u << 0x1b) | (1u << 0x1d) | (1u << 0x1e) | (1u << 0x1f))
 #define CPUID_EXT_SUBLEAVES   ((1u << 0x1d) | (1u << 0x1e))
 /* Leaf 1 is cached but its OSXSAVE bit is the guest's CR4.OSXSAVE, which
- * the guest changes without an exit: it goes through exit_cpuid (one CR4
- * load more), so that every other cached leaf keeps the same instructions. */
+ * the guest changes without an exit: it leaves the plain copy (exit_do_cpuid
+ * adds the bit), so that every other cached leaf keeps the same
+ * instructions. */
 #define CPUID_BASIC_UNCACHED  (CPUID_BASIC_SUBLEAVES | (1u << 1))
 
 /* The cached answer for a leaf, or 0 when it must be computed. */
@@ -64,6 +65,19 @@ static inline __attribute__((always_inline)) void exit_do_cpuid(struct vcpu *v)
 	uint32_t computed[4];
 	const uint32_t *out = exit_cpuid_cached(v, (uint32_t)*rax);
 	if (__builtin_expect(!out, 0)) {
+		if ((uint32_t)*rax == 1) {
+			/* the cached leaf (its APIC bit kept current; every CPU with
+			 * long mode has leaf 1) plus CR4.OSXSAVE (bit 18) as
+			 * CPUID.1:ECX bit 27 where XSAVE (bit 26) is shown: one CR4
+			 * load and a few bit operations */
+			const uint32_t *l1 = v->cpuid_basic[1];
+			uint32_t osxsave = (uint32_t)(vendor_guest_cr4(v) >> 18) & (l1[2] >> 26) & 1;
+			*rax = l1[0];
+			v->regs.rbx = l1[1];
+			v->regs.rcx = l1[2] | osxsave << 27;
+			v->regs.rdx = l1[3];
+			return;
+		}
 		exit_cpuid(v, (uint32_t)*rax, (uint32_t)v->regs.rcx, computed);
 		out = computed;
 	}

@@ -144,9 +144,10 @@ static int msr_tsc(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
 		*val = now + (uint64_t)v->lapic.tsc_offset;
 		return 0;
 	}
-	int64_t off = (int64_t)(*val - now);
-	v->tsc_adjust += (uint64_t)(off - v->lapic.tsc_offset);
-	tsc_offset_set(v, off);
+	/* modulo 2^64, in unsigned arithmetic: any value is a valid TSC */
+	uint64_t off = *val - now;
+	v->tsc_adjust += off - (uint64_t)v->lapic.tsc_offset;
+	tsc_offset_set(v, (int64_t)off);
 	return 0;
 }
 
@@ -158,7 +159,7 @@ static int msr_tsc_adjust(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_w
 		*val = v->tsc_adjust;
 		return 0;
 	}
-	tsc_offset_set(v, v->lapic.tsc_offset + (int64_t)(*val - v->tsc_adjust));
+	tsc_offset_set(v, (int64_t)((uint64_t)v->lapic.tsc_offset + (*val - v->tsc_adjust)));
 	v->tsc_adjust = *val;
 	return 0;
 }

@@ -464,13 +464,20 @@ void heavy_wbinvd(struct vcpu *v)
 	heavy_skip(v, insn_wbinvd);
 }
 
-/* RDPMC: a VM has no performance counters (no vPMU; their MSRs #GP), so
- * every counter number is one the CPU does not have: #GP(0). Run natively
- * it would read the physical counters, which count for the host and every
- * VM. */
+/* RDPMC: the VM's counters, which never count (no vPMU, exit_rdpmc): 0 for
+ * a counter the CPU has, #GP(0) for others or at CPL > 0 without CR4.PCE.
+ * Run natively it would read the physical counters, which count for the
+ * host and every VM. */
 void heavy_rdpmc(struct vcpu *v)
 {
-	vendor_inject_exception(v, 13, true, 0);
+	uint64_t val;
+	if (exit_rdpmc(v, &val)) {
+		vendor_inject_exception(v, 13, true, 0);
+		return;
+	}
+	*vendor_rax(v) = (uint32_t)val;
+	v->regs.rdx = val >> 32;
+	heavy_skip(v, insn_rdpmc);
 }
 
 /* dr=lazy: first use of a debug register (seed 001). Stop trapping, switch

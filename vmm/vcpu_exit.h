@@ -54,7 +54,7 @@ struct exit_row {
 /* Instructions that reach the physical CPU unless intercepted
  * (docs/SECURITY.md, "What a guest can execute"): those CPUID does not
  * offer the guest (MONITOR/MWAIT, RDPRU) are #UD, WBINVD is a no-op, RDPMC
- * is #GP (a VM has no performance counters). */
+ * reads the VM's counters, which never count (vmm/exit_msr.c). */
 #define EXIT_NOT_OFFERED(first, last) \
 	EXIT_ROW(first, last, LP_EXIT_OTHER, LIGHT_NONE, heavy_undefined_opcode)
 #define EXIT_WBINVD(code) EXIT_ROW(code, code, LP_EXIT_OTHER, LIGHT_NONE, heavy_wbinvd)
@@ -100,6 +100,7 @@ INSN_PATTERN insn_hlt = { 1, { 0xf4 } };
 INSN_PATTERN insn_invd = { 2, { 0x0f, 0x08 } };
 INSN_PATTERN insn_xsetbv = { 3, { 0x0f, 0x01, 0xd1 } };
 INSN_PATTERN insn_wbinvd = { 2, { 0x0f, 0x09 } };   /* WBNOINVD: f3 0f 09 */
+INSN_PATTERN insn_rdpmc = { 2, { 0x0f, 0x33 } };
 /* (the backend's hypercall instruction is insn_hypercall, in its arch_exit.h) */
 
 /* RDMSR 0f 32, WRMSR 0f 30: a value, so that the light path's choice

@@ -95,6 +95,8 @@ struct npf_info {
  *   uint64_t vendor_cs_base(v); unsigned vendor_cpl(v)
  *   void vendor_seg_bases(v, uint64_t base[6])    ES CS SS DS FS GS
  *   void vendor_set_guest_cr2(v, cr2)
+ *   uint64_t vendor_guest_cr4(v)                  CR4 as the guest reads it
+ *   void vendor_set_tsc_offset(v, int64_t off)    guest TSC = host TSC + off
  * The exit:
  *   uint64_t vendor_exit_code(v)    what the exit table is indexed by (SVM:
  *                                   EXITCODE, low 32 bits; VT-x: the basic

@@ -382,6 +382,7 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	exit_register_msrs(vm);      /* first: the MSR lookup is a scan in this order */
 	spec_register_msrs(vm);
 	vm_create_devices(vm);
+	exit_register_cpu_msrs(vm);  /* last: rarely used */
 	if (vendor_vm_init(vm)) {
 		kprintf("lightpath: vm%u: cannot set up the VM (out of memory)\n", id);
 		status = LP_STATUS_HV_ERROR;

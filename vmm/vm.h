@@ -31,7 +31,7 @@
 #define VM_MAX_IO_RANGES  32
 #define VM_MAX_MMIO_RANGES 8
 #define VM_MAX_TIMERS     16
-#define VM_MAX_MSR_RANGES 16
+#define VM_MAX_MSR_RANGES 24
 #define VM_CONSOLE_BACKLOG 4096   /* typed bytes held for a guest that is not reading */
 
 /* Guest GPRs the exit stub moves. On SVM, RAX and RSP live in the VMCB.
@@ -116,6 +116,8 @@ struct vcpu {
 	/* instruction emulator: consecutive RETRY results at one RIP */
 	uint64_t emul_retry_rip;
 	unsigned emul_retries;
+	/* IA32_TSC_ADJUST (the TSC offset itself is lapic.tsc_offset) */
+	uint64_t tsc_adjust;
 	/* pmu=lazy|always: perf-counter MSRs (selects 0-3, counters 0-3) */
 	uint64_t guest_pmu[8], host_pmu[8];
 };

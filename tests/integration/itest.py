@@ -40,8 +40,11 @@ TIMEOUT = int(os.environ.get("LP_TEST_TIMEOUT", "60"))
 # The multiboot self-test (guests/selftest/mbinfo.c): 32-bit, 64-bit, and
 # 32-bit linked at 0x8000, below 1 MiB.
 MBINFO_GUESTS = ("mbinfo32", "mbinfo64", "mbinfo-low32")
+# The CPU a VM finds (guests/selftest/cpumsr.c, issue 11 items 1 and 2): the
+# CPUID walk, the counters, IA32_TSC, CPUID following guest state.
+CPUMSR_GUESTS = ("cpumsr32", "cpumsr64")
 SELFTESTS = ("cpuid", "ports", "msrs", "virtinsn", "stats", "dr", "hlt", "nextrip64",
-             "mmio32", "mmio64", "irqstate", "tfstep32", "tfstep64", "irqonce32", "irqonce64") + MBINFO_GUESTS
+             "mmio32", "mmio64", "irqstate", "tfstep32", "tfstep64", "irqonce32", "irqonce64") + MBINFO_GUESTS + CPUMSR_GUESTS
 # Guests whose results must not depend on the lazy/always code paths.
 SWITCHED_GUESTS = ("msrs", "dr", "hlt", "nextrip64", "ports", "tfstep32", "tfstep64")
 # The instruction emulator self-tests, under the switches that change its path.
@@ -1509,6 +1512,8 @@ def all_tests():
     for g in SWITCHED_GUESTS:
         for cfg, opts in SWITCH_CONFIGS:
             t.append((2, "switch-%s-%s" % (g, cfg), t_switched(g, cfg, opts)))
+    for g in CPUMSR_GUESTS:   # pmu=always and the heavy paths around the MSR handlers
+        t.append((2, "switch-%s-all-off" % g, t_switched(g, "all-off", ALL_OFF)))
     for g in MMIO_GUESTS:
         for cfg, opts in SWITCH_CONFIGS:
             if cfg in MMIO_SWITCHES:

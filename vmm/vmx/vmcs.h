@@ -7,7 +7,6 @@
 
 /* ---- capability and control MSRs ---- */
 #define MSR_IA32_FEATURE_CONTROL     0x03au
-#define MSR_IA32_DEBUGCTL            0x1d9u
 #define MSR_IA32_PMC0                0x0c1u  /* general-purpose counters 0..3 */
 #define MSR_IA32_PERFEVTSEL0         0x186u  /* their event selects */
 #define MSR_IA32_VMX_BASIC           0x480u
@@ -177,6 +176,7 @@
 #define PIN_PREEMPTION_TIMER         (1u << 6)
 /* ---- primary processor-based controls ---- */
 #define PROC_INTR_WINDOW_EXITING     (1u << 2)
+#define PROC_USE_TSC_OFFSETTING      (1u << 3)
 #define PROC_HLT_EXITING             (1u << 7)
 #define PROC_INVLPG_EXITING          (1u << 9)
 #define PROC_MWAIT_EXITING           (1u << 10)

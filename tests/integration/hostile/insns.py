@@ -3,7 +3,8 @@
 
 guests/hostile/insns64.c executes MONITOR/MWAIT(X) (#UD: CPUID does not offer
 them; MWAIT with interrupts off would park the CPU), RDPRU (#UD), RDPMC
-(#GP(0): a VM has no counters), WBINVD/WBNOINVD/INVD (no-ops that must reach
+(counter 0 reads 0: the VM's counters never count, issue 11 item 1; a fixed
+counter is #GP(0)), WBINVD/WBNOINVD/INVD (no-ops that must reach
 lightpath, counted as exits), MOV CR8 (the VM's own priority: on VT-x it was
 the physical TPR, and CR8=15 masked the host's timer, so the guest's timer
 never came and the boot hung), INVPCID and RDTSCP (as CPUID says: VT-x has
@@ -29,8 +30,8 @@ def guest_lines(vm):
              "MONITOR (0f 01 c8) raises #UD", "MWAIT (0f 01 c9) with interrupts off raises #UD",
              "MONITORX (0f 01 fa) raises #UD", "MWAITX (0f 01 fb) with interrupts off raises #UD",
              "RDPRU (0f 01 fd) raises #UD",
-             "RDPMC counter 0 raises #GP", "RDPMC counter 0: error code 0",
-             "RDPMC fixed counter 0 (0x40000000) raises #GP",
+             "RDPMC counter 0 reads 0 (the VM's counters never count)",
+             "RDPMC fixed counter 0 (0x40000000) raises #GP", "RDPMC fixed counter 0: error code 0",
              "WBINVD (0f 09) runs", "WBNOINVD (f3 0f 09) runs", "WBINVD with a prefix (2e 0f 09) runs",
              "INVD (0f 08) runs", "each of the four reached lightpath, not the caches",
              "MOV CR8 = 15 reads back 15", "MOV CR8 = 16 (a reserved bit) raises #GP",

@@ -1087,6 +1087,46 @@ def healthy(bochs=False, wide=False):
     return path, (os.path.basename(path) if bochs else path), name
 
 
+def ok_lines(vm, name, descs):
+    """The exact lines of self-test `name` as VM `vm` when each of its checks,
+    described by `descs` in order, passed: `ok N - desc` and the verdict."""
+    return ([r"\[vm%d\] ok %d - %s" % (vm, i + 1, re.escape(d)) for i, d in enumerate(descs)] +
+            [r"\[vm%d\] selftest %s: %d passed, 0 failed" % (vm, re.escape(name), len(descs))])
+
+
+def both_switch_sets(prefix, name, make_case):
+    """A hostile-guest case under the default switches and under
+    HOSTILE_SWITCHES, as [(phase, test name, fn)]: make_case(label, append)
+    builds each; the test names are prefix + name (+ "-hostile-opts")."""
+    cfg, opts = HOSTILE_SWITCHES
+    return [(1, prefix + name, make_case(name, "")),
+            (1, "%s%s-%s" % (prefix, name, cfg), make_case("%s-%s" % (name, cfg), opts))]
+
+
+def guest64_then_resetcheck(name, vm0_lines, bochs=False):
+    """make_case (for both_switch_sets) of a 64-bit hostile guest that ends
+    with status 0 and is followed by resetcheck64; vm0_lines(0) gives the
+    guest's own lines. `bochs`: under Bochs VT-x (vmx_tests.BochsBoot)."""
+    def make_case(label, switches):
+        def run():
+            hc = healthy(bochs=bochs, wide=True)
+            if bochs:
+                import vmx_tests  # not at the top: it imports this module
+                b = vmx_tests.BochsBoot(label, [guest(name), hc[0]], append=switches)
+                path = name + ".elf"
+            else:
+                b = Boot(label, [guest(name), hc[0]], append=switches)
+                path = guest(name)
+            expect_exact_lines(b, [loaded(0, path, 64, path, "ELF64")] + vm0_lines(0) +
+                               [r"lightpath: vm0: ended with status 0 \(isa-debug-exit\)",
+                                r"lightpath: vm0: exit statistics"] +
+                               resetcheck_lines(b, 1, hc[1], hc[2]) + [FINAL_ALL_ZERO])
+            b.expect_rc(1)
+            return b
+        return run
+    return make_case
+
+
 def forever_stopped(vm, name, mib, mode, limit, why, forever=FOREVER):
     """The lines of a forever VM that lightpath stops for `why`."""
     return [loaded(vm, name, mib, "%s mode=%s" % (forever, mode)),

@@ -12,7 +12,6 @@ the same guest checks that Bochs does (no VT-x code is involved).
 resetcheck64 runs after it: EFER, CR4 and the rest at their reset values."""
 
 import itest
-import vmx_tests as vmx
 
 GUEST = "hostcr64"
 
@@ -32,46 +31,13 @@ def guest_lines(vm):
                       p + "the PM timer reads 24 bits", p + "the PM timer advances",
                       p + "MTRR_DEF_TYPE reads back"]
         descs.append("trip %d: back in long mode" % trip)
-    lines = [r"\[vm%d\] ok %d - %s" % (vm, i + 1, itest.re.escape(d)) for i, d in enumerate(descs)]
-    return lines + [r"\[vm%d\] selftest %s: %d passed, 0 failed" % (vm, GUEST, len(descs))]
-
-
-def expected(b, name, healthy):
-    return ([r"lightpath: vm0: loaded %s \(multiboot ELF64, entry 0x[0-9a-f]+\), 64 MiB, "
-             r"cmdline \"%s\"" % (itest.re.escape(name), itest.re.escape(name))] +
-            guest_lines(0) +
-            [r"lightpath: vm0: ended with status 0 \(isa-debug-exit\)",
-             r"lightpath: vm0: exit statistics"] +
-            itest.resetcheck_lines(b, 1, healthy[1], healthy[2]) + [itest.FINAL_ALL_ZERO])
-
-
-def t_qemu(label, switches):
-    def run():
-        healthy = itest.healthy(wide=True)
-        b = itest.Boot(label, [itest.guest(GUEST), healthy[0]], append=switches)
-        itest.expect_exact_lines(b, expected(b, itest.guest(GUEST), healthy))
-        b.expect_rc(1)
-        return b
-    return run
-
-
-def t_vmx(label, switches):
-    def run():
-        healthy = itest.healthy(bochs=True, wide=True)
-        b = vmx.BochsBoot(label, [itest.guest(GUEST), healthy[0]], append=switches)
-        itest.expect_exact_lines(b, expected(b, GUEST + ".elf", healthy))
-        b.expect_rc(1)
-        return b
-    return run
+    return itest.ok_lines(vm, GUEST, descs)
 
 
 def qemu_tests():
-    cfg, opts = itest.HOSTILE_SWITCHES
-    return [(1, GUEST, t_qemu(GUEST, "")),
-            (1, "%s-%s" % (GUEST, cfg), t_qemu("%s-%s" % (GUEST, cfg), opts))]
+    return itest.both_switch_sets("", GUEST, itest.guest64_then_resetcheck(GUEST, guest_lines))
 
 
 def vmx_tests():
-    cfg, opts = itest.HOSTILE_SWITCHES
-    return [(1, "vmx-" + GUEST, t_vmx(GUEST, "")),
-            (1, "vmx-%s-%s" % (GUEST, cfg), t_vmx("%s-%s" % (GUEST, cfg), opts))]
+    return itest.both_switch_sets("vmx-", GUEST,
+                                  itest.guest64_then_resetcheck(GUEST, guest_lines, bochs=True))

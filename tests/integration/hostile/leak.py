@@ -48,9 +48,7 @@ def qemu_case(label, switches):
 
 
 def qemu_tests():
-    cfg, opts = itest.HOSTILE_SWITCHES
-    return [(1, "leak", qemu_case("leak", "")),
-            (1, "leak-" + cfg, qemu_case("leak-" + cfg, opts))]
+    return itest.both_switch_sets("", "leak", qemu_case)
 
 
 def bochs_case(label, switches, svm=False):
@@ -66,8 +64,6 @@ def bochs_case(label, switches, svm=False):
 
 
 def vmx_tests():
-    cfg, opts = itest.HOSTILE_SWITCHES
-    return [(1, "vmx-leak", bochs_case("leak", "")),
-            (1, "vmx-leak-" + cfg, bochs_case("leak-" + cfg, opts)),
-            # the SVM image with NRIP save, under Bochs
-            (1, "bochs-svm-leak", bochs_case("svm-leak", "", svm=True))]
+    # and the SVM image with NRIP save, under Bochs
+    return itest.both_switch_sets("vmx-", "leak", bochs_case) + [
+        (1, "bochs-svm-leak", bochs_case("svm-leak", "", svm=True))]

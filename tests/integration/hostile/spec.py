@@ -60,12 +60,8 @@ def t_vmx(label, switches):
 
 
 def qemu_tests():
-    cfg, opts = itest.HOSTILE_SWITCHES
-    return [(1, "hostile-spec", t_qemu("hostile-spec", "")),
-            (1, "hostile-spec-" + cfg, t_qemu("hostile-spec-" + cfg, opts))]
+    return itest.both_switch_sets("", "hostile-spec", t_qemu)
 
 
 def vmx_tests():
-    cfg, opts = itest.HOSTILE_SWITCHES
-    return [(1, "vmx-hostile-spec", t_vmx("hostile-spec", "")),
-            (1, "vmx-hostile-spec-" + cfg, t_vmx("hostile-spec-" + cfg, opts))]
+    return itest.both_switch_sets("vmx-", "hostile-spec", t_vmx)

@@ -52,12 +52,8 @@ def t_vmx(label, switches):
 
 
 def qemu_tests():
-    cfg, opts = itest.HOSTILE_SWITCHES
-    return [(1, GUEST, t_qemu(GUEST, "")),
-            (1, "%s-%s" % (GUEST, cfg), t_qemu("%s-%s" % (GUEST, cfg), opts))]
+    return itest.both_switch_sets("", GUEST, t_qemu)
 
 
 def vmx_tests():
-    cfg, opts = itest.HOSTILE_SWITCHES
-    return [(1, "vmx-" + GUEST, t_vmx(GUEST, "")),
-            (1, "vmx-%s-%s" % (GUEST, cfg), t_vmx("%s-%s" % (GUEST, cfg), opts))]
+    return itest.both_switch_sets("vmx-", GUEST, t_vmx)

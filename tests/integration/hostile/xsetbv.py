@@ -41,9 +41,7 @@ def qemu_case(label, switches):
 
 
 def qemu_tests():
-    cfg, opts = itest.HOSTILE_SWITCHES
-    return [(1, "xsetbv", qemu_case("xsetbv", "")),
-            (1, "xsetbv-" + cfg, qemu_case("xsetbv-" + cfg, opts))]
+    return itest.both_switch_sets("", "xsetbv", qemu_case)
 
 
 def bochs_case(label, switches, svm=False):
@@ -60,8 +58,7 @@ def bochs_case(label, switches, svm=False):
 
 def vmx_tests():
     cfg, opts = itest.HOSTILE_SWITCHES
-    return [(1, "vmx-xsetbv", bochs_case("xsetbv", "")),
-            (1, "vmx-xsetbv-" + cfg, bochs_case("xsetbv-" + cfg, opts)),
-            # the SVM backend's XSETBV intercept, with NRIP save, under Bochs
-            (1, "bochs-svm-xsetbv", bochs_case("svm-xsetbv", "", svm=True)),
-            (1, "bochs-svm-xsetbv-" + cfg, bochs_case("svm-xsetbv-" + cfg, opts, svm=True))]
+    # and the SVM backend's XSETBV intercept, with NRIP save, under Bochs
+    return itest.both_switch_sets("vmx-", "xsetbv", bochs_case) + [
+        (1, "bochs-svm-xsetbv", bochs_case("svm-xsetbv", "", svm=True)),
+        (1, "bochs-svm-xsetbv-" + cfg, bochs_case("svm-xsetbv-" + cfg, opts, svm=True))]

@@ -34,6 +34,7 @@ static enum emul_status raise_pf(struct emul_result *res, uint64_t lin, uint32_t
 static enum emul_status unsupported(struct emul_result *res, const char *why)
 {
 	res->reason = why;
+	res->fetch_not_ram = false;
 	return EMUL_UNSUPPORTED;
 }
 
@@ -602,8 +603,12 @@ enum emul_status emul_fetch_decode(struct emul_ctx *ctx, struct emul_result *res
 		if (st != EMUL_DONE)
 			return st;
 		const uint8_t *src = ctx->gpa_ptr(ctx, gpa, chunk);
-		if (!src)
-			return unsupported(res, "instruction fetch from a GPA that is not RAM");
+		if (!src) {
+			unsupported(res, "instruction fetch from a GPA that is not RAM");
+			res->fetch_not_ram = true;
+			res->fetch_gpa = gpa;
+			return EMUL_UNSUPPORTED;
+		}
 		if (chunk == X86_MAX_INSN_LEN) {
 			/* The usual case, all 15 bytes in one page: two
 			 * overlapping 8-byte copies. */

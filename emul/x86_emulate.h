@@ -185,6 +185,8 @@ struct emul_result {
 	uint8_t nbytes;
 	uint64_t rip;              /* RIP of the instruction */
 	const char *reason;        /* one short phrase, for the report */
+	bool fetch_not_ram;        /* the instruction fetch reached a GPA that is not RAM: */
+	uint64_t fetch_gpa;        /* that GPA */
 	/* EMUL_IO_ERROR */
 	int io_error;
 	/* statistics */

@@ -241,7 +241,13 @@ static void heavy_emulate(struct vcpu *v, enum heavy_emul what, uint64_t fault_g
 		emul_ctx_store(v, &c);
 		break;
 	case EMUL_UNSUPPORTED:
-		emul_unsupported(v, &res, what == HEAVY_EMUL_MMIO ? "MMIO access" :
+		if (res.fetch_not_ram)   /* a PC would fetch all-ones (FF FF: #UD); no
+					    guest means it */
+			vm_fault(v->vm, "executing code at guest-physical 0x%lx, %s, at rip 0x%lx",
+				 res.fetch_gpa, vm_find_mmio(v->vm, res.fetch_gpa) ?
+				 "a device's MMIO" : "outside its RAM and devices", res.rip);
+		else
+			emul_unsupported(v, &res, what == HEAVY_EMUL_MMIO ? "MMIO access" :
 					  what == HEAVY_EMUL_STRING_IO ? "string I/O" : "port I/O");
 		break;
 	case EMUL_IO_ERROR:
@@ -381,18 +387,6 @@ void heavy_nmi_window(struct vcpu *v)
 	v->pending |= VCPU_PENDING_RECHECK;
 }
 
-/* Is gpa the page of the guest's RIP? (QEMU reports the fetch bit of a
- * nested fault only with EFER.NXE set.) */
-static bool npf_at_rip(struct vcpu *v, uint64_t gpa, uint64_t rip)
-{
-	struct guest_paging pg;
-	uint64_t seg[6], at;
-	vendor_guest_paging(v, &pg);
-	vendor_seg_bases(v, seg);
-	uint64_t lin = pg.cs_long ? rip : (seg[SEG_CS] + rip) & 0xffffffffull;
-	return guest_linear_to_gpa(v->vm, &pg, lin, &at) == 0 && (at >> 12) == (gpa >> 12);
-}
-
 void heavy_npf(struct vcpu *v)
 {
 	struct npf_info f;
@@ -411,8 +405,8 @@ void heavy_npf(struct vcpu *v)
 	else if (!f.final_access)
 		vm_fault(v->vm, "the guest's page tables point into %s at 0x%lx (rip 0x%lx)",
 			 claimed ? "MMIO" : "an unclaimed address", f.gpa, rip);
-	else if (f.fetch || npf_at_rip(v, f.gpa, rip))   /* a PC would fetch all-ones (FF FF:
-							     #UD); no guest means it */
+	else if (f.fetch)   /* QEMU sets the fetch bit only with EFER.NXE: without
+			       it the emulator's fetch finds the GPA (heavy_emulate) */
 		vm_fault(v->vm, "executing code at guest-physical 0x%lx, %s, at rip 0x%lx",
 			 f.gpa, claimed ? "a device's MMIO" : "outside its RAM and devices", rip);
 	else

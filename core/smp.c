@@ -31,6 +31,7 @@ _Static_assert(SMP_MAX_CPUS == MADT_MAX_CPUS, "one limit");
 #define AP_START_TIMEOUT_US 1000000u
 #define AP_ANSWER_TIMEOUT_US 1000000u
 #define CR4_VMXE_BIT     (1ull << 13)
+#define LAPIC_DEFAULT_BASE 0xfee00000ull   /* as core/timer.c and boot/ap_entry.S use it */
 
 extern char ap_trampoline[], ap_trampoline_end[];
 extern uint64_t ap_boot_stack_top;
@@ -242,6 +243,14 @@ void smp_init(const struct boot_info *bi, const struct lp_options *opt)
 	}
 	if (rc != MADT_OK) {
 		kprintf("lightpath: %s; running on the boot CPU alone\n", err);
+		return;
+	}
+
+	if (madt.lapic_base != LAPIC_DEFAULT_BASE) {
+		/* core/timer.c reaches every local APIC at its reset address */
+		kprintf("lightpath: the ACPI MADT puts the local APICs at 0x%lx, not at 0x%lx; "
+			"running on the boot CPU alone\n", (unsigned long)madt.lapic_base,
+			(unsigned long)LAPIC_DEFAULT_BASE);
 		return;
 	}
 

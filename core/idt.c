@@ -17,7 +17,7 @@ static struct idt_gate idt[256] __attribute__((aligned(16)));
 #define DECLARE(v) extern char idt_stub_##v[]
 DECLARE(0); DECLARE(1); DECLARE(2); DECLARE(3); DECLARE(4); DECLARE(5); DECLARE(6);
 DECLARE(7); DECLARE(8); DECLARE(10); DECLARE(11); DECLARE(12); DECLARE(13); DECLARE(14);
-DECLARE(16); DECLARE(17); DECLARE(18); DECLARE(19); DECLARE(32); DECLARE(255);
+DECLARE(16); DECLARE(17); DECLARE(18); DECLARE(19); DECLARE(32); DECLARE(240); DECLARE(255);
 
 static void set_gate(unsigned vec, void *handler)
 {
@@ -34,10 +34,15 @@ void idt_init(void)
 		{ 8, idt_stub_8 }, { 10, idt_stub_10 }, { 11, idt_stub_11 }, { 12, idt_stub_12 },
 		{ 13, idt_stub_13 }, { 14, idt_stub_14 }, { 16, idt_stub_16 }, { 17, idt_stub_17 },
 		{ 18, idt_stub_18 }, { 19, idt_stub_19 }, { IDT_VECTOR_TIMER, idt_stub_32 },
-		{ IDT_VECTOR_SPURIOUS, idt_stub_255 },
+		{ IDT_VECTOR_WAKE, idt_stub_240 }, { IDT_VECTOR_SPURIOUS, idt_stub_255 },
 	};
 	for (unsigned i = 0; i < sizeof(gates) / sizeof(gates[0]); i++)
 		set_gate(gates[i].vec, gates[i].stub);
+	idt_load();
+}
+
+void idt_load(void)
+{
 	struct {
 		uint16_t limit;
 		uint64_t base;
@@ -69,6 +74,10 @@ void idt_dispatch(struct idt_frame *f)
 	}
 	if (f->vector == IDT_VECTOR_SPURIOUS)
 		return;
+	if (f->vector == IDT_VECTOR_WAKE) {   /* the idle loop looks at its mailbox */
+		host_lapic_eoi();
+		return;
+	}
 	if (f->vector == 1) {
 		idt_guest_debug_event(f);
 		return;

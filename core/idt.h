@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #define IDT_VECTOR_TIMER    0x20
+#define IDT_VECTOR_WAKE     0xf0   /* an IPI that wakes an idle AP (core/smp.h) */
 #define IDT_VECTOR_SPURIOUS 0xff
 
 struct idt_frame {
@@ -16,6 +17,8 @@ struct idt_frame {
 };
 
 void idt_init(void);
+/* Loads the IDT idt_init() built on this CPU (an AP: one IDT for all). */
+void idt_load(void);
 /* Called from the assembly stubs. */
 void idt_dispatch(struct idt_frame *f);
 

@@ -46,6 +46,7 @@ idt_stub_1:
 	stub 18, 0
 	stub 19, 0
 	stub 32, 0
+	stub 240, 0
 	stub 255, 0
 
 idt_common:

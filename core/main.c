@@ -8,6 +8,7 @@
 #include "core/options.h"
 #include "core/percpu.h"
 #include "core/pmem.h"
+#include "core/smp.h"
 #include "core/timer.h"
 #include "core/tsc.h"
 #include "core/xstate.h"
@@ -54,7 +55,7 @@ void kmain(uint32_t magic, uint32_t info);
 
 void kmain(uint32_t magic, uint32_t info)
 {
-	this_cpu()->cpu_id = 0;   /* the boot CPU; no other CPU is started yet */
+	this_cpu()->cpu_id = 0;   /* the boot CPU; smp_init starts the others */
 	console_init();
 	idt_init();
 	mask_legacy_pic();
@@ -87,6 +88,7 @@ void kmain(uint32_t magic, uint32_t info)
 	    timer_init() < 0)
 		power_off(LP_STATUS_HV_ERROR);
 	spec_init(&options);
+	smp_init(&boot_info, &options);   /* the other CPUs wait, idle; VMs run on this one */
 
 	if (boot_info.nr_modules == 0) {
 		kprintf("lightpath: error: no guest given (pass one as a multiboot module, "

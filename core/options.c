@@ -17,6 +17,7 @@ enum option_kind {
 	OPT_SWITCH,  /* a bool: `on_word` sets it, `off_word` clears it */
 	OPT_MIB,     /* an unsigned MiB count in MEM_MB_MIN..MEM_MB_MAX */
 	OPT_SECONDS, /* whole seconds, 0..OPTIONS_VM_TIMEOUT_MAX_S */
+	OPT_CPUS,    /* a CPU count, 1..OPTIONS_CPUS_MAX */
 };
 
 struct option_desc {
@@ -41,6 +42,7 @@ static const struct option_desc option_table[] = {
 	{ "mem", OPT_MIB, offsetof(struct lp_options, mem_mb), NULL, NULL },
 	SWITCH("stats", stats, "on", "off"),
 	{ "vm.timeout", OPT_SECONDS, offsetof(struct lp_options, vm_timeout_s), NULL, NULL },
+	{ "cpus", OPT_CPUS, offsetof(struct lp_options, cpus), NULL, NULL },
 };
 
 #define OPTION_COUNT (sizeof(option_table) / sizeof(option_table[0]))
@@ -58,6 +60,7 @@ void options_defaults(struct lp_options *opt)
 	opt->mem_mb = MEM_MB_DEFAULT;
 	opt->stats = true;
 	opt->vm_timeout_s = 0;
+	opt->cpus = 0;
 }
 
 uint32_t options_config_bits(const struct lp_options *opt)
@@ -139,6 +142,9 @@ static void set_bad_value(char *err, size_t errlen,
 	if (d->kind == OPT_SWITCH)
 		snprintf(err, errlen, "bad value '%s' for %s= (use %s or %s)", q,
 			 d->key, d->on_word, d->off_word);
+	else if (d->kind == OPT_CPUS)
+		snprintf(err, errlen, "bad value '%s' for %s= (use 1..%u: the most host CPUs to "
+			 "start, the boot CPU included)", q, d->key, OPTIONS_CPUS_MAX);
 	else if (d->kind == OPT_SECONDS)
 		snprintf(err, errlen, "bad value '%s' for %s= (use whole seconds 0..%u; 0 = no limit)",
 			 q, d->key, OPTIONS_VM_TIMEOUT_MAX_S);
@@ -183,6 +189,23 @@ static bool parse_seconds(const char *s, size_t n, unsigned *out)
 	return true;
 }
 
+/* Decimal 1..OPTIONS_CPUS_MAX; anything else is a bad value. */
+static bool parse_cpus(const char *s, size_t n, unsigned *out)
+{
+	unsigned v = 0;
+	if (n == 0 || n > 3)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		v = v * 10 + (unsigned)(s[i] - '0');
+	}
+	if (v < 1 || v > OPTIONS_CPUS_MAX)
+		return false;
+	*out = v;
+	return true;
+}
+
 static int apply_word(struct lp_options *opt, const char *w, size_t n,
 		      char *err, size_t errlen)
 {
@@ -213,6 +236,11 @@ static int apply_word(struct lp_options *opt, const char *w, size_t n,
 				*(bool *)field = false;
 			else
 				goto bad_value;
+		} else if (d->kind == OPT_CPUS) {
+			unsigned n;
+			if (!parse_cpus(val, vallen, &n))
+				goto bad_value;
+			*(unsigned *)field = n;
 		} else if (d->kind == OPT_SECONDS) {
 			unsigned secs;
 			if (!parse_seconds(val, vallen, &secs))

@@ -18,7 +18,11 @@ struct lp_options {
 	unsigned mem_mb;   /* mem=N: guest RAM per VM in MiB (4..1024), default 64 */
 	bool stats;        /* stats=on|off: print the exit table when a VM ends */
 	unsigned vm_timeout_s; /* vm.timeout=SECONDS: each VM's time limit, 0 = none (default) */
+	unsigned cpus;     /* cpus=N: start at most N host CPUs, the boot CPU included; 0 = all */
 };
+
+/* cpus= accepts 1..this many (= SMP_MAX_CPUS, core/smp.h). */
+#define OPTIONS_CPUS_MAX 64u
 
 /* vm.timeout= and a VM description's `timeout =` accept 0..this many seconds. */
 #define OPTIONS_VM_TIMEOUT_MAX_S 86400u

@@ -16,6 +16,27 @@ struct percpu {
 	struct vcpu *current;     /* the vCPU this CPU is running, if any */
 	unsigned guest_debug_events_dropped;   /* #DBs in lightpath from a guest's breakpoint
 						  or single step (core/idt.c) */
+	/* set up by core/smp.c (the boot CPU's in smp_init) */
+	uint32_t apic_id;
+	uint32_t state;           /* enum percpu_state; read and written atomically */
+	const char *fail_why;     /* why an AP could not enable virtualization */
+	/* The backend's own pages for this CPU, allocated by the boot CPU:
+	 * SVM: [0] host save area (VM_HSAVE_PA), [1] the host's VMSAVE area;
+	 * VT-x: [0] VMXON region, [1] a page holding this CPU's GDT and TSS
+	 * (0 on the boot CPU, which uses vmx_host_gdt and vmx_host_tss). */
+	uint64_t virt_pa[2];
+	/* The mailbox of an idle AP (core/smp.h): non-NULL work is pending;
+	 * the AP clears it when done. */
+	void (*work)(void *arg);
+	void *work_arg;
+};
+
+enum percpu_state {
+	PERCPU_OFF,        /* not started (or left out) */
+	PERCPU_STARTING,   /* INIT-SIPI-SIPI sent */
+	PERCPU_ALIVE,      /* in long mode, on its own stack, setting itself up */
+	PERCPU_ONLINE,     /* virtualization on; idle, waiting for work */
+	PERCPU_FAILED,     /* started, but could not enable virtualization (fail_why) */
 };
 
 static inline struct percpu *this_cpu(void)

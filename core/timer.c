@@ -6,9 +6,13 @@
 #include "core/tsc.h"
 
 #define LAPIC_BASE      0xfee00000ull
+#define LAPIC_ID        0x020
 #define LAPIC_TPR       0x080
 #define LAPIC_EOI       0x0b0
 #define LAPIC_SVR       0x0f0
+#define LAPIC_ICR_LO    0x300
+#define LAPIC_ICR_HI    0x310
+#define ICR_DELIVERY_PENDING (1u << 12)
 #define LAPIC_LVT_TIMER 0x320
 #define LAPIC_TIMER_ICR 0x380
 #define LAPIC_TIMER_CCR 0x390
@@ -54,6 +58,40 @@ int timer_init(void)
 	return 0;
 }
 
+void timer_init_ap(void)
+{
+	wrmsr(0x1b, rdmsr(0x1b) | (1u << 11));          /* APIC global enable */
+	*lapic_reg(LAPIC_SVR) = 0x100 | IDT_VECTOR_SPURIOUS;
+	*lapic_reg(LAPIC_TPR) = 0;
+	*lapic_reg(LAPIC_TIMER_DCR) = 0xb;               /* divide by 1 */
+	*lapic_reg(LAPIC_TIMER_ICR) = 0;
+	*lapic_reg(LAPIC_LVT_TIMER) = IDT_VECTOR_TIMER;  /* one-shot, unmasked, stopped */
+}
+
+uint32_t host_lapic_id(void)
+{
+	return *lapic_reg(LAPIC_ID) >> 24;
+}
+
+static bool icr_idle(uint64_t timeout_ticks)
+{
+	uint64_t start = rdtsc();
+	while (*lapic_reg(LAPIC_ICR_LO) & ICR_DELIVERY_PENDING)
+		if (rdtsc() - start > timeout_ticks)
+			return false;
+	return true;
+}
+
+bool host_lapic_send_ipi(uint32_t dest, uint32_t icr_lo)
+{
+	uint64_t timeout = tsc_hz() / 10;
+	if (!icr_idle(timeout))
+		return false;
+	*lapic_reg(LAPIC_ICR_HI) = dest << 24;
+	*lapic_reg(LAPIC_ICR_LO) = icr_lo;               /* this write sends it */
+	return icr_idle(timeout);
+}
+
 void timer_program(uint64_t deadline_tsc)
 {
 	if (!deadline_tsc) {
@@ -71,6 +109,11 @@ void timer_program(uint64_t deadline_tsc)
 }
 
 void timer_interrupt(void)
+{
+	*lapic_reg(LAPIC_EOI) = 0;
+}
+
+void host_lapic_eoi(void)
 {
 	*lapic_reg(LAPIC_EOI) = 0;
 }

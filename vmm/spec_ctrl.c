@@ -56,6 +56,12 @@ void spec_init(const struct lp_options *o)
 		spec_caps.spec_ctrl ? "yes" : "no (the CPU has no SPEC_CTRL)");
 }
 
+void spec_init_ap(const struct lp_options *o)
+{
+	if (spec_caps.spec_ctrl && o->spec)
+		wrmsr(MSR_IA32_SPEC_CTRL, host_spec_ctrl);
+}
+
 unsigned spec_entry_variant(const struct lp_options *o)
 {
 	if (!o->spec)

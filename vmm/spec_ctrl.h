@@ -80,6 +80,9 @@ extern uint64_t host_spec_ctrl;
  * saying what the exit path does. Call after the vendor's CPU setup. */
 void spec_init(const struct lp_options *o);
 /* The exit stub variant for VMs run with these options. */
+/* An AP's share of spec_init (core/smp.c): the host's IA32_SPEC_CTRL.
+ * (EFER's automatic IBRS comes with the boot CPU's EFER.) */
+void spec_init_ap(const struct lp_options *o);
 unsigned spec_entry_variant(const struct lp_options *o);
 /* Between two VMs: a barrier so that one cannot steer the next one's
  * indirect branches (spec=on, where the CPU has IBPB). */

@@ -22,12 +22,20 @@ struct vcpu;
 struct vm;
 struct lp_options;
 struct linux_boot_state;
+struct percpu;
 
 /* ---- setup (out of line) ---- */
 
 /* Checks the CPU and enables virtualization; prints one clear line and
  * returns negative when it cannot. */
 int vendor_cpu_init(const struct lp_options *opt);
+/* Host SMP (core/smp.c). On the boot CPU, before an AP is started: its
+ * pages into pc->virt_pa (core/percpu.h); negative when out of memory. */
+int vendor_cpu_alloc(struct percpu *pc);
+/* On the AP itself: turns virtualization on with those pages, as
+ * vendor_cpu_init did on the boot CPU. Returns NULL, or why it could not
+ * (the boot CPU prints it: APs print nothing). */
+const char *vendor_cpu_init_ap(struct percpu *pc);
 /* The backend's name for the banner: "AMD SVM" or "Intel VT-x". */
 const char *vendor_name(void);
 /* Second-stage page tables (guest RAM only) and the I/O and MSR bitmaps. */

@@ -56,6 +56,8 @@ ok = {"light": ("on", "off"), "svm.vmload": ("lazy", "always"), "dr": ("lazy", "
       "stats": ("on", "off")}
 for w in append.split():
     k, _, v = w.partition("=")
+    if k == "cpus":   # not in the options line: the CPU line below says it
+        continue
     if k not in o:
         p("lightpath: error: unknown boot option '%s' (accepted: %s mem stats)" % (w, " ".join(ok)))
         end(0x7f)
@@ -65,6 +67,16 @@ for w in append.split():
     if brk != "options":
         o[k] = v
 p("lightpath: options: " + " ".join("%s=%s" % kv for kv in o.items()))
+# the CPU line (docs/SMP.md): -smp N[,maxcpus=M], at most cpus=K started
+smp = opt("-smp", "1").split(",")
+ncpu = int(smp[0])
+maxc = next((int(w[8:]) for w in smp[1:] if w.startswith("maxcpus=")), ncpu)
+lim = next((int(w[5:]) for w in append.split() if w.startswith("cpus=") and w[5:].isdigit()), 0)
+started = min(ncpu, lim) if lim else ncpu
+p("lightpath: %d CPU%s found (ACPI MADT%s), %d started%s" % (
+    ncpu, "" if ncpu == 1 else "s",
+    "; %d more listed, not enabled" % (maxc - ncpu) if maxc > ncpu else "", started,
+    " (cpus=%d)" % lim if started < ncpu else ""))
 mods = [m for m in initrd.split(",") if m]
 if not mods:
     p("lightpath: error: no guest modules given (add multiboot modules)")

@@ -84,12 +84,14 @@ def check(cond, reason):
 class Boot:
     """One QEMU run of lightpath; .rc, .text, .lines, .log (repo-relative)."""
 
-    def __init__(self, name, modules, append="", cpu=None, timeout=TIMEOUT):
+    def __init__(self, name, modules, append="", cpu=None, timeout=TIMEOUT, smp=None):
         safe = re.sub(r"[^A-Za-z0-9._=+-]", "_", name)
         self.log = os.path.join("build", "test", safe + ".log")
         cmd = [LP_QEMU, "--timeout", str(timeout), "--log", self.log, "--append", append]
         if cpu:
             cmd += ["--cpu", cpu]
+        if smp:   # QEMU's -smp (default 1)
+            cmd += ["--smp", smp]
         cmd += list(modules)
         self.cmd = cmd
         self.timeout = timeout
@@ -617,7 +619,7 @@ def make_non_multiboot_elf():
 # VM in the same boot: one clear line for the bad VM (vm0), then hello runs as
 # vm1 and lightpath powers off normally.
 NORMAL_LINE = re.compile(r"^lightpath: (lightweight-exit hypervisor|options: |AMD SVM with nested paging|"
-                         r"Intel VMX with EPT |spec=(on|off): |"
+                         r"Intel VMX with EPT |spec=(on|off): |\d+ CPUs? found \(ACPI MADT|"
                          r"vm\d+: loaded |vm\d+: ended with status |vm\d+: exit statistics\s*$|"
                          r"all VMs ended; powering off )")
 HELLO = GUESTS + "/hello.elf"
@@ -996,7 +998,7 @@ FOREVER = GUESTS + "/forever.elf"
 HELLO3 = HELLO + " status=3"
 # lightpath's start-up lines, left out of the exact comparisons below
 STARTUP_LINE = re.compile(r"^lightpath: (lightweight-exit hypervisor|options: |AMD SVM with nested paging|"
-                          r"Intel VMX with |spec=(on|off): )")
+                          r"Intel VMX with |spec=(on|off): |\d+ CPUs? found \(ACPI MADT)")
 
 
 def expect_exact_lines(b, expected):
@@ -1547,6 +1549,16 @@ def all_tests():
     t.append((1, "console-key", t_console_key))
     t.append((1, "iso", t_iso))
     t.append((1, "spec-on", t_spec("", SPEC_ON_EPYC)))
+    t.append((1, "smp-4", t_smp("4", "4", "lightpath: 4 CPUs found (ACPI MADT), 4 started")))
+    t.append((1, "smp-1", t_smp("1", "1", "lightpath: 1 CPU found (ACPI MADT), 1 started")))
+    t.append((1, "smp-2-maxcpus-4", t_smp("2-maxcpus-4", "2,maxcpus=4",
+                                          "lightpath: 2 CPUs found (ACPI MADT; 2 more listed, not "
+                                          "enabled), 2 started")))
+    t.append((1, "smp-4-cpus-option", t_smp("4-cpus-option", "4",
+                                            "lightpath: 4 CPUs found (ACPI MADT), 2 started (cpus=2)",
+                                            append="cpus=2")))
+    t.append((1, "smp-4-selftest-hlt", t_smp_selftest("hlt", "4")))
+    t.append((1, "bad-cpus-option", t_bad_cpus_option))
     t.append((1, "spec-off", t_spec("spec=off",
                                     "lightpath: spec=off: no speculation hygiene on the exit path")))
     for g in SWITCHED_GUESTS:
@@ -1568,6 +1580,60 @@ def all_tests():
         t.append((2, combo_name(bits), t_combo(bits)))
     t.extend(plugin_tests("qemu_tests"))
     return t
+
+
+# Issue 12 item 1, host SMP: lightpath finds the CPUs in the firmware's ACPI
+# MADT (SeaBIOS's under QEMU), starts the others and says how many; VMs still
+# run one after another on the boot CPU.
+SMP_CPU_LINE = re.compile(r"^lightpath: (\d+ CPUs? found|no ACPI MADT|CPU \d+ \(APIC id|"
+                          r"the boot CPU \(APIC id)")
+
+
+def smp_lines(b):
+    """lightpath's lines about the host's CPUs."""
+    return [l.rstrip() for l in b.lines if SMP_CPU_LINE.match(l)]
+
+
+def expect_smp_line(b, want):
+    got = smp_lines(b)
+    check(got == [want], "CPU lines %r; wanted exactly [%r]; %s" % (got, want, b.why_rc()))
+
+
+def t_smp(label, smp, want, append=""):
+    """Two hello VMs (status 3 each) on a machine with `smp` CPUs: the exact
+    CPU line, then both VMs' lines exactly, in order, and the status."""
+    def run():
+        b = Boot("smp-" + label, [HELLO3, HELLO3], append=append, smp=smp)
+        expect_smp_line(b, want)
+        expect_exact_lines(b, hello_lines(0) + hello_lines(1) + [
+            r"lightpath: all VMs ended; powering off with status 3 \(the first non-zero status, "
+            r"vm0's; VMs that did not end with 0: 2 of 2\)"])
+        b.expect_rc((3 << 1) | 1)
+        return b
+    return run
+
+
+def t_smp_selftest(name, smp):
+    """A self-test guest with other CPUs idle: the same results as on one CPU."""
+    def run():
+        b = Boot("smp-%s-selftest-%s" % (smp.split(",")[0], name), [guest(name)], smp=smp)
+        expect_smp_line(b, "lightpath: %s CPUs found (ACPI MADT), %s started" % (smp, smp))
+        oks = selftest_result(b, name)
+        b.expect_rc(1)
+        one = Boot("smp-1-selftest-" + name, [guest(name)])
+        base = selftest_result(one, name)
+        d = [l for l in oks if l not in base] + ["(missing) " + l for l in base if l not in oks]
+        check(not d, "results differ from the one-CPU run: " + "; ".join(d[:3]))
+        return b
+    return run
+
+
+def t_bad_cpus_option():
+    b = Boot("bad-cpus-option", [guest("hello")], append="cpus=65")
+    expect_error_line(b, "cpus", "65")
+    b.expect(r"^lightpath: error: bad value '65' for cpus= \(use 1\.\.64: the most host CPUs to "
+             r"start, the boot CPU included\)\s*$", "the exact error line for cpus=65")
+    return b
 
 
 def plugin_tests(kind):

@@ -83,7 +83,7 @@ class BochsBoot(itest.Boot):
     """One Bochs run of the VMX image (`kernel`: another image, e.g. the SVM one
     under cpu ryzen); the same interface as itest.Boot."""
 
-    def __init__(self, name, modules, append="", cpu=None, timeout=TIMEOUT, kernel=None):
+    def __init__(self, name, modules, append="", cpu=None, timeout=TIMEOUT, kernel=None, cpus=None):
         safe = re.sub(r"[^A-Za-z0-9._=+-]", "_", name)
         self.log = os.path.join("build", "test", "vmx-" + safe + ".log")
         cmd = [LP_BOCHS, "--timeout", str(timeout), "--log", self.log, "--name", "test-" + safe,
@@ -92,6 +92,8 @@ class BochsBoot(itest.Boot):
             cmd += ["--cpu", cpu]
         if kernel:   # another image, e.g. the SVM one under cpu=ryzen
             cmd += ["--kernel", kernel]
+        if cpus:     # Bochs' cpu: count=N
+            cmd += ["--cpus", str(cpus)]
         cmd += list(modules)
         self.cmd = cmd
         self.timeout = timeout
@@ -295,6 +297,22 @@ def t_isolation():
     return b
 
 
+def t_smp(label, cpus, kernel=None, cpu=None):
+    """Issue 12 item 1 under Bochs: `cpus` CPUs, all found in the Bochs BIOS's
+    ACPI MADT and started (VT-x: VMXON on each; ryzen: the SVM image), then
+    two hello VMs on the boot CPU, every line exact."""
+    def run():
+        b = BochsBoot(label, [itest.HELLO3, itest.HELLO3], cpus=cpus, kernel=kernel, cpu=cpu)
+        itest.expect_smp_line(b, "lightpath: %d CPUs found (ACPI MADT), %d started" % (cpus, cpus))
+        hello = os.path.basename(itest.HELLO)
+        itest.expect_exact_lines(b, itest.hello_lines(0, hello=hello) + itest.hello_lines(1, hello=hello) + [
+            r"lightpath: all VMs ended; powering off with status 3 \(the first non-zero status, "
+            r"vm0's; VMs that did not end with 0: 2 of 2\)"])
+        b.expect_rc((3 << 1) | 1)
+        return b
+    return run
+
+
 def t_forge(label, switches=""):
     """The hostile guest that forges lightpath's lines (itest's `forge`),
     under Bochs: lp-bochs takes the status from port 0xe9, which forge also
@@ -431,6 +449,8 @@ def all_tests():
         t.append((1, "vmx-selftest-" + g, t_selftest(g)))
     cfg, opts = itest.HOSTILE_SWITCHES
     t.append((1, "vmx-isolation", t_isolation))
+    t.append((1, "vmx-smp-4", t_smp("smp-4", 4)))
+    t.append((1, "svm-bochs-smp-2", t_smp("svm-smp-2", 2, kernel=SVM_IMAGE, cpu=NRIP_CPU)))
     t.append((1, "vmx-forge", t_forge("forge")))
     t.append((1, "vmx-forge-" + cfg, t_forge("forge-" + cfg, opts)))
     t.append((1, "vmx-status-0x80", t_status_0x80("status-0x80")))

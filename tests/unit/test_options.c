@@ -29,6 +29,7 @@ static void assert_options_equal(const struct lp_options *a, const struct lp_opt
 	assert_int_equal(a->mem_mb, b->mem_mb);
 	assert_int_equal(a->stats, b->stats);
 	assert_int_equal(a->vm_timeout_s, b->vm_timeout_s);
+	assert_int_equal(a->cpus, b->cpus);
 }
 
 static int parse(struct lp_options *o, const char *cmdline)
@@ -230,13 +231,36 @@ static void test_bad_values(void **state)
 	assert_string_equal(err, "bad value 'on=off' for light= (use on or off)");
 }
 
+static void test_cpus(void **state)
+{
+	(void)state;
+	struct lp_options o;
+	options_defaults(&o);
+	assert_int_equal(o.cpus, 0);                            /* 0: every CPU */
+	assert_int_equal(parse(&o, "cpus=1"), 0);
+	assert_int_equal(o.cpus, 1);
+	assert_int_equal(parse(&o, "cpus=64"), 0);
+	assert_int_equal(o.cpus, 64);
+	static const char *const bad[] = { "cpus=0", "cpus=65", "cpus=", "cpus=-1", "cpus=2x",
+					   "cpus=0x4", "cpus=1000", "cpus= 4" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_true(parse(&o, bad[i]) < 0);
+		assert_non_null(strstr(err, "for cpus= (use 1..64: the most host CPUs to start, "
+					    "the boot CPU included)"));
+	}
+	assert_true(parse(&o, "cpus=0") < 0);
+	assert_string_equal(err, "bad value '0' for cpus= (use 1..64: the most host CPUs to "
+			    "start, the boot CPU included)");
+}
+
 static void test_unknown_key(void **state)
 {
 	(void)state;
 	struct lp_options o;
 	assert_true(parse(&o, "foo=1") < 0);
 	assert_string_equal(err, "unknown boot option 'foo=1' (accepted: light= "
-			    "svm.vmload= dr= pmu= msr= io= spec= unclaimed= mem= stats= vm.timeout=)");
+			    "svm.vmload= dr= pmu= msr= io= spec= unclaimed= mem= stats= vm.timeout= "
+			    "cpus=)");
 	/* Prefixes and case variants of real keys are not keys. */
 	assert_true(parse(&o, "lightx=on") < 0);
 	assert_non_null(strstr(err, "unknown boot option 'lightx=on'"));
@@ -252,7 +276,8 @@ static void test_missing_equals(void **state)
 	struct lp_options o;
 	assert_true(parse(&o, "light=on stats") < 0);
 	assert_string_equal(err, "missing '=value' in boot option 'stats' (accepted: "
-			    "light= svm.vmload= dr= pmu= msr= io= spec= unclaimed= mem= stats= vm.timeout=)");
+			    "light= svm.vmload= dr= pmu= msr= io= spec= unclaimed= mem= stats= vm.timeout= "
+			    "cpus=)");
 	/* The leading path is skipped only once. */
 	assert_true(parse(&o, "/boot/lightpath.elf light") < 0);
 	assert_non_null(strstr(err, "'light'"));
@@ -325,6 +350,7 @@ int main(void)
 		cmocka_unit_test(test_config_bits_values),
 		cmocka_unit_test(test_mem),
 		cmocka_unit_test(test_vm_timeout),
+		cmocka_unit_test(test_cpus),
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_unknown_key),
 		cmocka_unit_test(test_missing_equals),

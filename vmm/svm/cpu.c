@@ -5,6 +5,7 @@
 
 #include "core/console.h"
 #include "core/cpu.h"
+#include "core/percpu.h"
 #include "core/pmem.h"
 #include "vmm/spec_ctrl.h"
 #include "vmm/state_switch.h"
@@ -60,9 +61,32 @@ int vendor_cpu_init(const struct lp_options *opt)
 	}
 	wrmsr(MSR_VM_HSAVE_PA, hsave);
 	svm_vmsave(svm_host_vmstate_pa);
+	this_cpu()->virt_pa[0] = hsave;
+	this_cpu()->virt_pa[1] = svm_host_vmstate_pa;
 	state_switch_init();
 	kprintf("lightpath: AMD SVM with nested paging; next RIP from %s\n",
 		svm_has_nrip ? "the CPU (NRIP save)" : "lightpath's own decoding (no NRIP save)");
+	return 0;
+}
+
+/* Each CPU has its own host save area (the CPU writes host state there at
+ * VMRUN) and its own VMSAVE area for its host FS/GS/TR/syscall MSRs. The
+ * exit path still uses the boot CPU's (svm_host_vmstate_pa): only CPU 0
+ * runs vCPUs so far. */
+int vendor_cpu_alloc(struct percpu *pc)
+{
+	pc->virt_pa[0] = pmem_alloc(4096, 4096);
+	pc->virt_pa[1] = pmem_alloc(4096, 4096);
+	return pc->virt_pa[0] && pc->virt_pa[1] ? 0 : -1;
+}
+
+const char *vendor_cpu_init_ap(struct percpu *pc)
+{
+	if (rdmsr(MSR_VM_CR) & (1u << 4))
+		return "SVM is disabled by the firmware on this CPU (VM_CR.SVMDIS is set)";
+	wrmsr(MSR_EFER, rdmsr(MSR_EFER) | EFER_SVME);
+	wrmsr(MSR_VM_HSAVE_PA, pc->virt_pa[0]);
+	svm_vmsave(pc->virt_pa[1]);
 	return 0;
 }
 

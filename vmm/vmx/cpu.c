@@ -6,6 +6,7 @@
 
 #include "core/console.h"
 #include "core/cpu.h"
+#include "core/percpu.h"
 #include "core/pmem.h"
 #include "core/tsc.h"
 #include "vmm/spec_ctrl.h"
@@ -42,21 +43,49 @@ const char *vendor_name(void)
 	return "Intel VT-x";
 }
 
-static void load_host_gdt(void)
+/* Each CPU needs a GDT of its own: LTR marks the TSS descriptor busy, and
+ * a second CPU's LTR of a busy TSS faults. */
+static void load_host_gdt(uint64_t *gdt, uint8_t *tss_bytes)
 {
-	uint64_t tss = (uint64_t)(uintptr_t)vmx_host_tss;
-	vmx_host_gdt[0] = 0;
-	vmx_host_gdt[1] = 0x00AF9B000000FFFFull;      /* 64-bit code, as boot/entry.S */
-	vmx_host_gdt[2] = 0x00CF93000000FFFFull;      /* data */
-	vmx_host_gdt[3] = (sizeof(vmx_host_tss) - 1) | ((tss & 0xffffff) << 16) | (0x89ull << 40) |
-			  (((tss >> 24) & 0xff) << 56);  /* available 64-bit TSS */
-	vmx_host_gdt[4] = tss >> 32;
-	*(uint16_t *)(vmx_host_tss + 102) = sizeof(vmx_host_tss);   /* no I/O bitmap */
+	uint64_t tss = (uint64_t)(uintptr_t)tss_bytes;
+	gdt[0] = 0;
+	gdt[1] = 0x00AF9B000000FFFFull;      /* 64-bit code, as boot/entry.S */
+	gdt[2] = 0x00CF93000000FFFFull;      /* data */
+	gdt[3] = (sizeof(vmx_host_tss) - 1) | ((tss & 0xffffff) << 16) | (0x89ull << 40) |
+		 (((tss >> 24) & 0xff) << 56);  /* available 64-bit TSS */
+	gdt[4] = tss >> 32;
+	*(uint16_t *)(tss_bytes + 102) = sizeof(vmx_host_tss);   /* no I/O bitmap */
 	struct __attribute__((packed)) { uint16_t limit; uint64_t base; } d = {
-		sizeof(vmx_host_gdt) - 1, (uint64_t)(uintptr_t)vmx_host_gdt
+		sizeof(vmx_host_gdt) - 1, (uint64_t)(uintptr_t)gdt
 	};
 	asm volatile("lgdt %0" ::"m"(d));
 	asm volatile("ltr %w0" ::"r"(VMX_HOST_SEL_TSS));
+}
+
+/* IA32_FEATURE_CONTROL is per CPU: lock it with VMX on where the firmware
+ * left it open; NULL, or why VMX is off. */
+static const char *feature_control_enable(void)
+{
+	uint64_t fc = rdmsr(MSR_IA32_FEATURE_CONTROL);
+	if (!(fc & FEATURE_CONTROL_LOCK))
+		wrmsr(MSR_IA32_FEATURE_CONTROL,
+		      fc | FEATURE_CONTROL_LOCK | FEATURE_CONTROL_VMX_OUTSIDE_SMX);
+	else if (!(fc & FEATURE_CONTROL_VMX_OUTSIDE_SMX))
+		return "VMX is disabled by the firmware (IA32_FEATURE_CONTROL is locked "
+		       "without VMX outside SMX)";
+	return 0;
+}
+
+/* VMXON: CR0/CR4 must meet the fixed bits (NE, VMXE). */
+static bool vmx_on(uint64_t region)
+{
+	const struct vmx_caps *c = &vmx_caps;
+	uint64_t cr0 = (read_cr0() | c->cr0_fixed0) & c->cr0_fixed1;
+	uint64_t cr4 = (read_cr4() | c->cr4_fixed0 | CR4_VMXE) & c->cr4_fixed1;
+	asm volatile("mov %0, %%cr0" ::"r"(cr0));
+	asm volatile("mov %0, %%cr4" ::"r"(cr4));
+	*(uint32_t *)(uintptr_t)region = (uint32_t)c->basic & 0x7fffffffu;
+	return vmxon(region);
 }
 
 static struct vmx_ctl_cap ctl_cap(uint32_t msr)
@@ -85,13 +114,9 @@ int vendor_cpu_init(const struct lp_options *opt)
 	cpuid(1, 0, r);
 	if (!cpu_is_intel() || !(r[2] & (1u << 5)))
 		return vmx_fail("this CPU has no Intel VMX");
-	uint64_t fc = rdmsr(MSR_IA32_FEATURE_CONTROL);
-	if (!(fc & FEATURE_CONTROL_LOCK))
-		wrmsr(MSR_IA32_FEATURE_CONTROL,
-		      fc | FEATURE_CONTROL_LOCK | FEATURE_CONTROL_VMX_OUTSIDE_SMX);
-	else if (!(fc & FEATURE_CONTROL_VMX_OUTSIDE_SMX))
-		return vmx_fail("VMX is disabled by the firmware (IA32_FEATURE_CONTROL is locked "
-				"without VMX outside SMX)");
+	const char *why = feature_control_enable();
+	if (why)
+		return vmx_fail(why);
 
 	struct vmx_caps *c = &vmx_caps;
 	c->basic = rdmsr(MSR_IA32_VMX_BASIC);
@@ -151,24 +176,48 @@ int vendor_cpu_init(const struct lp_options *opt)
 			c->pmu_counters = 4;
 	}
 
-	/* VMXON: CR0/CR4 must meet the fixed bits (NE, VMXE). */
-	uint64_t cr0 = (read_cr0() | c->cr0_fixed0) & c->cr0_fixed1;
-	uint64_t cr4 = (read_cr4() | c->cr4_fixed0 | CR4_VMXE) & c->cr4_fixed1;
-	asm volatile("mov %0, %%cr0" ::"r"(cr0));
-	asm volatile("mov %0, %%cr4" ::"r"(cr4));
-	load_host_gdt();
+	load_host_gdt(vmx_host_gdt, vmx_host_tss);
 	uint64_t region = pmem_alloc(4096, 4096);
 	if (!region)
 		return vmx_fail("error: out of memory setting up VMX");
-	*(uint32_t *)(uintptr_t)region = (uint32_t)c->basic & 0x7fffffffu;
-	if (!vmxon(region))
+	if (!vmx_on(region))
 		return vmx_fail("VMXON failed");
+	this_cpu()->virt_pa[0] = region;
 	state_switch_init();
 	kprintf("lightpath: Intel VMX with EPT and unrestricted guest%s; next RIP from the "
 		"VM-exit instruction length; %u PMU counters; %s; svm.vmload has no VMX meaning "
 		"and is ignored\n", c->vpid ? ", VPID" : "", c->pmu_counters,
 		c->watchdog_ticks ? "a VMX-preemption-timer watchdog every " STR(WATCHDOG_MS) " ms"
 				  : "no VMX-preemption timer (no watchdog)");
+	return 0;
+}
+
+/* An AP's VMXON region and the page with its GDT (at 0) and TSS (at 64).
+ * The VMCS's host TR still names the boot CPU's TSS (vmm/vmx/vcpu.c): only
+ * CPU 0 runs vCPUs so far. */
+#define AP_TSS_OFFSET 64
+_Static_assert(sizeof(vmx_host_gdt) <= AP_TSS_OFFSET, "GDT and TSS share a page");
+
+int vendor_cpu_alloc(struct percpu *pc)
+{
+	pc->virt_pa[0] = pmem_alloc(4096, 4096);
+	pc->virt_pa[1] = pmem_alloc(4096, 4096);
+	return pc->virt_pa[0] && pc->virt_pa[1] ? 0 : -1;
+}
+
+const char *vendor_cpu_init_ap(struct percpu *pc)
+{
+	uint32_t r[4];
+	cpuid(1, 0, r);
+	if (!(r[2] & (1u << 5)))
+		return "this CPU has no Intel VMX";
+	const char *why = feature_control_enable();
+	if (why)
+		return why;
+	uint8_t *page = (uint8_t *)(uintptr_t)pc->virt_pa[1];
+	load_host_gdt((uint64_t *)page, page + AP_TSS_OFFSET);
+	if (!vmx_on(pc->virt_pa[0]))
+		return "VMXON failed";
 	return 0;
 }
 

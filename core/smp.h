@@ -1,0 +1,49 @@
+/* Host SMP bring-up (issue 12, item 1): the CPUs the firmware's ACPI MADT
+ * lists are started with INIT-SIPI-SIPI and each is given its own stack
+ * with its struct percpu at the bottom (found from RSP, never GS.base:
+ * core/percpu.h), the shared IDT, its own local APIC timer, and
+ * virtualization turned on with its own pages (SVM: EFER.SVME, its own host
+ * save area and VMSAVE area; VT-x: its own GDT and TSS, VMXON with its own
+ * VMXON region). docs/SMP.md describes it.
+ *
+ * What an application processor (AP) does once started: it waits in
+ * smp_idle(), interrupts on, halted until an interrupt comes, for one work
+ * item in its mailbox (struct percpu's work/work_arg), runs it on its own
+ * stack and waits again. smp_run_on() posts the item and wakes the CPU with
+ * a fixed IPI (IDT_VECTOR_WAKE). Nothing posts work yet except the boot
+ * CPU's own check that each AP answers; running a vCPU there is the next
+ * step (issue 12 item 2). VMs still run one after another on CPU 0. */
+#ifndef CORE_SMP_H
+#define CORE_SMP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/percpu.h"
+
+#define SMP_MAX_CPUS 64u   /* = MADT_MAX_CPUS (core/madt.h) */
+
+struct boot_info;
+struct lp_options;
+
+/* Every CPU running lightpath, by cpu_id: [0] is the boot CPU; only CPUs
+ * that started and turned virtualization on are here. */
+extern struct percpu *smp_cpus[SMP_MAX_CPUS];
+extern unsigned smp_nr_cpus;
+
+/* Finds the CPUs, starts the APs (at most opt->cpus CPUs in all, the boot
+ * CPU included, when opt->cpus is not 0) and prints
+ * "lightpath: N CPUs found (ACPI MADT), M started", one line for each CPU
+ * that did not start, or one line saying why there is no MADT. Called once,
+ * on the boot CPU, after vendor_cpu_init() and timer_init(). */
+void smp_init(const struct boot_info *bi, const struct lp_options *opt);
+
+/* Posts fn(arg) to an idle AP's mailbox and wakes it; false if the CPU is
+ * not online or its mailbox is still full. */
+typedef void smp_work_fn(void *arg);
+bool smp_run_on(unsigned cpu, smp_work_fn *fn, void *arg);
+/* Waits until the AP has taken and finished its work item, at most
+ * timeout_us; false on timeout. */
+bool smp_wait_done(unsigned cpu, uint64_t timeout_us);
+
+#endif

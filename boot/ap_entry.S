@@ -11,6 +11,8 @@
  * one the boot CPU is starting (ap_boot_apic_id): an AP that answers late,
  * after the boot CPU gave up on it, halts there instead of taking the next
  * AP's stack. */
+#include "boot/long_mode.h"
+
 #define AP_GDT_CODE64 0x08
 #define AP_GDT_DATA   0x10
 #define AP_GDT_CODE32 0x18
@@ -58,18 +60,7 @@ ap_entry32:
 	shr $24, %eax
 	cmp ap_boot_apic_id, %eax
 	jne ap_park
-	mov %cr4, %eax
-	or $0x20, %eax                         /* PAE */
-	mov %eax, %cr4
-	mov ap_boot_cr3, %eax
-	mov %eax, %cr3
-	mov $0xC0000080, %ecx                  /* EFER.LME */
-	rdmsr
-	or $0x100, %eax
-	wrmsr
-	mov %cr0, %eax
-	or $0x80000001, %eax                   /* PG, PE */
-	mov %eax, %cr0
+	ENTER_LONG_MODE ap_boot_cr3
 	ljmp $AP_GDT_CODE64, $ap_entry64
 ap_park:
 	cli

@@ -1,5 +1,7 @@
 /* Multiboot v1 and v2 entry: from 32-bit protected mode (paging off) into
  * 64-bit long mode on an identity map of the first 4 GiB, then kmain(). */
+#include "boot/long_mode.h"
+
 #define MB1_MAGIC  0x1BADB002
 #define MB1_FLAGS  0x00000003      /* page-aligned modules, memory info */
 #define MB2_MAGIC  0xE85250D6
@@ -58,18 +60,7 @@ boot_entry32:
 	add $8, %ebx
 	loop 2b
 
-	mov %cr4, %eax
-	or $0x20, %eax                       /* PAE */
-	mov %eax, %cr4
-	mov $boot_pml4, %eax
-	mov %eax, %cr3
-	mov $0xC0000080, %ecx                /* EFER.LME */
-	rdmsr
-	or $0x100, %eax
-	wrmsr
-	mov %cr0, %eax
-	or $0x80000001, %eax                 /* PG, PE */
-	mov %eax, %cr0
+	ENTER_LONG_MODE $boot_pml4
 	lgdt boot_gdt_desc
 	ljmp $0x08, $boot_entry64
 

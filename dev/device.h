@@ -52,18 +52,75 @@ static inline uint64_t platform_tsc(void)
 #endif
 uint64_t platform_tsc_hz(void);                         /* host TSC frequency */
 
+/* The VM's time, in guest TSC ticks at platform_tsc_hz(): what the guest's
+ * RDTSC reads, and what every timer device counts from, so that a guest
+ * finds its TSC and its timers in agreement. It is the host TSC plus an
+ * offset, except while the guest polls its clocks through VM exits that are
+ * slower than a PC's port reads (under an emulator): then RDTSC exits too,
+ * and the guest's time advances by a fixed CLOCK_POLL_STEP per exit, as if
+ * each exit cost what it costs on hardware (vmm/guest_clock.h). Devices
+ * keep the pointer vm_clock() gives them and read it with clock_now() or,
+ * for a guest's access to a clock device, clock_access(). */
+struct guest_clock {
+	int64_t offset;         /* guest time = host TSC + offset, while not polling */
+	uint64_t vt;            /* guest time while polling */
+	bool polling;
+	bool touched;           /* the current exit accessed a clock device */
+	uint64_t last_read;     /* host TSC of the guest's last clock read (not polling) */
+	uint64_t poll_gap_min;  /* two reads this far apart (host TSC) or more, and */
+	uint64_t poll_gap_max;  /* at most this far, start polling (both 0: never) */
+};
+
+struct guest_clock *vm_clock(struct vm *vm);
+/* Starts polling at host TSC `host` (the guest read a clock); returns the
+ * guest's time. Out of line: it changes the vCPU's intercepts. */
+uint64_t clock_poll_begin(struct guest_clock *c, uint64_t host);
+
+static inline uint64_t clock_now(const struct guest_clock *c)
+{
+	return c->polling ? c->vt : platform_tsc() + (uint64_t)c->offset;
+}
+
+/* The guest read (`read`) or programmed a clock device: its time now. A
+ * read that follows the previous one by poll_gap_min..poll_gap_max (a
+ * guest polling a clock through slow exits) starts polling. */
+static inline uint64_t clock_access(struct guest_clock *c, bool read)
+{
+	if (c->polling) {
+		c->touched = true;
+		return c->vt;
+	}
+	uint64_t host = platform_tsc();
+	if (read) {
+		uint64_t gap = host - c->last_read;
+		c->last_read = host;
+		if (gap >= c->poll_gap_min && gap <= c->poll_gap_max)
+			return clock_poll_begin(c, host);
+	}
+	return host + (uint64_t)c->offset;
+}
+
 /* Interrupt lines: a device raises or lowers GSI `gsi` (0-23, as on the I/O
  * APIC; the interrupt model applies the ISA overrides). */
 void vm_irq_line(struct vm *vm, unsigned gsi, bool level);
+/* Where the last edge sent on an edge-triggered line stands: the CPU has not
+ * taken it yet (a new edge now would merge with it), or no interrupt
+ * controller passes the line to the CPU (an edge now would be lost), or
+ * neither (an edge now is a new interrupt). */
+enum irq_edge_state { IRQ_EDGE_FREE, IRQ_EDGE_WAITING, IRQ_EDGE_MASKED };
+enum irq_edge_state vm_irq_edge_state(struct vm *vm, unsigned gsi);
 
 /* Timers: the hypervisor calls fire() at or after deadline_tsc (from its
- * exit path, never from interrupt context). Ending a VM cancels its timers,
- * and arming one for a VM that has ended does nothing. */
+ * exit path, never from interrupt context). Deadlines and `now_tsc` are in
+ * the VM's time (vm_clock), or in host TSC for the hypervisor's own timers
+ * (host_clock set). Ending a VM cancels its timers, and arming one for a VM
+ * that has ended does nothing. */
 struct vm_timer {
 	uint64_t deadline_tsc;
 	void (*fire)(struct vm_timer *t, uint64_t now_tsc);
 	void *opaque;
 	bool armed;
+	bool host_clock;
 };
 void vm_timer_arm(struct vm *vm, struct vm_timer *t, uint64_t deadline_tsc);
 void vm_timer_cancel(struct vm *vm, struct vm_timer *t);

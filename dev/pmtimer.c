@@ -1,4 +1,4 @@
-/* ACPI PM timer derived from the TSC. */
+/* ACPI PM timer derived from the VM's clock. */
 #include "dev/pmtimer.h"
 
 /* floor(num * 2^64 / den) for num < den, by binary long division: no 128-bit
@@ -33,7 +33,8 @@ void pmtimer_init(struct pmtimer *dev, struct vm *vm)
 		dev->tsc_hz = hz;
 		dev->mult = frac64(LP_PMTIMER_HZ, hz);
 	}
-	dev->tsc_at_init = platform_tsc();
+	dev->clock = vm_clock(vm);
+	dev->tsc_at_init = clock_now(dev->clock);
 }
 
 void pmtimer_range(struct pmtimer *dev, struct io_range *r)
@@ -54,7 +55,7 @@ int pmtimer_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
 
 	if (is_write)
 		return IO_OK;
-	uint64_t v = pmtimer_ticks(dev, platform_tsc());
+	uint64_t v = pmtimer_ticks(dev, clock_access(dev->clock, true));
 	unsigned off = (unsigned)(addr - dev->base);
 	if (off)
 		v >>= 8 * (off & 3);

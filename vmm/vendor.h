@@ -59,6 +59,12 @@ void vendor_host_wait_for_interrupt(void);
 void vendor_dr_intercept_off(struct vcpu *v);
 /* One short phrase on the vCPU's interrupt state, for debugging dumps. */
 const char *vendor_interrupt_state(struct vcpu *v);
+/* The VM's clock (vmm/guest_clock.h): the guest's TSC is the host's plus
+ * `offset`; RDTSC and RDTSCP exit or not. */
+void vendor_set_tsc_offset(struct vcpu *v, int64_t offset);
+void vendor_rdtsc_exiting(struct vcpu *v, bool on);
+/* Whether the CPU has both (else the clock never polls). */
+bool vendor_has_tsc_control(void);
 
 /* Guest MSRs whose home is vendor state, without any checks (the exit core
  * checks values first, vmm/exit_msr.c). Return 0, or negative for #GP. */

@@ -177,6 +177,7 @@
 #define PIN_PREEMPTION_TIMER         (1u << 6)
 /* ---- primary processor-based controls ---- */
 #define PROC_INTR_WINDOW_EXITING     (1u << 2)
+#define PROC_USE_TSC_OFFSETTING      (1u << 3)
 #define PROC_HLT_EXITING             (1u << 7)
 #define PROC_INVLPG_EXITING          (1u << 9)
 #define PROC_MWAIT_EXITING           (1u << 10)

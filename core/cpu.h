@@ -4,7 +4,10 @@
 
 #include <stdint.h>
 
+#define MSR_IA32_TSC         0x010u
+#define MSR_IA32_TSC_ADJUST  0x03Bu
 #define MSR_IA32_MTRRCAP     0x0FEu
+#define MSR_IA32_DEBUGCTL    0x1D9u
 #define MSR_IA32_SYSENTER_CS  0x174u
 #define MSR_IA32_SYSENTER_ESP 0x175u
 #define MSR_IA32_SYSENTER_EIP 0x176u
@@ -30,6 +33,7 @@
 #define EFER_LMA   (1ull << 10)
 #define EFER_NXE   (1ull << 11)
 #define EFER_SVME  (1ull << 12)
+#define EFER_FFXSR (1ull << 14)
 
 #define CR0_PE  (1ull << 0)
 #define CR0_ET  (1ull << 4)
@@ -38,6 +42,7 @@
 #define CR0_CD  (1ull << 30)
 #define CR0_PG  (1ull << 31)
 #define CR4_DE  (1ull << 3)
+#define CR4_PCE (1ull << 8)
 #define CR4_PSE (1ull << 4)
 #define CR4_PAE (1ull << 5)
 #define CR4_PCIDE (1ull << 17)

@@ -45,23 +45,20 @@ void idt_init(void)
 	asm volatile("lidt %0" ::"m"(desc));
 }
 
-/* lightpath sets no breakpoint and never single-steps itself, so a #DB
- * with a breakpoint-hit bit in DR6 is a guest's breakpoint that the CPU or
- * emulator left armed after the VM exit (QEMU 7.2 does; lightpath disarms
- * them right after every exit, so none should get here: docs/SECURITY.md).
- * The stub has disarmed it already; clear DR6, count it (vm_run reports
- * it), and go on, with RF set so that an instruction breakpoint cannot fire
- * again on the way back. */
-static bool idt_guest_breakpoint(struct idt_frame *f)
+/* lightpath sets no breakpoint and never single-steps itself, so every #DB
+ * it takes is a guest's debug event that the CPU or emulator carried across
+ * the VM exit: a breakpoint left armed (QEMU 7.2; lightpath disarms them
+ * right after every exit, so none should get here: docs/SECURITY.md), or
+ * the single-step trap of a guest instruction that exited, delivered after
+ * VMRUN (Bochs 2.7's SVM). The stub has disarmed the breakpoints already;
+ * clear DR6, count it (vm_run reports it), and go on, with RF set so that
+ * an instruction breakpoint cannot fire again on the way back and TF clear
+ * so that no step can. */
+static void idt_guest_debug_event(struct idt_frame *f)
 {
-	uint64_t dr6;
-	asm volatile("mov %%dr6, %0" : "=r"(dr6));
-	if (!(dr6 & DR6_B0_B3))
-		return false;
 	asm volatile("mov %0, %%dr6" ::"r"(DR6_INIT));
-	f->rflags |= RFLAGS_RF;
-	this_cpu()->guest_breakpoints_disarmed++;
-	return true;
+	f->rflags = (f->rflags | RFLAGS_RF) & ~RFLAGS_TF;
+	this_cpu()->guest_debug_events_dropped++;
 }
 
 void idt_dispatch(struct idt_frame *f)
@@ -72,8 +69,10 @@ void idt_dispatch(struct idt_frame *f)
 	}
 	if (f->vector == IDT_VECTOR_SPURIOUS)
 		return;
-	if (f->vector == 1 && idt_guest_breakpoint(f))
+	if (f->vector == 1) {
+		idt_guest_debug_event(f);
 		return;
+	}
 	uint64_t cr2;
 	asm volatile("mov %%cr2, %0" : "=r"(cr2));
 	panic("host exception %lu (error 0x%lx) at rip 0x%lx, cr2 0x%lx", f->vector, f->error,

@@ -14,7 +14,8 @@ struct vcpu;
 struct percpu {
 	unsigned cpu_id;
 	struct vcpu *current;     /* the vCPU this CPU is running, if any */
-	unsigned guest_breakpoints_disarmed;   /* #DBs in lightpath from a guest's breakpoint */
+	unsigned guest_debug_events_dropped;   /* #DBs in lightpath from a guest's breakpoint
+						  or single step (core/idt.c) */
 };
 
 static inline struct percpu *this_cpu(void)

@@ -308,12 +308,15 @@ static void deadline_arm(struct lapic *a, uint64_t now)
 	vm_timer_cancel(a->vm, &a->timer);
 	if (!a->tsc_deadline)
 		return;
-	if (a->tsc_deadline <= now) {
+	/* the deadline in the VM's time (the clock without the guest's own
+	 * IA32_TSC writes), in which the timer service counts */
+	uint64_t at = a->tsc_deadline - (uint64_t)a->tsc_offset;
+	if (at <= now) {
 		a->tsc_deadline = 0;
 		timer_deliver(a);
 		return;
 	}
-	vm_timer_arm(a->vm, &a->timer, a->tsc_deadline);
+	vm_timer_arm(a->vm, &a->timer, at);
 }
 
 static void timer_fire(struct vm_timer *t, uint64_t now)

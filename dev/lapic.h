@@ -122,7 +122,9 @@ struct lapic {
 	uint64_t timer_periods; /* periodic: expiries counted since timer_start */
 	uint32_t timer_late;    /* of those, interrupts not accepted yet (the last
 				   one still waited in IRR) */
-	uint64_t tsc_deadline;  /* IA32_TSC_DEADLINE in the VM's time, 0 = disarmed */
+	uint64_t tsc_deadline;  /* IA32_TSC_DEADLINE in guest TSC, 0 = disarmed */
+	int64_t tsc_offset;     /* guest TSC = the VM's time (vm_clock) + tsc_offset:
+				   the guest's IA32_TSC writes (vmm/exit_msr.c) */
 	struct guest_clock *clock;
 	uint64_t tsc_hz;
 	struct vm_timer timer;

@@ -29,3 +29,12 @@ bool code_cache_fill(struct vcpu *v)
 	v->code_host = host;
 	return true;
 }
+
+const uint8_t *code_cache_at_rip(struct vcpu *v, const struct guest_paging *pg, uint64_t rip)
+{
+	uint64_t lin = vendor_cs_base(v) + rip, off;
+	if (code_cache_peek(v, lin, pg->cr3, pg->cr0, &off) ||
+	    (code_cache_fill(v) && code_cache_peek(v, lin, pg->cr3, pg->cr0, &off)))
+		return v->code_host + off;
+	return 0;
+}

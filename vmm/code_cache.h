@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "emul/guest_paging.h"
 #include "vmm/vm.h"
 
 /* The fast check never reads within this many bytes of the page end, so
@@ -25,6 +26,10 @@ static inline bool code_cache_peek(const struct vcpu *v, uint64_t lin, uint64_t 
 	*off = lin - v->code_lin;
 	return *off <= 4096 - CODE_CACHE_TAIL && cr3 == v->code_cr3 && cr0 == v->code_cr0;
 }
+
+/* The guest's code at CS:RIP through the cache, refilled once (a guest page
+ * walk, still no world switch); 0 when it cannot be read so. */
+const uint8_t *code_cache_at_rip(struct vcpu *v, const struct guest_paging *pg, uint64_t rip);
 
 /* Forgets the cached page. */
 void code_cache_reset(struct vcpu *v);

@@ -37,8 +37,9 @@ void vcpu_cpu_state_reset(struct vcpu *v)
 	 * VMCB's, except under Bochs 2.7, whose VMRUN leaves the CPU's: both */
 	asm volatile("mov %0, %%cr2" ::"r"(0ull));
 	vendor_set_guest_cr2(v, 0);
-	/* CR8: on VT-x (no TPR shadow) the guest's is the local APIC's TPR;
-	 * on SVM it is the VMCB's V_TPR */
+	/* the CPU's TPR: on VT-x without a TPR shadow, a guest that reached it
+	 * (before CR8 exiting) changed the physical one; the VM's CR8 is its
+	 * emulated local APIC's TPR on both backends and starts at 0 with it */
 	lapic_tpr_clear();
 }
 

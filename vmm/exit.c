@@ -74,67 +74,6 @@ bool exit_hypercall_slow(struct vcpu *v, uint64_t *rax)
 	}
 }
 
-void exit_cpuid(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4])
-{
-	(void)v;
-	if ((leaf & 0xffff0000u) == LP_CPUID_BASE) {
-		out[0] = out[1] = out[2] = out[3] = 0;
-		if (leaf == LP_CPUID_BASE) {
-			out[0] = LP_CPUID_MAX;
-			out[1] = LP_CPUID_SIG_EBX;
-			out[2] = LP_CPUID_SIG_ECX;
-			out[3] = LP_CPUID_SIG_EDX;
-		} else if (leaf == LP_CPUID_INFO) {
-			out[0] = LP_ABI_VERSION;
-			out[1] = options_config_bits(v->vm->opt);
-		}
-		return;
-	}
-	cpuid(leaf, subleaf, out);
-	switch (leaf) {
-	case 1:
-		out[1] &= 0x00ffffffu;                 /* initial APIC ID 0 */
-		out[2] &= ~((1u << 3) | (1u << 5) |    /* MONITOR, VMX */
-			    (1u << 27));               /* OSXSAVE follows the guest's CR4 */
-		/* the emulated local APIC has both, whatever the host has */
-		out[2] |= (1u << 21) | (1u << 24) | (1u << 31); /* x2APIC, TSC-deadline, hypervisor */
-		out[3] |= 1u << 9;                     /* APIC */
-		out[3] &= ~((1u << 7) | (1u << 14));   /* no machine-check MSRs (MCE, MCA) */
-		break;
-	case 7:
-		if (subleaf == 0)
-			out[2] &= ~(1u << 5);          /* WAITPKG: VT-x leaves it #UD */
-		break;
-	case 0xa:                                      /* no architectural PMU (RDPMC is #GP) */
-		out[0] = out[1] = out[2] = out[3] = 0;
-		break;
-	case 0x80000001:
-		out[2] &= ~(1u << 2);                  /* no nested SVM */
-		out[2] &= ~(1u << 29);                 /* MONITORX: #UD, as MONITOR */
-		break;
-	case 0x80000008:
-		out[1] &= ~(1u << 4);                  /* RDPRU: #UD */
-		break;
-	case 0x8000000a:                               /* SVM features: none offered */
-		out[0] = out[1] = out[2] = out[3] = 0;
-		break;
-	}
-}
-
-void exit_cpuid_cache_init(struct vcpu *v)
-{
-	uint32_t r[4];
-	exit_cpuid(v, 0, 0, r);
-	v->cpuid_basic_n = r[0] + 1 < CPUID_CACHED_LEAVES ? r[0] + 1 : CPUID_CACHED_LEAVES;
-	for (uint32_t l = 0; l < v->cpuid_basic_n; l++)
-		exit_cpuid(v, l, 0, v->cpuid_basic[l]);
-	exit_cpuid(v, 0x80000000u, 0, r);
-	uint32_t n = r[0] >= 0x80000000u ? r[0] - 0x80000000u + 1 : 0;
-	v->cpuid_ext_n = n < CPUID_CACHED_LEAVES ? n : CPUID_CACHED_LEAVES;
-	for (uint32_t l = 0; l < v->cpuid_ext_n; l++)
-		exit_cpuid(v, 0x80000000u + l, 0, v->cpuid_ext[l]);
-}
-
 static const char *const reason_names[LP_EXIT_COUNT] = {
 	[LP_EXIT_HYPERCALL] = "hypercall",  [LP_EXIT_CPUID] = "cpuid",
 	[LP_EXIT_IO] = "io",                [LP_EXIT_IO_STRING] = "io_string",

@@ -23,23 +23,34 @@ static inline void exit_hypercall(struct vcpu *v, uint64_t *rax)
 		exit_hypercall_slow(v, rax);
 }
 
-/* CPUID as the guest sees it: the host's, filtered, plus lightpath's leaves. */
+/* CPUID as the guest sees it now: the host's through the policy
+ * (vmm/cpuid.h), lightpath's leaves, and the bits that follow the guest's
+ * state (vmm/cpuid.c). */
 void exit_cpuid(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4]);
 
-/* Fills the vCPU's CPUID cache (call after the VM's options are set). */
+/* Fills the vCPU's CPUID cache (call after the VM's options are set and
+ * its local APIC exists). */
 void exit_cpuid_cache_init(struct vcpu *v);
+
+/* IA32_APIC_BASE's global enable changed: the APIC bits of the cache follow. */
+void exit_cpuid_apic_changed(struct vcpu *v);
 
 /* Leaves that take a subleaf in ECX are never cached. */
 #define CPUID_BASIC_SUBLEAVES ((1u << 4) | (1u << 7) | (1u << 0xb) | (1u << 0xd) | (1u << 0xf) | \
 			       (1u << 0x10) | (1u << 0x12) | (1u << 0x14) | (1u << 0x17) |        \
 			       (1u << 0x18) | (1u << 0x1b) | (1u << 0x1d) | (1u << 0x1e) | (1u << 0x1f))
 #define CPUID_EXT_SUBLEAVES   ((1u << 0x1d) | (1u << 0x1e))
+/* Leaf 1 is cached but its OSXSAVE bit is the guest's CR4.OSXSAVE, which
+ * the guest changes without an exit: it leaves the plain copy (exit_do_cpuid
+ * adds the bit), so that every other cached leaf keeps the same
+ * instructions. */
+#define CPUID_BASIC_UNCACHED  (CPUID_BASIC_SUBLEAVES | (1u << 1))
 
 /* The cached answer for a leaf, or 0 when it must be computed. */
 static inline const uint32_t *exit_cpuid_cached(const struct vcpu *v, uint32_t leaf)
 {
 	if (leaf < v->cpuid_basic_n)
-		return (CPUID_BASIC_SUBLEAVES >> leaf) & 1 ? 0 : v->cpuid_basic[leaf];
+		return (CPUID_BASIC_UNCACHED >> leaf) & 1 ? 0 : v->cpuid_basic[leaf];
 	uint32_t ext = leaf - 0x80000000u;
 	if (ext < v->cpuid_ext_n)
 		return (CPUID_EXT_SUBLEAVES >> ext) & 1 ? 0 : v->cpuid_ext[ext];
@@ -54,6 +65,19 @@ static inline __attribute__((always_inline)) void exit_do_cpuid(struct vcpu *v)
 	uint32_t computed[4];
 	const uint32_t *out = exit_cpuid_cached(v, (uint32_t)*rax);
 	if (__builtin_expect(!out, 0)) {
+		if ((uint32_t)*rax == 1) {
+			/* the cached leaf (its APIC bit kept current; every CPU with
+			 * long mode has leaf 1) plus CR4.OSXSAVE (bit 18) as
+			 * CPUID.1:ECX bit 27 where XSAVE (bit 26) is shown: one CR4
+			 * load and a few bit operations */
+			const uint32_t *l1 = v->cpuid_basic[1];
+			uint32_t osxsave = (uint32_t)(vendor_guest_cr4(v) >> 18) & (l1[2] >> 26) & 1;
+			*rax = l1[0];
+			v->regs.rbx = l1[1];
+			v->regs.rcx = l1[2] | osxsave << 27;
+			v->regs.rdx = l1[3];
+			return;
+		}
 		exit_cpuid(v, (uint32_t)*rax, (uint32_t)v->regs.rcx, computed);
 		out = computed;
 	}
@@ -140,6 +164,16 @@ static inline __attribute__((always_inline)) bool exit_do_msr(struct vcpu *v, bo
 /* Registers the MSRs every VM has (EFER, PAT, syscall MSRs, MTRR default
  * type...), vmm/exit_msr.c. */
 void exit_register_msrs(struct vm *vm);
+
+/* Registers the CPU's own MSRs a guest rarely touches (IA32_TSC,
+ * IA32_TSC_ADJUST where CPUID shows it, the performance counters, DEBUGCTL):
+ * after the devices', whose MSRs are hot. */
+void exit_register_cpu_msrs(struct vm *vm);
+
+/* RDPMC with the guest's ECX: 0 and the counter's value (always 0: a VM
+ * has counters that never count), or negative for #GP(0) (a counter the
+ * CPU does not have, or CPL > 0 with CR4.PCE clear). */
+int exit_rdpmc(struct vcpu *v, uint64_t *val);
 
 /* Prints the exit statistics table for a vCPU. */
 void exit_print_stats(const struct vcpu *v);

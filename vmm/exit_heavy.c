@@ -7,6 +7,7 @@
 #include "core/xstate.h"
 #include "emul/x86_emulate.h"
 #include "lib/printf.h"
+#include "vmm/code_cache.h"
 #include "vmm/cpu_state.h"
 #include "vmm/exit.h"
 #include "vmm/guest_mem.h"
@@ -39,7 +40,27 @@ void vcpu_state_leave(struct vcpu *v)
 
 /* ---- interrupts ---- */
 
-void exit_inject_interrupts(struct vcpu *v)
+/* An interrupt that arrives with RIP at a HLT is taken after the HLT, as if
+ * it had come a moment later, while the CPU halted: the guest returns past
+ * the HLT instead of halting again. An interrupt window's exit needs this:
+ * QEMU 7.2 takes the virtual interrupt of a window inside an STI shadow,
+ * between `sti` and `hlt`, which left `sti; hlt` halted with its interrupt
+ * already handled (the irqonce guest, issue 11 item 8). */
+static void window_completes_hlt(struct vcpu *v)
+{
+	struct guest_paging pg;
+	vendor_guest_paging(v, &pg);
+	uint64_t rip = vendor_guest_rip(v);
+	const uint8_t *p = code_cache_at_rip(v, &pg, rip);
+	if (!p || *p != 0xf4)
+		return;
+	rip += 1;
+	vendor_set_rip(v, pg.cs_long ? rip : (rip & 0xffffffffull));
+	vendor_clear_interrupt_shadow(v);
+	exit_insn_completed(v);
+}
+
+void exit_inject_interrupts(struct vcpu *v, bool at_window)
 {
 	if (v->vm->clock.polling)   /* every exit while the guest polls its clocks */
 		guest_clock_after_exit(v);
@@ -69,6 +90,8 @@ void exit_inject_interrupts(struct vcpu *v)
 		vec = platform_intr_ack(v, vec, from_pic, test);
 		if (vec < 0)
 			return;
+		if (at_window)
+			window_completes_hlt(v);
 		vendor_inject_intr(v, (uint8_t)vec);
 		vendor_intr_window(v, false);
 		return;
@@ -183,6 +206,10 @@ static void heavy_emulate(struct vcpu *v, enum heavy_emul what, uint64_t fault_g
 	struct emul_result res;
 	enum emul_status st;
 	emul_ctx_load(v, &c);
+	/* Single-step traps after each REP iteration, as on a CPU. */
+	bool step = c.rflags & RFLAGS_TF;
+	if (step)
+		c.rep_max = 1;
 	switch (what) {
 	case HEAVY_EMUL_STRING_IO:
 		st = emul_string_io(&c, io, &res);
@@ -200,6 +227,8 @@ static void heavy_emulate(struct vcpu *v, enum heavy_emul what, uint64_t fault_g
 	case EMUL_DONE:
 		emul_ctx_store(v, &c);
 		v->stats.emulated++;
+		if (step)   /* the instruction, or one REP iteration of it, is done */
+			v->pending |= VCPU_PENDING_STEP;
 		break;
 	case EMUL_EXCEPTION:
 		emul_ctx_store(v, &c);
@@ -233,7 +262,14 @@ static void heavy_skip(struct vcpu *v, struct insn_pattern p)
 	if (next) {
 		vendor_set_rip(v, next);
 		vendor_clear_interrupt_shadow(v);   /* an STI/MOV SS shadow ends with the instruction */
+		exit_insn_completed(v);
 	}
+}
+
+void exit_insn_completed(struct vcpu *v)
+{
+	if (vendor_guest_tf(v))
+		v->pending |= VCPU_PENDING_STEP;
 }
 
 void heavy_hypercall(struct vcpu *v)
@@ -242,6 +278,7 @@ void heavy_hypercall(struct vcpu *v)
 	if (next) {
 		exit_hypercall(v, vendor_rax(v));
 		vendor_set_rip(v, next);
+		exit_insn_completed(v);
 	}
 }
 
@@ -251,6 +288,7 @@ void heavy_cpuid(struct vcpu *v)
 	if (next) {
 		exit_do_cpuid(v);
 		vendor_set_rip(v, next);
+		exit_insn_completed(v);
 	}
 }
 
@@ -258,8 +296,10 @@ void heavy_msr(struct vcpu *v)
 {
 	bool wr = vendor_exit_msr_write(v);
 	uint64_t next = vendor_next_rip_slow(v, insn_msr(wr));
-	if (next && exit_do_msr(v, wr))
+	if (next && exit_do_msr(v, wr)) {
 		vendor_set_rip(v, next);
+		exit_insn_completed(v);
+	}
 }
 
 /* IN/OUT to a device that runs on the heavy path only. */
@@ -268,6 +308,7 @@ static __attribute__((noinline)) void heavy_port_io(struct vcpu *v, uint16_t por
 {
 	exit_port_io(v, port, size, in, vendor_rax(v));
 	vendor_set_rip(v, vendor_exit_io_next_rip(v));
+	exit_insn_completed(v);
 }
 
 void heavy_io(struct vcpu *v)
@@ -300,6 +341,10 @@ static bool hlt_wakes(struct vcpu *v, bool if1)
  * an I/O APIC pin is in NMI mode. */
 void heavy_hlt(struct vcpu *v)
 {
+	if (vendor_guest_tf(v)) {   /* the single-step #DB is an event: no halt (as KVM) */
+		heavy_skip(v, insn_hlt);
+		return;
+	}
 	bool if1 = vendor_rflags(v) & RFLAGS_IF;
 	bool can_wake = if1 || platform_nmi_source(v);
 	guest_clock_halt(v->vm);   /* its time passes while it waits */
@@ -329,6 +374,7 @@ void heavy_host_intr(struct vcpu *v)
 void heavy_intr_window(struct vcpu *v)
 {
 	vendor_intr_window(v, false);
+	v->pending |= VCPU_PENDING_RECHECK | VCPU_PENDING_WINDOW;
 }
 
 /* The guest can take an NMI now (VT-x NMI-window exiting). */
@@ -408,6 +454,7 @@ void heavy_xsetbv(struct vcpu *v)
 	}
 	xsetbv(0, val);   /* its only home (vmm/cpu_state.h) */
 	vendor_set_rip(v, next);
+	exit_insn_completed(v);
 }
 
 /* WBINVD, WBNOINVD: guest RAM is ordinary write-back memory the caches keep
@@ -420,13 +467,20 @@ void heavy_wbinvd(struct vcpu *v)
 	heavy_skip(v, insn_wbinvd);
 }
 
-/* RDPMC: a VM has no performance counters (no vPMU; their MSRs #GP), so
- * every counter number is one the CPU does not have: #GP(0). Run natively
- * it would read the physical counters, which count for the host and every
- * VM. */
+/* RDPMC: the VM's counters, which never count (no vPMU, exit_rdpmc): 0 for
+ * a counter the CPU has, #GP(0) for others or at CPL > 0 without CR4.PCE.
+ * Run natively it would read the physical counters, which count for the
+ * host and every VM. */
 void heavy_rdpmc(struct vcpu *v)
 {
-	vendor_inject_exception(v, 13, true, 0);
+	uint64_t val;
+	if (exit_rdpmc(v, &val)) {
+		vendor_inject_exception(v, 13, true, 0);
+		return;
+	}
+	*vendor_rax(v) = (uint32_t)val;
+	v->regs.rdx = val >> 32;
+	heavy_skip(v, insn_rdpmc);
 }
 
 /* dr=lazy: first use of a debug register (seed 001). Stop trapping, switch
@@ -464,7 +518,10 @@ void exit_heavy(struct vcpu *v)
 	 * (the light path's hazard check relies on the same), or while the
 	 * guest could not take it (then an interrupt window is requested). */
 	if ((v->pending || vendor_intr_window_requested(v)) && !v->vm->ended) {
+		unsigned p = v->pending;
 		v->pending = 0;
-		exit_inject_interrupts(v);
+		if (p & VCPU_PENDING_STEP)   /* a trap outranks NMIs and interrupts */
+			vendor_single_step_trap(v);
+		exit_inject_interrupts(v, p & VCPU_PENDING_WINDOW);
 	}
 }

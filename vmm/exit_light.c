@@ -40,16 +40,25 @@ static COLD light_ret light_handled_leave(struct vcpu *v, unsigned reason)
  * ended leaves for the heavy path. */
 static COLD light_ret light_recheck(struct vcpu *v, unsigned reason)
 {
+	if (v->vm->ended || (v->pending & VCPU_PENDING_STEP))
+		return light_handled_leave(v, reason);   /* (the DRs are the heavy path's) */
+	unsigned p = v->pending;
 	v->pending = 0;
-	if (v->vm->ended)
-		return light_handled_leave(v, reason);
-	exit_inject_interrupts(v);
+	exit_inject_interrupts(v, p & VCPU_PENDING_WINDOW);
 	return light_resume(v);
 }
 
 /* The end of every handled light exit: one test of v->pending (NOVA's
  * hazard check). With light=off (seed 000's "before") every exit goes round
  * the outer loop instead. */
+/* After the guest's instruction was completed here: with RFLAGS.TF set, the
+ * single-step #DB is due (the heavy path delivers it). */
+ALWAYS_INLINE void light_insn_completed(struct vcpu *v)
+{
+	if (__builtin_expect(vendor_guest_tf(v), 0))
+		v->pending |= VCPU_PENDING_STEP;
+}
+
 ALWAYS_INLINE light_ret light_done(struct vcpu *v, unsigned reason, const unsigned sw)
 {
 	if (sw & SW_LIGHT_OFF)
@@ -71,6 +80,7 @@ static __attribute__((noinline)) light_ret light_hypercall_other(struct vcpu *v,
 {
 	bool leave = exit_hypercall_slow(v, vendor_rax(v));
 	vendor_skip_insn(v, next);
+	light_insn_completed(v);
 	if (leave || light_off)
 		return light_handled_leave(v, LP_EXIT_HYPERCALL);
 	if (v->pending)
@@ -88,6 +98,7 @@ ALWAYS_INLINE light_ret light_hypercall(struct vcpu *v, const unsigned sw)
 		return light_hypercall_other(v, next, sw & SW_LIGHT_OFF);
 	*rax = 0;
 	vendor_skip_insn(v, next);
+	light_insn_completed(v);
 	return light_done(v, LP_EXIT_HYPERCALL, sw);
 }
 
@@ -99,6 +110,7 @@ ALWAYS_INLINE light_ret light_cpuid(struct vcpu *v, const unsigned sw)
 		return light_code_miss(v, LP_EXIT_CPUID, LIGHT_CPUID, sw & SW_LIGHT_OFF);
 	exit_do_cpuid(v);
 	vendor_skip_insn(v, next);
+	light_insn_completed(v);
 	return light_done(v, LP_EXIT_CPUID, sw);
 }
 
@@ -127,6 +139,7 @@ ALWAYS_INLINE light_ret light_io(struct vcpu *v, const unsigned sw)
 		exit_port_io_at(v, idx, io.port, io.size, io.in, vendor_rax(v));
 	}
 	vendor_set_rip(v, vendor_exit_io_next_rip(v));
+	light_insn_completed(v);
 	return light_done(v, LP_EXIT_IO, sw);
 }
 
@@ -140,8 +153,10 @@ ALWAYS_INLINE light_ret light_msr(struct vcpu *v, const unsigned sw,
 	v->stats.exits[reason]++;
 	if (!vendor_next_rip(v, insn_msr(wr), sw, &next))
 		return light_code_miss(v, reason, kind, sw & SW_LIGHT_OFF);
-	if (exit_do_msr(v, wr))
+	if (exit_do_msr(v, wr)) {
 		vendor_skip_insn(v, next);
+		light_insn_completed(v);
+	}
 	return light_done(v, reason, sw);
 }
 
@@ -158,6 +173,7 @@ ALWAYS_INLINE light_ret light_hlt(struct vcpu *v, const unsigned sw)
 		return light_code_miss(v, LP_EXIT_HLT, LIGHT_HLT, sw & SW_LIGHT_OFF);
 	vendor_skip_insn(v, next);
 	vendor_clear_interrupt_shadow(v);   /* an STI shadow ends with the HLT */
+	light_insn_completed(v);
 	v->pending |= VCPU_PENDING_RECHECK;
 	return light_done(v, LP_EXIT_HLT, sw);
 }
@@ -180,7 +196,7 @@ ALWAYS_INLINE light_ret light_intr_window(struct vcpu *v, const unsigned sw)
 {
 	v->stats.exits[LP_EXIT_VINTR]++;
 	vendor_intr_window(v, false);
-	v->pending |= VCPU_PENDING_RECHECK;
+	v->pending |= VCPU_PENDING_RECHECK | VCPU_PENDING_WINDOW;
 	return light_done(v, LP_EXIT_VINTR, sw);
 }
 
@@ -205,17 +221,6 @@ static uint64_t *light_gpr(struct vcpu *v, unsigned n)
 	return 0;
 }
 
-/* The guest's code at CS:RIP through the code-page cache, refilled once (a
- * guest page walk, still no world switch); 0 when it cannot be read so. */
-static const uint8_t *code_at_rip(struct vcpu *v, const struct guest_paging *pg, uint64_t rip)
-{
-	uint64_t lin = vendor_cs_base(v) + rip, off;
-	if (code_cache_peek(v, lin, pg->cr3, pg->cr0, &off) ||
-	    (code_cache_fill(v) && code_cache_peek(v, lin, pg->cr3, pg->cr0, &off)))
-		return v->code_host + off;
-	return 0;
-}
-
 /* A nested page fault on a light MMIO device (the local APIC, the I/O APIC):
  * guests touch them on every interrupt (EOI) and timer change. The common
  * encoding, a 32-bit MOV between a register and memory (any ModRM/SIB
@@ -234,7 +239,7 @@ static __attribute__((noinline)) bool light_mmio_access(struct vcpu *v)
 	struct guest_paging pg;
 	vendor_guest_paging(v, &pg);
 	uint64_t rip = vendor_guest_rip(v);
-	const uint8_t *p = code_at_rip(v, &pg, rip);
+	const uint8_t *p = code_cache_at_rip(v, &pg, rip);
 	if (!p)
 		return false;
 	unsigned len = 0, rex = 0;
@@ -262,6 +267,7 @@ static __attribute__((noinline)) bool light_mmio_access(struct vcpu *v)
 		*reg = (uint32_t)data;        /* a 32-bit load zero-extends */
 	rip += len;
 	vendor_set_rip(v, (pg.efer & EFER_LMA) ? rip : (rip & 0xffffffffull));
+	light_insn_completed(v);
 	return true;
 }
 

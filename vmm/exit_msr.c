@@ -3,6 +3,7 @@
  * reaches the host's WRMSR. Where the guest's value lives (VMCB, VMCS, the
  * CPU itself) is the backend's business (vendor_msr_*). */
 #include "core/cpu.h"
+#include "vmm/cpuid.h"
 #include "vmm/exit.h"
 #include "vmm/state_switch.h"
 #include "vmm/vendor.h"
@@ -45,6 +46,17 @@ static int msr_nb_cfg(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write
 	return 0;
 }
 
+/* EFER bits a guest may set: those of every long-mode CPU, and FFXSR where
+ * the VM's CPUID shows it (AMD). LMSLE, TCE and SVME are #GP (CPUID says
+ * LMSLE is unsupported and hides TCE; no nested SVM). */
+static uint64_t efer_valid(const struct vcpu *v)
+{
+	uint64_t ok = EFER_SCE | EFER_LME | EFER_LMA | EFER_NXE;
+	if (v->cpuid_ext_n > 1 && (v->cpuid_ext[1][3] & CPUID81_EDX_FFXSR))
+		ok |= EFER_FFXSR;
+	return ok;
+}
+
 static int msr_efer(struct vcpu *v, uint64_t *val, bool is_write)
 {
 	uint64_t efer = vendor_efer_read(v);
@@ -52,7 +64,7 @@ static int msr_efer(struct vcpu *v, uint64_t *val, bool is_write)
 		*val = efer;
 		return 0;
 	}
-	if (*val & ~(EFER_SCE | EFER_LME | EFER_LMA | EFER_NXE))
+	if (*val & ~efer_valid(v))
 		return -1;
 	/* LME may change only while paging is off (AMD APM and Intel SDM: #GP) */
 	struct guest_paging pg;
@@ -104,6 +116,124 @@ static int msr_cpu_state(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_wr
 		return 0;
 	}
 	return vendor_msr_vmstate(v, msr, val, is_write);
+}
+
+/* ---- MSRs of the CPU that no device owns (issue 11, item 1; docs/CPUID.md) ---- */
+
+/* The guest's TSC is the VM's time (vmm/guest_clock.h: the host's TSC less
+ * what polling hid) plus the guest's own offset, kept in the local APIC,
+ * whose TSC-deadline timer compares with guest TSC; the CPU adds the sum of
+ * both to RDTSC and RDTSCP (VMCB TSC_OFFSET, VMCS TSC offset). An armed
+ * deadline is armed again against the new TSC, as the CPU compares it with
+ * the TSC as it is. The timer devices (PIT, PM timer, APIC count) do not
+ * move: they count the VM's time, as a PC's do not follow its TSC. */
+static void tsc_offset_set(struct vcpu *v, int64_t off)
+{
+	v->lapic.tsc_offset = off;
+	guest_clock_tsc_offset_changed(v->vm);
+	uint64_t deadline = v->lapic.tsc_deadline;
+	if (deadline)
+		lapic_msr(&v->lapic, MSR_TSC_DEADLINE, &deadline, true);
+}
+
+/* IA32_TSC: a read is the TSC RDTSC would give now; a write of any value
+ * sets the VM's TSC from now on (the offset), and IA32_TSC_ADJUST moves by
+ * as much (SDM vol. 3 17.17.3). Nothing of the host's changes. */
+static int msr_tsc(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
+{
+	(void)msr;
+	uint64_t now = clock_now(&v->vm->clock);   /* the VM's time */
+	if (!is_write) {
+		*val = now + (uint64_t)v->lapic.tsc_offset;
+		return 0;
+	}
+	/* modulo 2^64, in unsigned arithmetic: any value is a valid TSC */
+	uint64_t off = *val - now;
+	v->tsc_adjust += off - (uint64_t)v->lapic.tsc_offset;
+	tsc_offset_set(v, (int64_t)off);
+	return 0;
+}
+
+/* IA32_TSC_ADJUST (CPUID.7.0:EBX[1]): the TSC moves by what the write adds. */
+static int msr_tsc_adjust(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
+{
+	(void)msr;
+	if (!is_write) {
+		*val = v->tsc_adjust;
+		return 0;
+	}
+	tsc_offset_set(v, (int64_t)((uint64_t)v->lapic.tsc_offset + (*val - v->tsc_adjust)));
+	v->tsc_adjust = *val;
+	return 0;
+}
+
+/* Performance counters a VM without a vPMU has: those every CPU of the
+ * vendor has, whatever CPUID says (AMD: PerfEvtSel0-3 and PerfCtr0-3 at
+ * 0xC0010000-7; Intel: IA32_PERFEVTSEL0-1 and IA32_PMC0-1, CPUID 0AH being
+ * 0). They never count: reads are 0, every write is accepted and dropped,
+ * as KVM does without a vPMU. The physical counters stay the host's
+ * (pmu=lazy|always switches those). */
+#define MSR_AMD_PERF_LEGACY 0xC0010000u   /* PerfEvtSel0-3, PerfCtr0-3 */
+#define MSR_INTEL_PMC0      0x0C1u        /* IA32_PMC0-1 */
+#define MSR_INTEL_EVTSEL0   0x186u        /* IA32_PERFEVTSEL0-1 */
+#define PMU_AMD_COUNTERS    4u
+#define PMU_INTEL_COUNTERS  2u
+
+static int msr_pmu_never_counts(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
+{
+	(void)v;
+	(void)msr;
+	if (!is_write)
+		*val = 0;
+	return 0;
+}
+
+int exit_rdpmc(struct vcpu *v, uint64_t *val)
+{
+	uint32_t ecx = (uint32_t)v->regs.rcx;
+	struct guest_paging pg;
+	vendor_guest_paging(v, &pg);
+	/* CR4.PCE lets CPL > 0 read them (real mode is CPL 0) */
+	if (vendor_cpl(v) && (pg.cr0 & CR0_PE) && !(pg.cr4 & CR4_PCE))
+		return -1;
+	/* Intel: ECX[30] selects the fixed counters (none), ECX[31] fast
+	 * reads; AMD: counters 0-3 without PerfCtrExtCore (hidden) */
+	if (ecx >= (cpuid_host()->intel ? PMU_INTEL_COUNTERS : PMU_AMD_COUNTERS))
+		return -1;
+	*val = 0;
+	return 0;
+}
+
+/* IA32_DEBUGCTL (every CPU since the P6 and every AMD64 CPU): reads 0 and
+ * takes 0, so that an OS that clears it at boot runs. LBR, BTF and the
+ * rest are not emulated: setting any bit is #GP. */
+static int msr_debugctl(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
+{
+	(void)v;
+	(void)msr;
+	if (!is_write) {
+		*val = 0;
+		return 0;
+	}
+	return *val ? -1 : 0;
+}
+
+void exit_register_cpu_msrs(struct vm *vm)
+{
+	const struct cpuid_host *h = cpuid_host();
+	uint32_t r[4];
+	vm->vcpu->tsc_adjust = 0;
+	vm_register_msr(vm, MSR_IA32_TSC, 1, msr_tsc);
+	cpuid_vm_view(7, 0, r);
+	if (r[1] & CPUID7_EBX_TSC_ADJUST)
+		vm_register_msr(vm, MSR_IA32_TSC_ADJUST, 1, msr_tsc_adjust);
+	if (h->intel) {
+		vm_register_msr(vm, MSR_INTEL_PMC0, PMU_INTEL_COUNTERS, msr_pmu_never_counts);
+		vm_register_msr(vm, MSR_INTEL_EVTSEL0, PMU_INTEL_COUNTERS, msr_pmu_never_counts);
+	} else {
+		vm_register_msr(vm, MSR_AMD_PERF_LEGACY, 2 * PMU_AMD_COUNTERS, msr_pmu_never_counts);
+	}
+	vm_register_msr(vm, MSR_IA32_DEBUGCTL, 1, msr_debugctl);
 }
 
 void exit_register_msrs(struct vm *vm)

@@ -32,19 +32,30 @@ struct guest_clock *vm_clock(struct vm *vm)
 	return &vm->clock;
 }
 
-/* How far the guest's time is behind the host's (plus base_offset). */
+/* How far the VM's time is behind the host's: what polling hid. */
 static int64_t lag(const struct vm *vm, uint64_t host)
 {
 	const struct guest_clock *c = &vm->clock;
 	if (c->polling)
-		return (int64_t)(host + (uint64_t)vm->clock_poll.base_offset - c->vt);
-	return vm->clock_poll.base_offset - c->offset;
+		return (int64_t)(host - c->vt);
+	return -c->offset;
+}
+
+/* The CPU's TSC offset: the VM's time plus the guest's own IA32_TSC offset. */
+static void apply_offset(struct vm *vm)
+{
+	vendor_set_tsc_offset(vm->vcpu, vm->clock.offset + vm->vcpu->lapic.tsc_offset);
 }
 
 static void set_offset(struct vm *vm, int64_t offset)
 {
 	vm->clock.offset = offset;
-	vendor_set_tsc_offset(vm->vcpu, offset);
+	apply_offset(vm);
+}
+
+void guest_clock_tsc_offset_changed(struct vm *vm)
+{
+	apply_offset(vm);   /* while polling RDTSC exits and clock_rdtsc adds it */
 }
 
 /* One exit's step of the guest's time while polling: never ahead of the
@@ -52,7 +63,7 @@ static void set_offset(struct vm *vm, int64_t offset)
 static void advance(struct vm *vm, uint64_t host)
 {
 	struct guest_clock *c = &vm->clock;
-	uint64_t limit = host + (uint64_t)vm->clock_poll.base_offset;
+	uint64_t limit = host;
 	uint64_t next = c->vt + vm->clock_poll.step;
 	c->vt = next <= limit ? next : c->vt < limit ? limit : c->vt + 1;
 }
@@ -117,7 +128,7 @@ uint64_t clock_poll_begin(struct guest_clock *c, uint64_t host)
 	struct vm *vm = clock_vm(c);
 	struct clock_poll *p = &vm->clock_poll;
 	if (lag(vm, host) >= (int64_t)p->max_lag)
-		return host + (uint64_t)c->offset;   /* hid enough: the host's time */
+		return host + (uint64_t)c->offset;   /* hid enough: no more */
 	/* at least what the guest can have read before this exit */
 	c->vt = host + (uint64_t)c->offset;
 	c->polling = true;
@@ -193,7 +204,7 @@ static void clock_rdtsc(struct vcpu *v, struct insn_pattern insn, bool rdtscp)
 	uint64_t next = vendor_next_rip_slow(v, insn);
 	if (!next)
 		return;
-	uint64_t t = clock_now(&vm->clock);
+	uint64_t t = clock_now(&vm->clock) + (uint64_t)v->lapic.tsc_offset;
 	if (vm->clock.polling) {
 		vm->clock_poll.rdtscs++;
 		vm->clock_poll.rdtsc_exit = true;

@@ -64,7 +64,6 @@ struct clock_poll {
 	uint64_t step;          /* CLOCK_POLL_STEP_NS in TSC ticks */
 	uint64_t idle;          /* CLOCK_POLL_IDLE_NS in TSC ticks */
 	uint64_t max_lag;       /* CLOCK_POLL_MAX_LAG_MS in TSC ticks */
-	int64_t base_offset;    /* the offset with nothing hidden */
 	uint64_t last_exit;     /* host TSC of the last exit that kept polling */
 	uint64_t next_deadline; /* the earliest device timer, in the VM's time */
 	unsigned quiet;         /* exits since the last clock device access */
@@ -85,6 +84,9 @@ void guest_clock_init(struct vm *vm);
  * path's hazard check and the heavy path both end there while polling:
  * polling keeps VCPU_PENDING_CLOCK set). */
 void guest_clock_after_exit(struct vcpu *v);
+/* The guest wrote IA32_TSC or IA32_TSC_ADJUST (lapic.tsc_offset changed):
+ * the CPU's TSC offset follows. */
+void guest_clock_tsc_offset_changed(struct vm *vm);
 /* The guest halts (a HLT that waits): polling ends (its time must pass). */
 void guest_clock_halt(struct vm *vm);
 /* One line on what polling did in this VM (nothing if it never polled). */

@@ -31,6 +31,8 @@ static int lapic_msr_handler(struct vcpu *v, uint32_t msr, uint64_t *val, bool i
 {
 	if (lapic_msr(&v->lapic, msr, val, is_write) == LAPIC_GP)
 		return -1;
+	if (is_write && msr == MSR_APIC_BASE)
+		exit_cpuid_apic_changed(v);   /* CPUID.1:EDX.APIC follows the enable */
 	if (is_write && (lapic_irr_nonempty(&v->lapic) || platform_nmi_pending(v)))
 		v->pending |= VCPU_PENDING_RECHECK;
 	return 0;

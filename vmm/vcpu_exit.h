@@ -54,7 +54,7 @@ struct exit_row {
 /* Instructions that reach the physical CPU unless intercepted
  * (docs/SECURITY.md, "What a guest can execute"): those CPUID does not
  * offer the guest (MONITOR/MWAIT, RDPRU) are #UD, WBINVD is a no-op, RDPMC
- * is #GP (a VM has no performance counters). */
+ * reads the VM's counters, which never count (vmm/exit_msr.c). */
 #define EXIT_NOT_OFFERED(first, last) \
 	EXIT_ROW(first, last, LP_EXIT_OTHER, LIGHT_NONE, heavy_undefined_opcode)
 #define EXIT_WBINVD(code) EXIT_ROW(code, code, LP_EXIT_OTHER, LIGHT_NONE, heavy_wbinvd)
@@ -103,6 +103,7 @@ INSN_PATTERN insn_hlt = { 1, { 0xf4 } };
 INSN_PATTERN insn_invd = { 2, { 0x0f, 0x08 } };
 INSN_PATTERN insn_xsetbv = { 3, { 0x0f, 0x01, 0xd1 } };
 INSN_PATTERN insn_wbinvd = { 2, { 0x0f, 0x09 } };   /* WBNOINVD: f3 0f 09 */
+INSN_PATTERN insn_rdpmc = { 2, { 0x0f, 0x33 } };
 INSN_PATTERN insn_rdtsc = { 2, { 0x0f, 0x31 } };
 INSN_PATTERN insn_rdtscp = { 3, { 0x0f, 0x01, 0xf9 } };
 /* (the backend's hypercall instruction is insn_hypercall, in its arch_exit.h) */
@@ -155,10 +156,15 @@ void exit_heavy(struct vcpu *v);
 void vcpu_state_enter(struct vcpu *v);
 void vcpu_state_leave(struct vcpu *v);
 
+/* After lightpath completed the guest's instruction on the heavy path (RIP
+ * advanced, or a REP iteration done): with RFLAGS.TF set the single-step
+ * #DB is due, as on a CPU (VCPU_PENDING_STEP). */
+void exit_insn_completed(struct vcpu *v);
+
 /* Interrupt delivery: injects a waiting NMI, and the platform's next vector,
  * when the guest can take them, or asks for an exit when it can (NMI and
- * interrupt windows). */
-void exit_inject_interrupts(struct vcpu *v);
+ * interrupt windows). at_window: this exit is an interrupt window's. */
+void exit_inject_interrupts(struct vcpu *v, bool at_window);
 /* Queues the test facility's vector (LP_HC_RAISE_IRQ, LP_HC_TIMER); returns
  * negative if one is still queued. */
 int exit_raise_test_irq(struct vcpu *v, uint8_t vector);

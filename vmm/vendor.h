@@ -53,17 +53,20 @@ uint64_t vendor_next_rip_slow(struct vcpu *v, struct insn_pattern p);
 void vendor_host_interrupt_window(void);
 /* Sleeps until a host interrupt has been taken. */
 void vendor_host_wait_for_interrupt(void);
+/* The single-step #DB after an instruction lightpath completed for a guest
+ * with RFLAGS.TF set (VCPU_PENDING_STEP): DR6.BS, the interrupt shadow
+ * ended, #DB injected; on the heavy path. */
+void vendor_single_step_trap(struct vcpu *v);
 /* Stops trapping MOV DR (dr=lazy, first use): the DRs are switched from now on.
  * (SVM keeps trapping DR7 writes, and DR0-3 writes while a breakpoint is
  * enabled: vmm/svm/debug.h.) */
 void vendor_dr_intercept_off(struct vcpu *v);
 /* One short phrase on the vCPU's interrupt state, for debugging dumps. */
 const char *vendor_interrupt_state(struct vcpu *v);
-/* The VM's clock (vmm/guest_clock.h): the guest's TSC is the host's plus
- * `offset`; RDTSC and RDTSCP exit or not. */
-void vendor_set_tsc_offset(struct vcpu *v, int64_t offset);
+/* The VM's clock (vmm/guest_clock.h): RDTSC and RDTSCP exit or not. */
 void vendor_rdtsc_exiting(struct vcpu *v, bool on);
-/* Whether the CPU has both (else the clock never polls). */
+/* Whether the CPU can make RDTSC exit and offset the TSC (else the clock
+ * never polls). */
 bool vendor_has_tsc_control(void);
 
 /* Guest MSRs whose home is vendor state, without any checks (the exit core
@@ -92,10 +95,14 @@ struct npf_info {
  *   uint64_t vendor_rsp(v), vendor_set_rsp(v, x)
  *   uint64_t vendor_guest_rip(v), vendor_set_rip(v, rip)
  *   uint64_t vendor_rflags(v), vendor_set_rflags(v, x)
+ *   bool vendor_guest_tf(v)                       RFLAGS.TF (the light path's test)
  *   void vendor_guest_paging(v, struct guest_paging *pg)
  *   uint64_t vendor_cs_base(v); unsigned vendor_cpl(v)
  *   void vendor_seg_bases(v, uint64_t base[6])    ES CS SS DS FS GS
  *   void vendor_set_guest_cr2(v, cr2)
+ *   uint64_t vendor_guest_cr4(v)                  CR4 as the guest reads it
+ *   void vendor_set_tsc_offset(v, int64_t off)    guest TSC = host TSC + off
+ *                                                 (vmm/guest_clock.c computes it)
  * The exit:
  *   uint64_t vendor_exit_code(v)    what the exit table is indexed by (SVM:
  *                                   EXITCODE, low 32 bits; VT-x: the basic

@@ -151,8 +151,11 @@ static uint64_t timer_host_deadline(const struct vm *vm, const struct vm_timer *
 		return t->deadline_tsc;
 	if (vm->clock.polling)
 		return 0;
-	uint64_t h = t->deadline_tsc - (uint64_t)vm->clock.offset;
-	if ((vm->clock.offset > 0 && h > t->deadline_tsc) || !h)
+	int64_t off = vm->clock.offset;   /* 0 or less: the time polling hid */
+	uint64_t h = t->deadline_tsc - (uint64_t)off;
+	if (off < 0 && h < t->deadline_tsc)
+		return UINT64_MAX;   /* beyond the host TSC's range: never */
+	if ((off > 0 && h > t->deadline_tsc) || !h)
 		return 1;   /* before the host TSC's start: due */
 	return h;
 }
@@ -329,15 +332,15 @@ static void report_end(struct vm *vm)
 			vm->end_reason);
 }
 
-/* Breakpoints of the guest that fired in lightpath (core/idt.c): none
- * should, as lightpath disarms them at every VM exit; said if any did. */
-static void report_breakpoints_disarmed(struct vm *vm)
+/* Debug events of the guest that reached lightpath (core/idt.c): none
+ * should on hardware; said if any did. */
+static void report_debug_events_dropped(struct vm *vm)
 {
-	unsigned n = this_cpu()->guest_breakpoints_disarmed;
-	this_cpu()->guest_breakpoints_disarmed = 0;
+	unsigned n = this_cpu()->guest_debug_events_dropped;
+	this_cpu()->guest_debug_events_dropped = 0;
 	if (n)
-		kprintf("lightpath: vm%u: %u breakpoints of the guest fired in lightpath and were "
-			"disarmed\n", vm->id, n);
+		kprintf("lightpath: vm%u: %u debug exceptions of the guest (breakpoints or single "
+			"steps) reached lightpath and were dropped\n", vm->id, n);
 }
 
 /* Loads the guest image and what a PC's firmware leaves in memory (the
@@ -415,6 +418,7 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	exit_register_msrs(vm);      /* first: the MSR lookup is a scan in this order */
 	spec_register_msrs(vm);
 	vm_create_devices(vm);
+	exit_register_cpu_msrs(vm);  /* last: rarely used */
 	if (vendor_vm_init(vm)) {
 		kprintf("lightpath: vm%u: cannot set up the VM (out of memory)\n", id);
 		status = LP_STATUS_HV_ERROR;
@@ -437,7 +441,7 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	while (vm->nr_timers)
 		vm_timer_cancel(vm, vm->timers[0]);
 	report_end(vm);
-	report_breakpoints_disarmed(vm);
+	report_debug_events_dropped(vm);
 	if (opt->stats)
 		exit_print_stats(v);
 	vendor_vm_destroy(vm);

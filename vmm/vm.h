@@ -32,7 +32,7 @@
 #define VM_MAX_IO_RANGES  32
 #define VM_MAX_MMIO_RANGES 8
 #define VM_MAX_TIMERS     16
-#define VM_MAX_MSR_RANGES 16
+#define VM_MAX_MSR_RANGES 24
 #define VM_CONSOLE_BACKLOG 4096   /* typed bytes held for a guest that is not reading */
 
 /* Guest GPRs the exit stub moves. On SVM, RAX and RSP live in the VMCB.
@@ -64,7 +64,13 @@ struct exit_stats {
  * exit (vmm/light.h). */
 #define VCPU_PENDING_RECHECK (1u << 0)  /* an interrupt may have become deliverable,
 					   or the VM ended: re-check before resuming */
-#define VCPU_PENDING_CLOCK   (1u << 1)  /* the guest polls its clocks: every exit
+#define VCPU_PENDING_STEP    (1u << 1)  /* lightpath completed an instruction for a
+					   guest with RFLAGS.TF set: the single-step
+					   #DB is due (delivered on the heavy path) */
+#define VCPU_PENDING_WINDOW  (1u << 2)  /* an interrupt window opened at this exit: an
+					   interrupt injected now at a HLT completes it
+					   (exit_inject_interrupts) */
+#define VCPU_PENDING_CLOCK   (1u << 3)  /* the guest polls its clocks: every exit
 					   advances its time (vmm/guest_clock.h) */
 
 /* vcpu->heavy_action: what the heavy path does once the light loop is left */
@@ -113,6 +119,8 @@ struct vcpu {
 	/* instruction emulator: consecutive RETRY results at one RIP */
 	uint64_t emul_retry_rip;
 	unsigned emul_retries;
+	/* IA32_TSC_ADJUST (the TSC offset itself is lapic.tsc_offset) */
+	uint64_t tsc_adjust;
 	/* pmu=lazy|always: perf-counter MSRs (selects 0-3, counters 0-3) */
 	uint64_t guest_pmu[8], host_pmu[8];
 };

@@ -4,8 +4,9 @@
  * opcode, MXCSR, XMM0-15, XCR0 and every XSAVE component it can turn on
  * (YMM upper halves, AVX-512, PKRU), TSC_AUX, DR0-3/DR6/DR7, CR2, CR8, EFER,
  * PAT, the syscall, SYSENTER and FS/GS.base MSRs, the UART's scratch
- * register and two CMOS bytes. resetcheck, run after it, must see none of
- * it. 64-bit, to reach XMM8-15 and the upper ZMM registers.
+ * register, two CMOS bytes, and guest RAM (a 4 KiB page at every MiB from
+ * 2 MiB to the end of RAM). resetcheck, run after it, must see none of it.
+ * 64-bit, to reach XMM8-15 and the upper ZMM registers.
  *
  * The x87/SSE markers are set before XSETBV, so that they are left behind
  * even where XSETBV stops the VM (the VT-x backend used to). Markers are
@@ -94,9 +95,39 @@ static uint64_t leave_xsave_markers(void)
 	return xcr0;
 }
 
+/* RAM: the pages resetcheck reads, from 2 MiB to the end of RAM
+ * (mem_upper), each filled with a marker; the number of pages, or 0. */
+#define RAM_MARK_FROM (2ull << 20)
+#define RAM_MARK_STEP (1ull << 20)
+#define RAM_MARKER    0x5a5a5a5a5a5a5a5aull
+static unsigned ram_pages;
+static uint64_t ram_end;
+
+static void leave_ram_markers(void)
+{
+	const volatile uint32_t *mi = (const volatile uint32_t *)(uintptr_t)rt_mb_info;
+	if (!(mi[0] & 1))
+		return;
+	ram_end = (1ull << 20) + ((uint64_t)mi[2] << 10);
+	for (uint64_t a = RAM_MARK_FROM; a + 4096 <= ram_end; a += RAM_MARK_STEP) {
+		volatile uint64_t *p = (volatile uint64_t *)(uintptr_t)a;
+		for (unsigned i = 0; i < 4096 / 8; i++)
+			p[i] = RAM_MARKER;
+		ram_pages++;
+	}
+}
+
+static bool ram_markers_there(void)
+{
+	unsigned found = 0;
+	for (uint64_t a = RAM_MARK_FROM; a + 4096 <= ram_end; a += RAM_MARK_STEP)
+		found += *(volatile uint64_t *)(uintptr_t)(a + 4096 - 8) == RAM_MARKER;
+	return ram_pages && found == ram_pages;
+}
+
 /* A sample of the markers, read back: the leak is real, so a clean
  * resetcheck after it means something. */
-#define NR_READ_BACK 9
+#define NR_READ_BACK 10
 static unsigned markers_read_back(uint64_t xcr0)
 {
 	uint16_t fcw;
@@ -116,7 +147,8 @@ static unsigned markers_read_back(uint64_t xcr0)
 	return (fcw == 0x0e7f) + (mxcsr == 0x7f80) + (cr2 == 0x00000c2c2c2c2000ull) + (cr8 == 5) +
 	       (dr0 == 0x1000) +
 	       (aux == 0x5a5a5a5a) + (rdmsr(MSR_LSTAR) == 0xffff800012345000ull) +
-	       (inb(0x3ff) == 0x5a) + (xcr0 && (((uint64_t)hi << 32) | lo) == xcr0);
+	       (inb(0x3ff) == 0x5a) + (xcr0 && (((uint64_t)hi << 32) | lo) == xcr0) +
+	       ram_markers_there();
 }
 
 int guest_main(void)
@@ -154,10 +186,11 @@ int guest_main(void)
 	outb(0x70, 0x0b);
 	outb(0x71, 0x06);                   /* RTC register B: binary, 24-hour */
 
+	leave_ram_markers();
 	uint64_t xcr0 = leave_xsave_markers();
 	rt_printf("leak64: markers left in x87, SSE, XSAVE components (XCR0 0x%llx), TSC_AUX%s, "
-		  "DR0-7, CR2, CR8, MSRs and devices\n", (unsigned long long)xcr0,
-		  aux_fault ? " (WRMSR faulted)" : "");
+		  "DR0-7, CR2, CR8, MSRs, devices and %u pages of RAM\n", (unsigned long long)xcr0,
+		  aux_fault ? " (WRMSR faulted)" : "", ram_pages);
 	rt_printf("leak64: %u of %u markers read back\n", markers_read_back(xcr0), NR_READ_BACK);
 	return 0;
 }

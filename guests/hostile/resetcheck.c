@@ -4,8 +4,16 @@
  * register contents), MXCSR and the XMM registers, XCR0, the upper halves
  * of the YMM registers and every other XSAVE component the CPU offers,
  * TSC_AUX (RDMSR and RDTSCP), DR0-3/DR6/DR7, CR2, CR4, CR8, EFER, PAT, the
- * syscall, SYSENTER and segment-base MSRs, and a register in two devices.
- * Run it after a hostile guest: nothing that guest did may be visible.
+ * syscall, SYSENTER and segment-base MSRs, IA32_APIC_BASE, SPEC_CTRL, a
+ * register in two devices, the UART's line settings, guest RAM above
+ * 2 MiB (a 4 KiB page at every MiB up to the end of RAM: zero), the interrupt
+ * controllers as a PC BIOS hands them over (item 8: the 8259 masks and
+ * requests, the local APIC's SVR, LINT0/1, LVTs, TPR and timer, every I/O
+ * APIC pin masked). Then that the VM runs normally from there: an NMI sent
+ * to itself arrives once (no NMI blocking or pending NMI left by the last
+ * VM, item 7), and with IF=1 for a few milliseconds no interrupt arrives
+ * (no timer, pin or request left programmed). Run it after a hostile
+ * guest: nothing that guest did may be visible.
  *
  * Everything is read before the first line is printed. To read the SSE,
  * AVX and other XSAVE state the checker turns on CR4.OSFXSR and
@@ -28,6 +36,8 @@
 #define CPUID81_EDX_RDTSCP (1u << 27)
 #define CPUID7_ECX_RDPID   (1u << 22)
 
+#define MSR_APIC_BASE    0x1bu
+#define MSR_SPEC_CTRL    0x48u
 #define MSR_SYSENTER_CS  0x174u
 #define MSR_SYSENTER_ESP 0x175u
 #define MSR_SYSENTER_EIP 0x176u
@@ -47,6 +57,32 @@
 #define FCW_RESET   0x037fu
 #define DR6_RESET   0xffff0ff0u
 #define DR7_RESET   0x400u
+/* xAPIC at 0xfee00000, enabled, bootstrap processor */
+#define APIC_BASE_RESET 0xfee00900ull
+
+/* CPUID bits that offer IA32_SPEC_CTRL: Intel leaf 7 EDX (IBRS, STIBP,
+ * SSBD), AMD 0x80000008 EBX (IBRS, STIBP, SSBD) */
+#define CPUID7_EDX_SPEC_CTRL   ((1u << 26) | (1u << 27) | (1u << 31))
+#define CPUID88_EBX_SPEC_CTRL  ((1u << 14) | (1u << 15) | (1u << 24))
+
+#define PIC1_CMD  0x20
+#define PIC1_DATA 0x21
+#define PIC2_CMD  0xa0
+#define PIC2_DATA 0xa1
+#define COM1      0x3f8
+#define LAPIC     0xfee00000u
+#define IOAPIC    0xfec00000u
+#define LAPIC_ICR_LO 0x300u
+#define LAPIC_ICR_HI 0x310u
+#define ICR_NMI_SELF ((4u << 8) | (1u << 18))   /* delivery mode NMI, to itself */
+#define PM_HZ     3579545u
+#define PM_MASK   0xffffffu
+#define IF_WINDOW_MS 5u
+/* RAM the loader leaves zero for this image: above its 1 MiB image and
+ * the boot data it puts low (the multiboot information at 0x9000) */
+#define RAM_SCAN_FROM (2ull << 20)
+#define RAM_SCAN_STEP (1ull << 20)
+#define PAGE_SIZE     4096u
 
 #ifdef __x86_64__
 #define NAME    "resetcheck64"
@@ -79,6 +115,7 @@ struct msr_expect {
 
 static const struct msr_expect msrs[] = {
 	{ MSR_EFER, "EFER", EFER_EXPECTED },
+	{ MSR_APIC_BASE, "IA32_APIC_BASE", APIC_BASE_RESET },
 	{ MSR_PAT, "PAT", PAT_RESET },
 	{ MSR_STAR, "STAR", 0 },
 	{ MSR_LSTAR, "LSTAR", 0 },
@@ -112,7 +149,27 @@ static struct {
 	unsigned tsc_aux_fault;
 	ureg_t dr[8];
 	uint8_t uart_scr, cmos_40, cmos_b;
+	bool has_spec_ctrl;
+	unsigned spec_ctrl_fault;
+	uint64_t spec_ctrl;
+	/* the platform's interrupt controllers and the UART's settings */
+	uint8_t pic_imr[2], pic_irr[2], pic_isr[2];
+	uint8_t uart_ier, uart_lcr, uart_mcr;
+	uint32_t lapic_svr, lapic_lint0, lapic_lint1, lapic_timer, lapic_error, lapic_tpr,
+		 lapic_icount;
+	unsigned ioapic_unmasked, ioapic_first;
+	/* how the VM runs from there */
+	unsigned nmis_sent_at;            /* NMIs seen before the guest sent one */
+	ureg_t nmi_after;                 /* where it must arrive: after the ICR write */
+	unsigned irqs, irq_first;         /* events in the IF=1 window */
+	/* guest RAM: one page per MiB from RAM_SCAN_FROM to the end */
+	uint64_t ram_end;
+	unsigned ram_pages, ram_dirty;
+	uint64_t ram_first_dirty;
 } got;
+
+static volatile unsigned nmis, events, event_first = ~0u;
+static volatile ureg_t nmi_ip;
 
 static uint8_t xsave_area[XSAVE_AREA_MAX] __attribute__((aligned(64)));
 
@@ -193,8 +250,133 @@ static uint8_t cmos_read(uint8_t index)
 	return inb(0x71);
 }
 
+static uint8_t pic_read(uint16_t cmd, uint8_t ocw3)
+{
+	outb(cmd, ocw3);
+	return inb(cmd);
+}
+
+static uint32_t lapic_read(unsigned off)
+{
+	return *(volatile uint32_t *)(uintptr_t)(LAPIC + off);
+}
+
+static uint32_t ioapic_read(uint8_t index)
+{
+	*(volatile uint32_t *)(uintptr_t)IOAPIC = index;
+	return *(volatile uint32_t *)(uintptr_t)(IOAPIC + 0x10);
+}
+
+/* The 8259s, the local APIC and the I/O APIC as the VM finds them, first of
+ * all (the PIT runs at 18.2 Hz from the start, as a BIOS leaves it, and its
+ * IRQ 0 is latched in the master's IRR after 55 ms: that bit is left out).
+ * The UART's settings too: the checker writes nothing to it before. */
+static void read_platform(void)
+{
+	got.pic_irr[0] = pic_read(PIC1_CMD, 0x0a);
+	got.pic_irr[1] = pic_read(PIC2_CMD, 0x0a);
+	got.pic_isr[0] = pic_read(PIC1_CMD, 0x0b);
+	got.pic_isr[1] = pic_read(PIC2_CMD, 0x0b);
+	outb(PIC1_CMD, 0x0a);
+	outb(PIC2_CMD, 0x0a);
+	got.pic_imr[0] = inb(PIC1_DATA);
+	got.pic_imr[1] = inb(PIC2_DATA);
+	got.uart_ier = inb(COM1 + 1);
+	got.uart_lcr = inb(COM1 + 3);
+	got.uart_mcr = inb(COM1 + 4);
+
+	rt_map_mmio(LAPIC);     /* 64-bit: the 4th GiB is not mapped by the entry */
+	rt_map_mmio(IOAPIC);
+	got.lapic_svr = lapic_read(0xf0);
+	got.lapic_lint0 = lapic_read(0x350);
+	got.lapic_lint1 = lapic_read(0x360);
+	got.lapic_timer = lapic_read(0x320);
+	got.lapic_error = lapic_read(0x370);
+	got.lapic_tpr = lapic_read(0x80);
+	got.lapic_icount = lapic_read(0x380);
+	got.ioapic_first = ~0u;
+	for (unsigned pin = 0; pin < 24; pin++) {
+		if (!(ioapic_read((uint8_t)(0x10 + 2 * pin)) & (1u << 16))) {
+			got.ioapic_unmasked++;
+			if (got.ioapic_first == ~0u)
+				got.ioapic_first = pin;
+		}
+	}
+}
+
+static void on_nmi(struct rt_frame *f)
+{
+	if (nmis++ == 0)
+		nmi_ip = f->ip;
+}
+
+static void on_event(struct rt_frame *f)
+{
+	if (event_first == ~0u)
+		event_first = (unsigned)f->vector;
+	events++;
+}
+
+static uint32_t pm_now(void)
+{
+	return inl(LP_PMTIMER_PORT) & PM_MASK;
+}
+
+/* Runs normally from there: an NMI to itself (xAPIC ICR, shorthand self)
+ * with IF=0 runs the handler once, right after the ICR write; then with
+ * IF=1 for IF_WINDOW_MS nothing arrives (every IRQ is masked). An NMI or
+ * interrupt left pending by the last VM would come before either (the
+ * runtime reports it as an unexpected exception or a spurious interrupt). */
+static void run_events(void)
+{
+	rt_set_handler(2, on_nmi);
+	for (unsigned v = 32; v < 256; v++)
+		rt_set_handler(v, on_event);
+	cli();
+	got.nmis_sent_at = nmis;
+	*(volatile uint32_t *)(uintptr_t)(LAPIC + LAPIC_ICR_HI) = 0;
+	asm volatile("mov $1f, %0\n\t"
+		     "movl %1, (%2)\n"
+		     "1:"
+		     : "=&r"(got.nmi_after)
+		     : "r"(ICR_NMI_SELF), "r"((uintptr_t)(LAPIC + LAPIC_ICR_LO)) : "memory");
+	uint64_t need = (uint64_t)PM_HZ * IF_WINDOW_MS / 1000, elapsed = 0;
+	uint32_t last = pm_now();
+	sti();
+	while (elapsed < need) {
+		uint32_t now = pm_now();
+		elapsed += (now - last) & PM_MASK;
+		last = now;
+	}
+	cli();
+	got.irqs = events;
+	got.irq_first = event_first;
+}
+
+/* A page at every MiB of RAM from RAM_SCAN_FROM to the end of RAM (the
+ * multiboot information's mem_upper), each read whole: a VM's RAM is its
+ * own and zero at its start, so nothing the previous VM wrote is there. */
+static void read_ram(void)
+{
+	const volatile uint32_t *mi = (const volatile uint32_t *)(uintptr_t)rt_mb_info;
+	if (!(mi[0] & 1))
+		return;
+	got.ram_end = (1ull << 20) + ((uint64_t)mi[2] << 10);
+	for (uint64_t a = RAM_SCAN_FROM; a + PAGE_SIZE <= got.ram_end; a += RAM_SCAN_STEP) {
+		const volatile uint32_t *p = (const volatile uint32_t *)(uintptr_t)a;
+		uint32_t any = 0;
+		for (unsigned i = 0; i < PAGE_SIZE / 4; i++)
+			any |= p[i];
+		got.ram_pages++;
+		if (any && got.ram_dirty++ == 0)
+			got.ram_first_dirty = a;
+	}
+}
+
 static void read_everything(void)
 {
+	read_platform();
+	read_ram();
 	got.cr2 = read_cr2();
 	got.cr4 = read_cr4();
 #ifdef __x86_64__
@@ -236,6 +418,12 @@ static void read_everything(void)
 		got.tsc_aux_fault = rdmsr_safe(MSR_TSC_AUX, &got.tsc_aux);
 	for (unsigned i = 0; i < NR_MSRS; i++)
 		got.msr_fault[i] = rdmsr_safe(msrs[i].msr, &got.msr[i]);
+	if (rt_intel)
+		got.has_spec_ctrl = cpuid(0, 0).eax >= 7 && (cpuid(7, 0).edx & CPUID7_EDX_SPEC_CTRL);
+	else
+		got.has_spec_ctrl = e.eax >= 0x80000008u &&
+				    (cpuid(0x80000008u, 0).ebx & CPUID88_EBX_SPEC_CTRL);
+	got.spec_ctrl_fault = rdmsr_safe(MSR_SPEC_CTRL, &got.spec_ctrl);
 
 	READ_DR(0, got.dr[0]);
 	READ_DR(1, got.dr[1]);
@@ -247,6 +435,7 @@ static void read_everything(void)
 	got.uart_scr = inb(0x3ff);
 	got.cmos_40 = cmos_read(0x40);
 	got.cmos_b = cmos_read(0x0b);
+	run_events();
 }
 
 /* The offset of the first byte that is not `v`, or -1. */
@@ -370,6 +559,12 @@ static void check_msrs(void)
 	}
 	if (got.has_rdtscp)
 		tap_eq(got.rdtscp_aux, 0, "RDTSCP returns TSC_AUX 0 in ECX");
+	if (got.has_spec_ctrl) {
+		tap_eq(got.spec_ctrl_fault, 0, "RDMSR SPEC_CTRL does not fault (CPUID offers it)");
+		tap_eq(got.spec_ctrl, 0, "SPEC_CTRL reads 0");
+	} else {
+		tap_eq(got.spec_ctrl_fault, 13, "RDMSR SPEC_CTRL raises #GP (CPUID offers no SPEC_CTRL)");
+	}
 	for (unsigned i = 0; i < NR_MSRS; i++) {
 		if (got.msr_fault[i])
 			tap_eq(got.msr_fault[i], 0, "RDMSR %s does not fault", msrs[i].name);
@@ -395,8 +590,49 @@ static void check_registers(void)
 static void check_devices(void)
 {
 	tap_eq(got.uart_scr, 0, "the UART's scratch register is 0");
+	tap_eq(got.uart_ier, 0, "the UART's IER is 0 (no interrupt enabled)");
+	tap_eq(got.uart_lcr, 0, "the UART's LCR is 0 (DLAB clear)");
+	tap_eq(got.uart_mcr, 0x08, "the UART's MCR is 0x08 (OUT2)");
 	tap_eq(got.cmos_40, 0, "CMOS byte 0x40 is 0");
 	tap_eq(got.cmos_b, 0x02, "RTC register B is 0x02 (24-hour, BCD)");
+}
+
+/* The state a PC BIOS hands over (guests/selftest/irqstate.c checks the
+ * same at a VM's start, and that nothing arrives on an exception vector). */
+static void check_interrupt_controllers(void)
+{
+	tap_eq(got.pic_imr[0], 0xfb, "8259 master IMR is 0xfb (all masked but the cascade)");
+	tap_eq(got.pic_imr[1], 0xff, "8259 slave IMR is 0xff (all masked)");
+	tap_eq(got.pic_irr[0] & 0xfe, 0, "8259 master IRR is empty (IRQ 0, the PIT, aside)");
+	tap_eq(got.pic_irr[1], 0, "8259 slave IRR is empty");
+	tap_eq(((unsigned)got.pic_isr[1] << 8) | got.pic_isr[0], 0, "8259 ISRs are empty");
+	tap_eq(got.lapic_svr, 0x1ff, "local APIC SVR is 0x1ff");
+	tap_eq(got.lapic_lint0, 0x8700, "local APIC LINT0 is 0x8700 (ExtINT)");
+	tap_eq(got.lapic_lint1, 0x8400, "local APIC LINT1 is 0x8400 (NMI)");
+	tap_eq(got.lapic_timer, 0x10000, "local APIC timer LVT is masked");
+	tap_eq(got.lapic_error, 0x10000, "local APIC error LVT is masked");
+	tap_eq(got.lapic_tpr, 0, "local APIC TPR is 0");
+	tap_eq(got.lapic_icount, 0, "local APIC timer initial count is 0 (stopped)");
+	tap_eq(got.ioapic_unmasked, 0, "every I/O APIC pin is masked (first unmasked: %d)",
+	       (int)got.ioapic_first);
+}
+
+static void check_ram(void)
+{
+	tap_ok(got.ram_end > RAM_SCAN_FROM, got.ram_end, "the end of RAM, from mem_upper",
+	       "the multiboot information gives the end of RAM (0x%llx)",
+	       (unsigned long long)got.ram_end);
+	tap_eq(got.ram_dirty, 0, "guest RAM is zero: %u pages, one per MiB from 2 MiB (first "
+	       "non-zero at 0x%llx)", got.ram_pages, (unsigned long long)got.ram_first_dirty);
+}
+
+static void check_events(void)
+{
+	tap_eq(got.nmis_sent_at, 0, "no NMI before it sent one");
+	tap_eq(nmis, 1, "an NMI sent to itself with IF=0 ran the handler once");
+	tap_eq(nmi_ip, got.nmi_after, "it arrived right after the ICR write");
+	tap_eq(got.irqs, 0, "no interrupt with IF=1 for %u ms (first vector: %d)", IF_WINDOW_MS,
+	       (int)got.irq_first);
 }
 
 int guest_main(void)
@@ -411,5 +647,8 @@ int guest_main(void)
 	check_msrs();
 	check_registers();
 	check_devices();
+	check_ram();
+	check_interrupt_controllers();
+	check_events();
 	return tap_end();
 }

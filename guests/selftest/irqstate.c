@@ -10,7 +10,16 @@
  * As a control, the 8259 must have latched both requests, and once the
  * guest reprograms the master to base 0x20 and unmasks IRQ0 and IRQ4 both
  * arrive on 0x20 and 0x24. `deliver=0` leaves out that last part (for a
- * backend that does not deliver the platform's interrupts yet). */
+ * backend that does not deliver the platform's interrupts yet).
+ *
+ * `leave=1` makes it a hostile guest for the next VM (issue 10, item 8):
+ * after its checks it leaves every controller programmed onto exception
+ * vectors and its devices raising interrupts (the 8259s at bases 0x00/0x08
+ * with every IRQ unmasked and the PIT at 1 kHz, every I/O APIC pin unmasked
+ * on vector = pin, the local APIC timer periodic on vector 3, LINT0 on
+ * vector 2, LINT1 masked, the error LVT on vector 1, SVR and TPR changed,
+ * the UART's interrupts on with DLAB set), and ends with IF=0. The next VM
+ * (guests/hostile/resetcheck.c) must find the handover state again. */
 #include "guests/rt/rt.h"
 
 #define PIC1_CMD  0x20
@@ -169,10 +178,57 @@ static void pic_master_base_0x20(void)
 	outb(PIC1_DATA, (uint8_t)~((1u << 0) | (1u << 2) | (1u << 4)));
 }
 
+static void lapic_write(unsigned off, uint32_t v)
+{
+	*(volatile uint32_t *)(uintptr_t)(LAPIC_MMIO + off) = v;
+}
+
+static void ioapic_write(uint8_t index, uint32_t v)
+{
+	*(volatile uint32_t *)(uintptr_t)IOAPIC_MMIO = index;
+	*(volatile uint32_t *)(uintptr_t)(IOAPIC_MMIO + 0x10) = v;
+}
+
+/* leave=1: everything programmed for the worst, with IF=0, for the next VM. */
+static void leave_programmed(void)
+{
+	cli();
+	outb(PIC1_CMD, 0x11);              /* master: base 0x00, #DE and up */
+	outb(PIC1_DATA, 0x00);
+	outb(PIC1_DATA, 0x04);
+	outb(PIC1_DATA, 0x01);
+	outb(PIC1_DATA, 0x00);             /* every IRQ unmasked */
+	outb(PIC2_CMD, 0x11);              /* slave: base 0x08, #DF and up */
+	outb(PIC2_DATA, 0x08);
+	outb(PIC2_DATA, 0x02);
+	outb(PIC2_DATA, 0x01);
+	outb(PIC2_DATA, 0x00);
+	pit_start();
+	for (unsigned pin = 0; pin < 24; pin++) {
+		ioapic_write((uint8_t)(0x11 + 2 * pin), 0);
+		ioapic_write((uint8_t)(0x10 + 2 * pin), pin);   /* fixed, edge, unmasked */
+	}
+	lapic_write(0x80, 0x10);           /* TPR */
+	lapic_write(0xf0, 0x1ef);          /* SVR: spurious vector 0xef */
+	lapic_write(0x350, 0x0002);        /* LINT0: fixed, vector 2 */
+	lapic_write(0x360, 0x10400);       /* LINT1: NMI, masked */
+	lapic_write(0x370, 0x0001);        /* error LVT: vector 1 */
+	lapic_write(0x3e0, 0x0b);          /* timer: divide by 1 */
+	lapic_write(0x320, 0x20003);       /* timer: periodic, vector 3 */
+	lapic_write(0x380, 0x1000);
+	outb(COM1 + 7, 0x5a);              /* scratch */
+	outb(COM1 + 4, 0x1f);              /* MCR: DTR, RTS, OUT1, OUT2, loopback */
+	outb(UART_IER, 0x0f);              /* every UART interrupt */
+	outb(COM1 + 3, 0x9b);              /* LCR: DLAB, 8 bits, even parity */
+}
+
 int guest_main(void)
 {
 	tap_begin("irqstate");
 	bool deliver = rt_arg_u64("deliver", 1) != 0;
+	bool leave = rt_arg_u64("leave", 0) != 0;
+	if (leave)
+		rt_printf("irqstate: leave=1: the controllers stay programmed onto exception vectors\n");
 	for (unsigned v = 0; v < 32; v++)
 		rt_set_handler(v, on_exception);
 	for (unsigned v = 32; v < 256; v++)
@@ -198,7 +254,10 @@ int guest_main(void)
 	if (!deliver) {
 		pit_stop();
 		rt_printf("irqstate: delivery checks skipped (deliver=0)\n");
-		return tap_end();
+		int status = tap_end();
+		if (leave)
+			leave_programmed();
+		return status;
 	}
 
 	/* Control: the same devices reach the guest once it programs the 8259. */
@@ -214,5 +273,8 @@ int guest_main(void)
 	tap_eq(irqs_delivered(), irq_hits[VEC_PIT] + irq_hits[VEC_UART],
 	       "nothing else was delivered");
 	tap_eq(exc_hits, 0, "still nothing on an exception vector (first: %d)", (int)exc_first);
-	return tap_end();
+	int status = tap_end();
+	if (leave)
+		leave_programmed();
+	return status;
 }

@@ -40,10 +40,13 @@ TIMEOUT = int(os.environ.get("LP_TEST_TIMEOUT", "60"))
 # The multiboot self-test (guests/selftest/mbinfo.c): 32-bit, 64-bit, and
 # 32-bit linked at 0x8000, below 1 MiB.
 MBINFO_GUESTS = ("mbinfo32", "mbinfo64", "mbinfo-low32")
+# The CPU a VM finds (guests/selftest/cpumsr.c, issue 11 items 1 and 2): the
+# CPUID walk, the counters, IA32_TSC, CPUID following guest state.
+CPUMSR_GUESTS = ("cpumsr32", "cpumsr64")
 SELFTESTS = ("cpuid", "ports", "msrs", "virtinsn", "stats", "dr", "hlt", "nextrip64",
-             "mmio32", "mmio64", "irqstate") + MBINFO_GUESTS
+             "mmio32", "mmio64", "irqstate", "tfstep32", "tfstep64", "irqonce32", "irqonce64") + MBINFO_GUESTS + CPUMSR_GUESTS
 # Guests whose results must not depend on the lazy/always code paths.
-SWITCHED_GUESTS = ("msrs", "dr", "hlt", "nextrip64", "ports")
+SWITCHED_GUESTS = ("msrs", "dr", "hlt", "nextrip64", "ports", "tfstep32", "tfstep64")
 # The instruction emulator self-tests, under the switches that change its path.
 MMIO_GUESTS = ("mmio32", "mmio64")
 MMIO_SWITCHES = ("io-emulate", "light-off")
@@ -59,7 +62,8 @@ SWITCH_CONFIGS = (
 )
 # The hostile-guest cases (issue 10) also run with the heavy paths forced.
 HOSTILE_SWITCHES = ("hostile-opts", "light=off io=emulate dr=always")
-HOSTILE_GUESTS = ("irqstate",)
+# Self-tests that also run under HOSTILE_SWITCHES (the interrupt paths forced heavy).
+HOSTILE_GUESTS = ("irqonce32", "irqonce64")
 
 PREFIX = r"\[vm\d+\] "   # every line of guest output starts with it
 NO_SVM_LINE = "lightpath: this CPU has no AMD SVM with nested paging"
@@ -184,11 +188,13 @@ def norm(line):
     return re.sub(r"\d+", "#", re.sub(r"0x[0-9a-fA-F]+", "0x#", line)).strip()
 
 
-def selftest_result(b, name):
-    """Checks the self-test verdict; returns the normalised ok/not-ok lines."""
-    oks = [l for l in b.lines if re.match(PREFIX + r"(not )?ok \d+", l)]
-    bad = [re.sub(r"^\[vm\d+\] ", "", l).strip() for l in oks if re.match(PREFIX + "not ok", l)]
-    m = b.find(PREFIX + r"selftest %s: (\d+) passed, (\d+) failed\s*$" % re.escape(name))
+def selftest_result(b, name, vm=None):
+    """Checks the self-test verdict (of VM `vm` only, when given); returns
+    the normalised ok/not-ok lines."""
+    prefix = PREFIX if vm is None else r"\[vm%d\] " % vm
+    oks = [l for l in b.lines if re.match(prefix + r"(not )?ok \d+", l)]
+    bad = [re.sub(r"^\[vm\d+\] ", "", l).strip() for l in oks if re.match(prefix + "not ok", l)]
+    m = b.find(prefix + r"selftest %s: (\d+) passed, (\d+) failed\s*$" % re.escape(name))
     if m is None:
         check(b.rc == 1, b.why_rc() + "; no 'selftest %s:' verdict" % name)
         raise Fail("no 'selftest %s: P passed, F failed' line%s"
@@ -299,14 +305,26 @@ def expect_first_nonzero(b, status, vm, nonzero, vms):
     b.expect_rc((min(status, 127) << 1) | 1)
 
 
-def t_status_stopped_then_healthy():
-    """A stopped VM, then one that ends with 0: not "status 0" (QEMU exit 1
-    means every VM ended with 0), but the stopped VM's 0x70."""
-    b = Boot("status-stopped-then-healthy", [guest("triple"), guest("hello")])
-    b.expect(r"^lightpath: vm0: stopped: triple fault ", "'lightpath: vm0: stopped: triple fault ...'")
-    b.expect(r"^lightpath: vm1: ended with status 0 ", "'lightpath: vm1: ended with status 0 (...)'")
-    expect_first_nonzero(b, 0x70, 0, 1, 2)
-    return b
+def triple_lines(vm, path, why=r"triple fault \(SHUTDOWN exit\)"):
+    """The lines of the triple guest as VM `vm`, stopped for `why`."""
+    return [loaded(vm, path, 64, path),
+            r"\[vm%d\] triple: about to triple fault" % vm,
+            r"lightpath: vm%d: stopped: %s at rip 0x[0-9a-f]+" % (vm, why),
+            r"lightpath: vm%d: exit statistics" % vm]
+
+
+def t_status_stopped_then_healthy(label, switches=""):
+    """A stopped VM, then one that ends with 0 (resetcheck, which must also
+    start from the reset state): not "status 0" (QEMU exit 1 means every VM
+    ended with 0), but the stopped VM's 0x70."""
+    def run():
+        module, path, name = healthy()
+        b = Boot(label, [guest("triple"), module], append=switches)
+        expect_exact_lines(b, triple_lines(0, guest("triple")) + resetcheck_lines(b, 1, path, name) +
+                           [FINAL_VM0_STOPPED_ONLY])
+        expect_first_nonzero(b, 0x70, 0, 1, 2)
+        return b
+    return run
 
 
 def t_status_first_nonzero():
@@ -339,9 +357,10 @@ FORGE_LINES = ((FORGE_ENDED, 10), (FORGE_POWER, 7), ("lightpath-power-off-status
 FORGE_PAD = "pad=" + "x" * 300    # a module command line longer than a lightpath line
 
 
-def check_forge(b, status=3):
-    """forge (status 3) then hello: nothing forge printed passes for
-    lightpath's output; lightpath's own lines are whole; hello still runs."""
+def check_forge(b, status=3, healthy_path=None):
+    """forge (status 3) then resetcheck (`healthy_path`: as lightpath names
+    it): nothing forge printed passes for lightpath's output; lightpath's own
+    lines are whole; resetcheck finds the reset state and runs."""
     b.expect(r"^\[vm0\] forge: start$", "'[vm0] forge: start'")
     b.expect(r"^\[vm0\] forge: done, exiting with status %d$" % status,
              "'[vm0] forge: done, exiting with status %d' (forge ran all its tricks)" % status)
@@ -383,15 +402,21 @@ def check_forge(b, status=3):
     # (forge makes thousands of exits), not the forged total row.
     rows, _ = lpguest.exit_stats(b.text, 0)
     check(rows and rows.get("total", (0,))[0] > 1000, "exit statistics of vm0 misread: %r" % rows)
-    b.expect(r"^\[vm1\] hello from lightpath guest$", "'[vm1] hello from lightpath guest'")
-    b.expect(r"^lightpath: vm1: ended with status 0 ", "'lightpath: vm1: ended with status 0 (...)'")
+    # The healthy VM after it starts from the reset state (forge wrote
+    # thousands of bytes to the UART) and runs: its lines exactly, to the end.
+    expect_lines_from(b, resetcheck_lines(b, 1, healthy_path) + [
+        r"lightpath: all VMs ended; powering off with status %d \(the first non-zero status, "
+        r"vm0's; VMs that did not end with 0: 1 of 2\)" % status])
     expect_first_nonzero(b, status, 0, 1, 2)
 
 
-def t_forge():
-    b = Boot("forge", [guest("forge", FORGE_PAD), guest("hello")])
-    check_forge(b)
-    return b
+def t_forge(label, switches=""):
+    def run():
+        module, path, _ = healthy()
+        b = Boot(label, [guest("forge", FORGE_PAD), module], append=switches)
+        check_forge(b, healthy_path=path)
+        return b
+    return run
 
 
 def t_mmio_bad():
@@ -468,6 +493,45 @@ def t_unclaimed_stop(how):
             selftest_result(b, "unclaimed64")
             expect_unclaimed_counts(b, "unclaimed64", vm=1)
         expect_first_nonzero(b, 0x70, 0, 2 if how == "option" else 1, 2)
+        return b
+    return run
+
+
+IRQSTATE_LEAVE = "irqstate: leave=1: the controllers stay programmed onto exception vectors"
+
+
+def check_irqstate_leave(b, path, healthy):
+    """Issue 10, item 8: `irqstate leave=1` (`path`: as lightpath names it)
+    finds the handover state, gets no device interrupt on an exception
+    vector, then leaves every controller programmed onto exception vectors
+    with its devices raising interrupts; resetcheck (`healthy`: healthy())
+    after it must find the handover state again, get no interrupt in its
+    IF=1 window and its own NMI once. Every line exactly; returns vm0's ok
+    lines (normalised)."""
+    expect_exact_lines(b, [loaded(0, path, 64, path + " leave=1")] +
+                       selftest_lines(b, 0, "irqstate", [re.escape(IRQSTATE_LEAVE)], 10) +
+                       [r"lightpath: vm0: ended with status 0 \(isa-debug-exit\)",
+                        r"lightpath: vm0: exit statistics"] +
+                       resetcheck_lines(b, 1, healthy[1], healthy[2]) + [FINAL_ALL_ZERO])
+    b.expect_rc(1)
+    return [norm(l) for l in b.lines if re.match(r"\[vm0\] (not )?ok \d+", l)]
+
+
+def t_irqstate_leave(label, switches=""):
+    """With `switches`, the irqstate results must also equal those of
+    selftest-irqstate (default options)."""
+    def run():
+        h = healthy()
+        b = Boot(label, [guest("irqstate", "leave=1"), h[0]], append=switches)
+        oks = check_irqstate_leave(b, guest("irqstate"), h)
+        if switches:
+            b.expect_options(switches)
+            with BASELINE_LOCK:
+                base = BASELINE.get("irqstate")
+            check(base is not None, "no baseline: selftest-irqstate (default options) failed")
+            check(oks == base, "irqstate's results differ from the default options run: %s"
+                  % "; ".join(([l for l in oks if l not in base] +
+                               ["(missing) " + l for l in base if l not in oks])[:3]))
         return b
     return run
 
@@ -656,18 +720,34 @@ BAD_CONFIGS = (
 )
 
 
-def t_config_cycle():
-    """Two descriptions naming each other: each is reported (the old loader
-    took both for modules of the other and ran neither, without a word)."""
-    a = write_test_file("config-cycle-a.cfg", "# lightpath vm\nkernel = config-cycle-b.cfg\n")
-    bb = write_test_file("config-cycle-b.cfg", "# lightpath vm\nkernel = config-cycle-a.cfg\n")
-    b = Boot("config-cycle", [a, bb, HELLO])
-    expect_bad_vms_then_hello(b, [
-        r"lightpath: vm0: %s names module 'config-cycle-b\.cfg' as its kernel, but that is a VM "
-        r"description" % re.escape(a),
-        r"lightpath: vm1: %s names module 'config-cycle-a\.cfg' as its kernel, but that is a VM "
-        r"description" % re.escape(bb)])
-    return b
+def config_cycle_boot(boot_cls, label, switches=""):
+    """Two descriptions naming each other, then resetcheck: (boot, the lines
+    expected, exactly). Each description is reported with one line (the old
+    loader took both for modules of the other and ran neither, without a
+    word), and the healthy VM after them starts from the reset state."""
+    bochs = boot_cls is not Boot
+    a = write_test_file("%s-a.cfg" % label, "# lightpath vm\nkernel = %s-b.cfg\n" % label)
+    bb = write_test_file("%s-b.cfg" % label, "# lightpath vm\nkernel = %s-a.cfg\n" % label)
+    module, path, name = healthy(bochs)
+    b = boot_cls(label, [a, bb, module], append=switches)
+    shown = (lambda p: os.path.basename(p)) if bochs else (lambda p: p)
+    lines = [r"lightpath: vm0: %s names module '%s-b\.cfg' as its kernel, but that is a VM "
+             r"description" % (re.escape(shown(a)), re.escape(label)),
+             r"lightpath: vm1: %s names module '%s-a\.cfg' as its kernel, but that is a VM "
+             r"description" % (re.escape(shown(bb)), re.escape(label))]
+    lines += resetcheck_lines(b, 2, path, name)
+    lines.append(r"lightpath: all VMs ended; powering off with status 112 \(the first non-zero "
+                 r"status, vm0's; VMs that did not end with 0: 2 of 3\)")
+    return b, lines
+
+
+def t_config_cycle(label, switches=""):
+    def run():
+        b, lines = config_cycle_boot(Boot, label, switches)
+        expect_exact_lines(b, lines)
+        b.expect_rc(225)
+        return b
+    return run
 
 
 def t_config_names_config():
@@ -690,24 +770,33 @@ def t_config_names_config():
     return b
 
 
-def t_too_many_modules():
+def t_too_many_modules(label, switches=""):
     """10 modules: the first 8 run, the 9th and 10th are reported by name
-    (the old loader dropped them without a word)."""
-    mods = [guest("hello", "n=%d" % i) for i in range(1, 11)]
-    b = Boot("modules-10", mods)
-    errs = b.findall(r"^lightpath: error: module (\d+) \('(.*)'\) is ignored: lightpath takes at most "
-                     r"8 modules$")
-    check([(m.group(1), m.group(2)) for m in errs] == [("9", mods[8]), ("10", mods[9])],
-          "expected one 'module N (...) is ignored' line each for modules 9 and 10, got: %s"
-          % (" | ".join(m.group(0) for m in errs) or "none"))
-    for i in range(8):
-        b.expect(r'^\[vm%d\] hello: args "n=%d"$' % (i, i + 1),
-                 "'[vm%d] hello: args \"n=%d\"'" % (i, i + 1))
-        b.expect(r"^lightpath: vm%d: ended with status 0 " % i, "'lightpath: vm%d: ended with status 0'" % i)
-    b.expect_not(r"^lightpath: vm8:", "a 9th VM")
-    b.expect_powered_off(0x70, r"every VM ended with status 0, but 2 modules were ignored")
-    b.expect_rc((0x70 << 1) | 1)
-    return b
+    (the old loader dropped them without a word). The 8th is resetcheck:
+    the VMs before it left it nothing, and it runs normally."""
+    module, path, name = healthy()
+    mods = [guest("hello", "n=%d" % i) for i in range(1, 8)] + [module] + \
+        [guest("hello", "n=%d" % i) for i in (9, 10)]
+
+    def run():
+        b = Boot(label, mods, append=switches)
+        lines = [r"lightpath: error: module %d \('%s'\) is ignored: lightpath takes at most 8 modules"
+                 % (i + 1, re.escape(mods[i])) for i in (8, 9)]
+        for i in range(7):
+            lines += [loaded(i, HELLO, 64, mods[i]),
+                      r"\[vm%d\] hello from lightpath guest" % i,
+                      r'\[vm%d\] hello: args "n=%d"' % (i, i + 1),
+                      r"\[vm%d\] hello: exiting with status 0" % i,
+                      r"lightpath: vm%d: ended with status 0 \(isa-debug-exit\)" % i,
+                      r"lightpath: vm%d: exit statistics" % i]
+        lines += resetcheck_lines(b, 7, path, name)
+        lines.append(r"lightpath: all VMs ended; powering off with status 112 \(every VM ended with "
+                     r"status 0, but 2 modules were ignored\)")
+        expect_exact_lines(b, lines)
+        b.expect_powered_off(0x70, r"every VM ended with status 0, but 2 modules were ignored")
+        b.expect_rc((0x70 << 1) | 1)
+        return b
+    return run
 
 
 def image_refused(path, reason):
@@ -923,6 +1012,18 @@ def expect_exact_lines(b, expected):
                                                                 got[len(expected)] if len(got) > len(expected) else ""))
 
 
+def expect_lines_from(b, expected):
+    """Like expect_exact_lines, from the first line that matches
+    expected[0] to the end: for a boot whose first VMs are checked
+    otherwise."""
+    start = next((i for i, l in enumerate(b.lines) if re.fullmatch(expected[0], l.rstrip())), None)
+    check(start is not None, "no line /%s/; %s" % (expected[0], b.why_rc()))
+    tail = Boot.__new__(Boot)
+    tail.__dict__.update(b.__dict__)
+    tail.lines = b.lines[start:]
+    expect_exact_lines(tail, expected)
+
+
 def loaded(vm, name, mib, cmdline, elf="ELF32"):
     return (r"lightpath: vm%d: loaded %s \(multiboot %s, entry 0x[0-9a-f]+\), %d MiB, "
             r"cmdline \"%s\"" % (vm, re.escape(name), elf, mib, re.escape(cmdline)))
@@ -952,21 +1053,38 @@ def selftest_lines(b, vm, name, info=(), min_passed=1):
 
 
 # The checks resetcheck makes on every CPU (x87, SSE, XCR0 or its absence,
-# MSRs, debug and control registers, devices); more where the CPU has XSAVE
-# components, AVX and TSC_AUX.
-RESETCHECK_MIN_CHECKS = 32
+# MSRs, SPEC_CTRL, debug and control registers, devices, guest RAM, the
+# interrupt controllers, an NMI and an interrupt window); more where the CPU has XSAVE
+# components, AVX, TSC_AUX and SPEC_CTRL.
+RESETCHECK_MIN_CHECKS = 56
 
 
-def resetcheck_lines(b, vm, path, name="resetcheck"):
+def resetcheck_lines(b, vm, path, name="resetcheck", limit=None):
     """The lines of guests/hostile/resetcheck.c (`name` resetcheck or
     resetcheck64, `path` as lightpath names the image) as VM `vm`, when it
-    found everything in its reset state: run it after a hostile guest."""
+    found everything in its reset state and ran normally: run it after a
+    hostile guest. `limit`: the time limit lightpath gives it (vm.timeout=)."""
     elf = "ELF64" if name.endswith("64") else "ELF32"
     info = r"%s: XSAVE (yes|no), AVX (yes|no), XCR0 components 0x[0-9a-f]+" % name
     return ([loaded(vm, path, 64, path, elf)] +
+            ([r"lightpath: vm%d: time limit %d s" % (vm, limit)] if limit else []) +
             selftest_lines(b, vm, name, [info], RESETCHECK_MIN_CHECKS) +
             [r"lightpath: vm%d: ended with status 0 \(isa-debug-exit\)" % vm,
              r"lightpath: vm%d: exit statistics" % vm])
+
+
+RESETCHECK = GUESTS + "/resetcheck.elf"
+RESETCHECK64 = GUESTS + "/resetcheck64.elf"
+
+
+def healthy(bochs=False, wide=False):
+    """The healthy VM that follows a hostile one: (module, the path as
+    lightpath names it, guest name). `wide`: resetcheck64, for a hostile
+    guest in long mode or one that touches 64-bit-only state (XMM8-15, CR8);
+    else resetcheck. `bochs`: lp-bochs names modules by their basename."""
+    path = RESETCHECK64 if wide else RESETCHECK
+    name = "resetcheck64" if wide else "resetcheck"
+    return path, (os.path.basename(path) if bochs else path), name
 
 
 def forever_stopped(vm, name, mib, mode, limit, why, forever=FOREVER):
@@ -984,6 +1102,11 @@ FINAL_VM0_STOPPED = (r"lightpath: all VMs ended; powering off with status 112 \(
                      r"status, vm0's; VMs that did not end with 0: 2 of 2\)")
 FINAL_VM1_STATUS3 = (r"lightpath: all VMs ended; powering off with status 3 \(the first non-zero "
                      r"status, vm1's; VMs that did not end with 0: 1 of 2\)")
+# ... when vm0 was stopped and the healthy VM after it (resetcheck) ended
+# with 0, and when every VM ended with 0.
+FINAL_VM0_STOPPED_ONLY = (r"lightpath: all VMs ended; powering off with status 112 \(the first "
+                          r"non-zero status, vm0's; VMs that did not end with 0: 1 of 2\)")
+FINAL_ALL_ZERO = r"lightpath: all VMs ended; powering off with status 0 \(every VM ended with status 0\)"
 
 
 def limit_config(label, text):
@@ -992,23 +1115,25 @@ def limit_config(label, text):
 
 def t_timeout(label, mode, how, limit=1, switches=""):
     """`forever mode=<mode>` stopped by a limit of `limit` s set by `how`
-    ("config": a description's timeout =; "option": vm.timeout=), then hello;
-    `switches`: more boot options."""
+    ("config": a description's timeout =; "option": vm.timeout=), then
+    resetcheck, which must start from the reset state and run normally
+    (under vm.timeout= with the same limit); `switches`: more boot options."""
     def run():
+        module, path, name = healthy()
         if how == "config":
             cfg = limit_config(label, "# lightpath vm\nname = never-%s\nkernel = forever.elf\n"
                                "memory = 32\ntimeout = %d\n" % (mode, limit))
-            b = Boot("timeout-" + label, [cfg, "%s mode=%s" % (FOREVER, mode), HELLO3],
+            b = Boot("timeout-" + label, [cfg, "%s mode=%s" % (FOREVER, mode), module],
                      append=switches)
             first = forever_stopped(0, "never-" + mode, 32, mode, limit,
                                     r"time limit of %d s reached" % limit)
-            rest = hello_lines(1)
+            rest = resetcheck_lines(b, 1, path, name)
         else:
-            b = Boot("timeout-" + label, ["%s mode=%s" % (FOREVER, mode), HELLO3],
+            b = Boot("timeout-" + label, ["%s mode=%s" % (FOREVER, mode), module],
                      append=("vm.timeout=%d %s" % (limit, switches)).strip())
             first = forever_stopped(0, FOREVER, 64, mode, limit, r"time limit of %d s reached" % limit)
-            rest = hello_lines(1, limit)
-        expect_exact_lines(b, first + rest + [FINAL_VM0_STOPPED])
+            rest = resetcheck_lines(b, 1, path, name, limit)
+        expect_exact_lines(b, first + rest + [FINAL_VM0_STOPPED_ONLY])
         b.expect_rc(225)   # the first non-zero status: vm0's 0x70
         # stopped at its limit: not before (the run includes QEMU's start), not
         # long after it
@@ -1336,14 +1461,22 @@ def all_tests():
         t.append((1, "selftest-" + g, t_unclaimed(g)))
     for how in ("option", "config"):
         t.append((1, "unclaimed-stop-" + how, t_unclaimed_stop(how)))
-    t.append((1, "status-stopped-then-healthy", t_status_stopped_then_healthy))
+    t.append((1, "status-stopped-then-healthy",
+              t_status_stopped_then_healthy("status-stopped-then-healthy")))
+    label = "status-stopped-then-healthy-" + HOSTILE_SWITCHES[0]
+    t.append((1, label, t_status_stopped_then_healthy(label, HOSTILE_SWITCHES[1])))
     t.append((1, "status-first-nonzero", t_status_first_nonzero))
     t.append((1, "status-0x80", t_status_high(0x80)))
     t.append((1, "status-0x85", t_status_high(0x85)))
-    t.append((1, "forge", t_forge))
-    t.append((1, "config-cycle", t_config_cycle))
+    t.append((1, "forge", t_forge("forge")))
+    t.append((1, "forge-" + HOSTILE_SWITCHES[0], t_forge("forge-" + HOSTILE_SWITCHES[0],
+                                                         HOSTILE_SWITCHES[1])))
+    cfg, opts = HOSTILE_SWITCHES
+    t.append((1, "config-cycle", t_config_cycle("config-cycle")))
+    t.append((1, "config-cycle-" + cfg, t_config_cycle("config-cycle-" + cfg, opts)))
     t.append((1, "config-names-config", t_config_names_config))
-    t.append((1, "modules-10", t_too_many_modules))
+    t.append((1, "modules-10", t_too_many_modules("modules-10")))
+    t.append((1, "modules-10-" + cfg, t_too_many_modules("modules-10-" + cfg, opts)))
     t.append((1, "stats-table", t_stats))
     t.append((1, "bad-option", t_bad_option))
     t.append((1, "bad-value", t_bad_value))
@@ -1381,10 +1514,15 @@ def all_tests():
     for g in SWITCHED_GUESTS:
         for cfg, opts in SWITCH_CONFIGS:
             t.append((2, "switch-%s-%s" % (g, cfg), t_switched(g, cfg, opts)))
+    for g in CPUMSR_GUESTS:   # pmu=always and the heavy paths around the MSR handlers
+        t.append((2, "switch-%s-all-off" % g, t_switched(g, "all-off", ALL_OFF)))
     for g in MMIO_GUESTS:
         for cfg, opts in SWITCH_CONFIGS:
             if cfg in MMIO_SWITCHES:
                 t.append((2, "switch-%s-%s" % (g, cfg), t_switched(g, cfg, opts)))
+    cfg, opts = HOSTILE_SWITCHES
+    t.append((1, "hostile-irqstate", t_irqstate_leave("hostile-irqstate")))
+    t.append((2, "hostile-irqstate-" + cfg, t_irqstate_leave("hostile-irqstate-" + cfg, opts)))
     for g in HOSTILE_GUESTS:
         cfg, opts = HOSTILE_SWITCHES
         t.append((2, "switch-%s-%s" % (g, cfg), t_switched(g, cfg, opts)))
@@ -1423,7 +1561,8 @@ def main():
         r = re.compile(args.match)
         sel = [x for x in tests if r.search(x[1])]
         # a phase-2 switch test needs its guest's phase-1 baseline
-        needed = set("selftest-" + n.split("-")[1] for _, n, _ in sel if n.startswith("switch-"))
+        needed = set("selftest-" + n.split("-")[1] for _, n, _ in sel
+                     if n.startswith("switch-") or n == "hostile-irqstate-" + HOSTILE_SWITCHES[0])
         tests = [x for x in tests if x in sel or x[1] in needed]
     if args.list:
         for phase, name, _ in tests:

@@ -35,7 +35,8 @@ LP_BOCHS = os.path.join(ROOT, "tools", "lp-bochs")
 TIMEOUT = int(os.environ.get("LP_VMX_TIMEOUT", "120"))
 
 SELFTESTS = ("cpuid", "ports", "msrs", "virtinsn", "stats", "dr", "hlt", "nextrip64", "syscall64",
-             "mmio32", "mmio64") + itest.UNCLAIMED_GUESTS + itest.MBINFO_GUESTS
+             "mmio32", "mmio64", "tfstep32", "tfstep64", "irqonce32", "irqonce64") + itest.UNCLAIMED_GUESTS + itest.MBINFO_GUESTS + \
+            itest.CPUMSR_GUESTS
 # Guests run together (one VM each) in the switched-configuration boots.
 MULTI_GUESTS = ("msrs", "dr", "hlt", "ports", "nextrip64", "syscall64")
 ALL_OFF = " ".join("%s=%s" % (k, off) for k, _, off in bench.SWITCHES)
@@ -71,6 +72,10 @@ NRIP_LINE = "lightpath: AMD SVM with nested paging; next RIP from the CPU (NRIP 
 # this; every other check must pass and equal QEMU's.
 BOCHS_SVM_KNOWN = {
     "dr": ("DR6.B0 set in the #DB handler (got 0x0, expected 0x1)",),
+    # the same for a single step the CPU made (lightpath's own steps over
+    # the instructions it executes set DR6.BS in the VMCB and pass)
+    "tfstep32": ("nop (run by the CPU): DR6.BS set (got 0x0, expected 0x4000)",),
+    "tfstep64": ("nop (run by the CPU): DR6.BS set (got 0x0, expected 0x4000)",),
 }
 
 
@@ -290,60 +295,91 @@ def t_isolation():
     return b
 
 
-def t_forge():
+def t_forge(label, switches=""):
     """The hostile guest that forges lightpath's lines (itest's `forge`),
     under Bochs: lp-bochs takes the status from port 0xe9, which forge also
-    writes to, and never from the serial log (forge's lines say status 0)."""
-    b = BochsBoot("forge", [guest("forge", itest.FORGE_PAD), guest("hello")])
-    itest.check_forge(b)
-    return b
-
-
-def t_status_0x80():
-    """Status 0x80 gave lp-bochs exit 1 ("every VM ended with 0")."""
-    b = BochsBoot("status-0x80", [guest("hello", "status=128")])
-    b.expect(r"^lightpath: vm0: ended with status 128 \(isa-debug-exit\)$",
-             "'lightpath: vm0: ended with status 128 (isa-debug-exit)'")
-    itest.expect_first_nonzero(b, 0x80, 0, 1, 1)
-    return b
-
-
-def t_irqstate():
-    """Item 8 on VT-x, and the platform's interrupts through the exit core:
-    the controllers' handover state, no device interrupt on an exception
-    vector while the guest has IF=1, then the PIT's and the UART's IRQs on
-    the vectors the guest programmed (the VT-x backend asked the platform
-    for nothing before the exit core was shared)."""
-    b = BochsBoot("irqstate", [guest("irqstate")])
-    itest.selftest_result(b, "irqstate")
-    b.expect_rc(1)
-    b.expect_powered_off(0)
-    return b
-
-
-def t_timeout(label, mode, how):
-    """Item 9 on VT-x: `forever mode=<mode>` stopped by a 1 s limit (a VM
-    description's timeout = or vm.timeout=), then hello still runs. Bochs
-    lists modules by basename. mode=spin (IF=0, no exit at all) gets no
-    external-interrupt exit from Bochs 2.7: the VMX-preemption-timer
-    watchdog stops it (docs/VMX.md)."""
+    writes to, and never from the serial log (forge's lines say status 0).
+    resetcheck after it."""
     def run():
+        module, path, _ = itest.healthy(bochs=True)
+        b = BochsBoot(label, [guest("forge", itest.FORGE_PAD), module], append=switches)
+        itest.check_forge(b, healthy_path=path)
+        return b
+    return run
+
+
+def t_status_0x80(label, switches=""):
+    """Status 0x80 gave lp-bochs exit 1 ("every VM ended with 0"); resetcheck
+    after it ends with 0, which must not hide it: 255 (above 127)."""
+    def run():
+        module, path, name = itest.healthy(bochs=True)
+        b = BochsBoot(label, [guest("hello", "status=128"), module], append=switches)
+        itest.expect_exact_lines(b, [
+            itest.loaded(0, "hello.elf", 64, "hello.elf status=128"),
+            r"\[vm0\] hello from lightpath guest",
+            r'\[vm0\] hello: args "status=128"',
+            r"\[vm0\] hello: exiting with status 128",
+            r"lightpath: vm0: ended with status 128 \(isa-debug-exit\)",
+            r"lightpath: vm0: exit statistics",
+        ] + itest.resetcheck_lines(b, 1, path, name) + [
+            r"lightpath: all VMs ended; powering off with status 128 \(the first non-zero status, "
+            r"vm0's; VMs that did not end with 0: 1 of 2; passed on as 127, .*\)"])
+        itest.expect_first_nonzero(b, 0x80, 0, 1, 2)
+        return b
+    return run
+
+
+def t_irqstate_leave(label, switches=""):
+    """Item 8 on VT-x, and the platform's interrupts through the exit core:
+    irqstate finds the controllers' handover state, no device interrupt on
+    an exception vector while it has IF=1, then the PIT's and the UART's
+    IRQs on the vectors it programmed (the VT-x backend asked the platform
+    for nothing before the exit core was shared); with leave=1 it leaves
+    them programmed onto exception vectors, and resetcheck after it must
+    find the handover state again (itest.check_irqstate_leave)."""
+    def run():
+        h = itest.healthy(bochs=True)
+        b = BochsBoot(label, [guest("irqstate", "leave=1"), h[0]], append=switches)
+        itest.check_irqstate_leave(b, "irqstate.elf", h)
+        return b
+    return run
+
+
+def t_config_cycle(label, switches=""):
+    """Item 13 on VT-x (the loader is shared): two descriptions naming each
+    other are reported with one line each, resetcheck runs after them."""
+    def run():
+        b, lines = itest.config_cycle_boot(BochsBoot, label, switches)
+        itest.expect_exact_lines(b, lines)
+        b.expect_rc(225)
+        return b
+    return run
+
+
+def t_timeout(label, mode, how, switches=""):
+    """Item 9 on VT-x: `forever mode=<mode>` stopped by a 1 s limit (a VM
+    description's timeout = or vm.timeout=), then resetcheck starts from the
+    reset state and runs. Bochs lists modules by basename. mode=spin (IF=0,
+    no exit at all) gets no external-interrupt exit from Bochs 2.7: the
+    VMX-preemption-timer watchdog stops it (docs/VMX.md)."""
+    def run():
+        module, path, name = itest.healthy(bochs=True)
         if how == "config":
             cfg = itest.write_test_file("vmx-timeout-%s.cfg" % label,
                                         "# lightpath vm\nname = never\nkernel = forever.elf\n"
                                         "memory = 32\ntimeout = 1\n")
-            b = BochsBoot("timeout-" + label, [cfg, guest("forever", "mode=" + mode),
-                                                guest("hello", "status=3")])
+            b = BochsBoot("timeout-" + label, [cfg, guest("forever", "mode=" + mode), module],
+                          append=switches)
             first = itest.forever_stopped(0, "never", 32, mode, 1, r"time limit of 1 s reached",
                                           forever="forever.elf")
-            rest = itest.hello_lines(1, hello="hello.elf")
+            rest = itest.resetcheck_lines(b, 1, path, name)
         else:
-            b = BochsBoot("timeout-" + label, [guest("forever", "mode=" + mode),
-                                                guest("hello", "status=3")], append="vm.timeout=1")
+            b = BochsBoot("timeout-" + label, [guest("forever", "mode=" + mode), module],
+                          append=("vm.timeout=1 " + switches).strip())
             first = itest.forever_stopped(0, "forever.elf", 64, mode, 1, r"time limit of 1 s reached",
                                           forever="forever.elf")
-            rest = itest.hello_lines(1, 1, hello="hello.elf")
-        itest.expect_exact_lines(b, first + rest + [itest.FINAL_VM0_STOPPED])
+            rest = itest.resetcheck_lines(b, 1, path, name, 1)
+        itest.expect_exact_lines(b, first + rest + [itest.FINAL_VM0_STOPPED_ONLY])
         b.expect_rc(225)
         return b
     return run
@@ -393,11 +429,19 @@ def all_tests():
     t = []
     for g in SELFTESTS:
         t.append((1, "vmx-selftest-" + g, t_selftest(g)))
+    cfg, opts = itest.HOSTILE_SWITCHES
     t.append((1, "vmx-isolation", t_isolation))
-    t.append((1, "vmx-forge", t_forge))
-    t.append((1, "vmx-status-0x80", t_status_0x80))
-    t.append((1, "vmx-irqstate", t_irqstate))
+    t.append((1, "vmx-forge", t_forge("forge")))
+    t.append((1, "vmx-forge-" + cfg, t_forge("forge-" + cfg, opts)))
+    t.append((1, "vmx-status-0x80", t_status_0x80("status-0x80")))
+    t.append((1, "vmx-status-0x80-" + cfg, t_status_0x80("status-0x80-" + cfg, opts)))
+    t.append((1, "vmx-hostile-irqstate", t_irqstate_leave("hostile-irqstate")))
+    t.append((1, "vmx-hostile-irqstate-" + cfg, t_irqstate_leave("hostile-irqstate-" + cfg, opts)))
+    t.append((1, "vmx-config-cycle", t_config_cycle("config-cycle")))
+    t.append((1, "vmx-config-cycle-" + cfg, t_config_cycle("config-cycle-" + cfg, opts)))
     t.append((1, "vmx-timeout-option-hlt", t_timeout("option-hlt", "hlt", "option")))
+    t.append((1, "vmx-timeout-option-hlt-" + cfg, t_timeout("option-hlt-" + cfg, "hlt", "option",
+                                                             opts)))
     t.append((1, "vmx-timeout-config-sti-spin", t_timeout("config-sti-spin", "sti-spin", "config")))
     t.append((1, "vmx-timeout-option-spin", t_timeout("option-spin", "spin", "option")))
     t.append((1, "vmx-multiboot-modules-32", t_mb_modules))

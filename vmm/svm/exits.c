@@ -249,6 +249,7 @@ static void svm_heavy_cr8(struct vcpu *v)
 	uint64_t next = svm_has_nrip && vmcb->nrip ? vmcb->nrip : vmcb->rip + i + 3;
 	vmcb->rip = pg.cs_long ? next : (next & 0xffffffffull);
 	vendor_clear_interrupt_shadow(v);
+	exit_insn_completed(v);
 }
 
 /* ---- NMIs without vNMI (the hooks are in arch_exit.h) ---- */
@@ -316,14 +317,9 @@ static void svm_heavy_reflect_exception(struct vcpu *v)
  * guest moved on, and QEMU sets DR6.BS, Bochs does not), or the guest's own
  * #DB (its TF, a breakpoint), which it gets with DR6 as the CPU set it and
  * nothing of the step left in it. */
-static void svm_heavy_db(struct vcpu *v)
+static void svm_nmi_step_result(struct vcpu *v, uint64_t hit)
 {
 	struct vmcb *vmcb = &v->arch.vmcb;
-	if (!v->arch.nmi_stepping) {
-		svm_heavy_reflect_exception(v);
-		return;
-	}
-	uint64_t hit = vmcb->dr6;
 	bool stepped = (hit & DR6_BS) || vmcb->rip != v->arch.nmi_step_rip;
 	bool guest_tf = v->arch.nmi_step_tf;
 	svm_nmi_step_end(v, stepped && v->arch.nmi_step_iret);
@@ -333,6 +329,29 @@ static void svm_heavy_db(struct vcpu *v)
 	if (!stepped || guest_tf || (hit & 0xf))
 		vendor_inject_exception(v, 1, false, 0);
 	v->pending |= VCPU_PENDING_RECHECK;
+}
+
+static void svm_heavy_db(struct vcpu *v)
+{
+	if (v->arch.nmi_stepping)
+		svm_nmi_step_result(v, v->arch.vmcb.dr6);
+	else
+		svm_heavy_reflect_exception(v);
+}
+
+/* The step over an instruction lightpath completed: if lightpath was
+ * stepping for an NMI window, that step is over (the guest's #DB only if its
+ * own TF was set); otherwise the guest's TF: DR6.BS, as the CPU sets it. */
+void vendor_single_step_trap(struct vcpu *v)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	if (v->arch.nmi_stepping) {
+		svm_nmi_step_result(v, DR6_BS);
+		return;
+	}
+	vmcb->dr6 |= DR6_BS;
+	vendor_clear_interrupt_shadow(v);
+	vendor_inject_exception(v, 1, false, 0);
 }
 
 /* Every exit the VMCB's intercepts enable, in exit-code order. */

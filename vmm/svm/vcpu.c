@@ -188,11 +188,6 @@ const char *vendor_interrupt_state(struct vcpu *v)
 	return buf;
 }
 
-void vendor_set_tsc_offset(struct vcpu *v, int64_t offset)
-{
-	v->arch.vmcb.tsc_offset = (uint64_t)offset;
-}
-
 void vendor_rdtsc_exiting(struct vcpu *v, bool on)
 {
 	struct vmcb *vmcb = &v->arch.vmcb;

@@ -37,6 +37,7 @@ static inline uint64_t vendor_guest_rip(struct vcpu *v) { (void)v; return vmread
 static inline void vendor_set_rip(struct vcpu *v, uint64_t rip) { (void)v; vmwrite(VMCS_GUEST_RIP, rip); }
 static inline uint64_t vendor_rflags(struct vcpu *v) { (void)v; return vmread(VMCS_GUEST_RFLAGS); }
 static inline void vendor_set_rflags(struct vcpu *v, uint64_t f) { (void)v; vmwrite(VMCS_GUEST_RFLAGS, f); }
+static inline bool vendor_guest_tf(struct vcpu *v) { (void)v; return vmread(VMCS_GUEST_RFLAGS) & RFLAGS_TF; }
 static inline uint64_t vendor_cs_base(struct vcpu *v) { (void)v; return vmread(VMCS_GUEST_CS_BASE); }
 /* SS.DPL is the CPL */
 static inline unsigned vendor_cpl(struct vcpu *v) { (void)v; return (vmread(VMCS_GUEST_SS_AR) >> 5) & 3; }
@@ -46,6 +47,24 @@ static inline void vendor_set_guest_cr2(struct vcpu *v, uint64_t cr2)
 {
 	(void)v;
 	asm volatile("mov %0, %%cr2" ::"r"(cr2));
+}
+
+/* The guest's CR4 as it reads it, for the bits CPUID mirrors (OSXSAVE,
+ * PKE): those are the guest's own in GUEST_CR4, never host-owned (a CPU
+ * that cannot have them set in VMX operation leaves them 0 there, and a
+ * guest write that sets them gets #GP, vmm/vmx/exits.c). */
+static inline uint64_t vendor_guest_cr4(struct vcpu *v)
+{
+	(void)v;
+	return vmread(VMCS_GUEST_CR4);
+}
+
+/* RDTSC/RDTSCP in the guest read the host's TSC plus this (TSC offsetting
+ * is on for every vCPU, vmm/vmx/vcpu.c). */
+static inline void vendor_set_tsc_offset(struct vcpu *v, int64_t off)
+{
+	(void)v;
+	vmwrite(VMCS_TSC_OFFSET, (uint64_t)off);
 }
 
 static inline void vendor_guest_paging(struct vcpu *v, struct guest_paging *pg)

@@ -41,6 +41,7 @@ static void vmx_cr8_access(struct vcpu *v, bool to_cr8, unsigned reg)
 		vendor_set_rsp(v, platform_cr8_read(v));
 	}
 	vmwrite(VMCS_GUEST_RIP, vmread(VMCS_GUEST_RIP) + vmread(VMCS_EXIT_INSN_LEN));
+	exit_insn_completed(v);
 }
 
 /* An emulated CR0 write that changes PG with EFER.LME=1 switches IA-32e
@@ -111,6 +112,7 @@ static void vmx_heavy_cr_access(struct vcpu *v)
 		vmwrite(VMCS_GUEST_CR4, (val | c->cr4_fixed0) & c->cr4_fixed1);
 	}
 	vmwrite(VMCS_GUEST_RIP, vmread(VMCS_GUEST_RIP) + vmread(VMCS_EXIT_INSN_LEN));
+	exit_insn_completed(v);
 }
 
 /* A hardware task switch: VT-x exits on every one, and lightpath does not
@@ -160,6 +162,18 @@ static void vmx_reflect_db(struct vcpu *v, uint32_t info)
 	if ((vmread(VMCS_GUEST_RFLAGS) & RFLAGS_TF) &&
 	    (vmread(VMCS_GUEST_INTERRUPTIBILITY) & (VMX_INTERRUPTIBILITY_STI | VMX_INTERRUPTIBILITY_MOV_SS)))
 		vmwrite(VMCS_GUEST_PENDING_DBG, vmread(VMCS_GUEST_PENDING_DBG) | VMX_PENDING_DBG_BS);
+	vendor_inject_exception(v, 1, false, 0);
+}
+
+/* The guest's TF over an instruction lightpath completed: DR6.BS in the
+ * guest's DR6 (switched by hand on VT-x), the STI/MOV SS shadow ended (VM
+ * entry refuses TF with a shadow and no pending BS), #DB injected. */
+void vendor_single_step_trap(struct vcpu *v)
+{
+	if (v->vm->opt->dr_lazy && !v->dr_dirty)
+		heavy_dr_first_use(v);   /* DR6 is the guest's now: switched from here on */
+	v->arch.guest_dr6 |= DR6_BS;
+	vendor_clear_interrupt_shadow(v);
 	vendor_inject_exception(v, 1, false, 0);
 }
 
@@ -266,12 +280,6 @@ const char *vendor_interrupt_state(struct vcpu *v)
 		 vmread(VMCS_GUEST_INTERRUPTIBILITY), vmread(VMCS_ENTRY_INTR_INFO),
 		 (unsigned)vendor_intr_window_requested(v));
 	return buf;
-}
-
-void vendor_set_tsc_offset(struct vcpu *v, int64_t offset)
-{
-	(void)v;
-	vmwrite(VMCS_TSC_OFFSET, (uint64_t)offset);
 }
 
 /* RDTSCP exits with RDTSC exiting too (when RDTSCP is enabled). */

@@ -7,7 +7,6 @@
 
 /* ---- capability and control MSRs ---- */
 #define MSR_IA32_FEATURE_CONTROL     0x03au
-#define MSR_IA32_DEBUGCTL            0x1d9u
 #define MSR_IA32_PMC0                0x0c1u  /* general-purpose counters 0..3 */
 #define MSR_IA32_PERFEVTSEL0         0x186u  /* their event selects */
 #define MSR_IA32_VMX_BASIC           0x480u

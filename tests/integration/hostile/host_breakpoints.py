@@ -11,13 +11,14 @@ Bochs (VT-x) a VM exit loads DR7 = 0x400, as the SDM says: the case passes
 there before and after, which is what it checks.
 
 Runs under the default switches and under itest.HOSTILE_SWITCHES, followed
-by hello."""
+by resetcheck64, which must find DR0-3/DR6/DR7 (and everything else) in their
+reset state and run normally."""
 
 import re
 import subprocess
 
 import itest
-from itest import Boot, check, expect_exact_lines, hello_lines, HOSTILE_SWITCHES, HELLO, GUESTS
+from itest import Boot, check, expect_exact_lines, HOSTILE_SWITCHES, GUESTS
 
 DRHOST = GUESTS + "/drhost64.elf"
 SVM_IMAGE = "build/lightpath64.elf"     # the ELF64 the loaded image is made from
@@ -103,7 +104,7 @@ def guest_args(elf, vmx):
                                   bss[0] + bss[1] - ro[0], "/".join("%x" % t for t in targets[:4]))
 
 
-def expected(name, cmdline, hello, targets):
+def expected(b, name, cmdline, healthy, targets):
     return [
         (r"lightpath: vm0: loaded %s \(multiboot ELF64, entry 0x[0-9a-f]+\), 64 MiB, cmdline \"%s\""
          % (re.escape(name), re.escape(cmdline))),
@@ -117,7 +118,7 @@ def expected(name, cmdline, hello, targets):
         r"\[vm0\] drhost64: a breakpoint on its own data still fires: yes",
         r"lightpath: vm0: ended with status 0 \(isa-debug-exit\)",
         r"lightpath: vm0: exit statistics",
-    ] + hello_lines(1, hello=hello) + [itest.FINAL_VM1_STATUS3]
+    ] + itest.resetcheck_lines(b, 1, healthy[1], healthy[2]) + [itest.FINAL_ALL_ZERO]
 
 
 def targets_of(args):
@@ -139,10 +140,11 @@ def t_drhost(label, switches):
     def run():
         args = guest_args(SVM_IMAGE, False)
         module = "%s %s" % (DRHOST, args)
-        b = Boot("hostile-" + label, [module, HELLO + " status=3"], append=switches)
+        healthy = itest.healthy(wide=True)
+        b = Boot("hostile-" + label, [module, healthy[0]], append=switches)
         b.expect(r"^%s$" % re.escape(itest.SPEC_ON_EPYC), "the spec=on line whose loops are attacked")
-        expect_exact_lines(b, expected(DRHOST, module, HELLO, targets_of(args)))
-        b.expect_rc(7)
+        expect_exact_lines(b, expected(b, DRHOST, module, healthy, targets_of(args)))
+        b.expect_rc(1)
         check_counts(b, args)
         return b
     return run
@@ -160,11 +162,12 @@ def t_vmx_drhost(label, switches):
     def run():
         import vmx_tests
         args = guest_args(VMX_IMAGE, True)
-        b = vmx_tests.BochsBoot("hostile-" + label, ["%s %s" % (DRHOST, args),
-                                                     HELLO + " status=3"], append=switches)
-        expect_exact_lines(b, expected("drhost64.elf", "drhost64.elf " + args, "hello.elf",
+        healthy = itest.healthy(bochs=True, wide=True)
+        b = vmx_tests.BochsBoot("hostile-" + label, ["%s %s" % (DRHOST, args), healthy[0]],
+                                append=switches)
+        expect_exact_lines(b, expected(b, "drhost64.elf", "drhost64.elf " + args, healthy,
                                        targets_of(args)))
-        b.expect_rc(7)
+        b.expect_rc(1)
         check_counts(b, args)
         return b
     return run

@@ -8,7 +8,8 @@ QEMU 7.2 the #VMEXIT of such a guest left the host with the guest's CR0
 (paging off) and the VM went astray (the boot timed out after "ok 1");
 lightpath now reloads the host's CR0/CR3/CR4/EFER itself while a guest is in
 that state. On VT-x the VM exit loads them from the VMCS host-state area:
-the same guest checks that Bochs does (no VT-x code is involved)."""
+the same guest checks that Bochs does (no VT-x code is involved).
+resetcheck64 runs after it: EFER, CR4 and the rest at their reset values."""
 
 import itest
 import vmx_tests as vmx
@@ -35,29 +36,31 @@ def guest_lines(vm):
     return lines + [r"\[vm%d\] selftest %s: %d passed, 0 failed" % (vm, GUEST, len(descs))]
 
 
-def expected(name, hello):
+def expected(b, name, healthy):
     return ([r"lightpath: vm0: loaded %s \(multiboot ELF64, entry 0x[0-9a-f]+\), 64 MiB, "
              r"cmdline \"%s\"" % (itest.re.escape(name), itest.re.escape(name))] +
             guest_lines(0) +
             [r"lightpath: vm0: ended with status 0 \(isa-debug-exit\)",
              r"lightpath: vm0: exit statistics"] +
-            itest.hello_lines(1, hello=hello) + [itest.FINAL_VM1_STATUS3])
+            itest.resetcheck_lines(b, 1, healthy[1], healthy[2]) + [itest.FINAL_ALL_ZERO])
 
 
 def t_qemu(label, switches):
     def run():
-        b = itest.Boot(label, [itest.guest(GUEST), itest.HELLO3], append=switches)
-        itest.expect_exact_lines(b, expected(itest.guest(GUEST), itest.HELLO))
-        b.expect_rc(7)
+        healthy = itest.healthy(wide=True)
+        b = itest.Boot(label, [itest.guest(GUEST), healthy[0]], append=switches)
+        itest.expect_exact_lines(b, expected(b, itest.guest(GUEST), healthy))
+        b.expect_rc(1)
         return b
     return run
 
 
 def t_vmx(label, switches):
     def run():
-        b = vmx.BochsBoot(label, [itest.guest(GUEST), itest.HELLO3], append=switches)
-        itest.expect_exact_lines(b, expected(GUEST + ".elf", "hello.elf"))
-        b.expect_rc(7)
+        healthy = itest.healthy(bochs=True, wide=True)
+        b = vmx.BochsBoot(label, [itest.guest(GUEST), healthy[0]], append=switches)
+        itest.expect_exact_lines(b, expected(b, GUEST + ".elf", healthy))
+        b.expect_rc(1)
         return b
     return run
 

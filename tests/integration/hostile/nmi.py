@@ -8,9 +8,12 @@ handler arrives right after its IRET and not before; three sent there arrive
 as one; an I/O APIC pin in NMI mode; the PIT on a pin in NMI mode wakes
 `cli; hlt`), then `mode=storm` (each handler sends the next NMI: 1000 NMIs,
 none nested, the guest ends itself), then `mode=fault` (the NMI gate points
-outside guest RAM: lightpath stops that VM), then hello.
+outside guest RAM: lightpath stops that VM), then resetcheck, which must
+find no NMI blocking or pending NMI left (its own NMI arrives once, right
+after its ICR write) and everything else in its reset state.
 `hostile-nmi-noiret*`: the handler never returns and sends NMIs in a tight
-loop with IF=1; the 1 s time limit stops it and hello runs.
+loop with IF=1; the 1 s time limit stops it inside its NMI handler, with
+NMIs blocked and one waiting, and resetcheck runs after it.
 Each under the default switches and itest.HOSTILE_SWITCHES, on SVM (QEMU)
 and VT-x (Bochs); `vmx-hostile-nmi-svm-ryzen` runs the first on the SVM image
 under Bochs' AMD model (NRIP save). docs/SECURITY.md, case 7."""
@@ -35,9 +38,9 @@ def without_tap_lines(b):
     return rest
 
 
-def expect_all(b, path):
+def expect_all(b, path, healthy):
     """The self-test's verdict, then every other line exactly."""
-    itest.selftest_result(b, GUEST)
+    itest.selftest_result(b, GUEST, 0)
     g = lambda args="": (path + " " + args).strip()
     itest.expect_exact_lines(without_tap_lines(b), [
         itest.loaded(0, path, 64, g()),
@@ -54,13 +57,13 @@ def expect_all(b, path):
         r"lightpath: vm2: stopped: executing code at guest-physical 0xfff00000, outside its RAM "
         r"and devices, at rip 0xfff00000",
         r"lightpath: vm2: exit statistics",
-    ] + [l.replace("vm1", "vm3") for l in itest.hello_lines(1, hello=path[:-len("nmi.elf")] + "hello.elf")] + [
+    ] + itest.resetcheck_lines(b, 3, healthy[1], healthy[2]) + [
         r"lightpath: all VMs ended; powering off with status 112 \(the first non-zero status, vm2's; "
-        r"VMs that did not end with 0: 2 of 4\)"])
+        r"VMs that did not end with 0: 1 of 4\)"])
     b.expect_rc(225)
 
 
-def expect_noiret(b, path, hello):
+def expect_noiret(b, path, healthy):
     cmd = path + " mode=noiret"
     itest.expect_exact_lines(b, [
         itest.loaded(0, path, 64, cmd),
@@ -68,37 +71,40 @@ def expect_noiret(b, path, hello):
         r"\[vm0\] nmi: in the NMI handler, sending NMIs for ever",
         r"lightpath: vm0: stopped: time limit of 1 s reached",
         r"lightpath: vm0: exit statistics",
-    ] + itest.hello_lines(1, 1, hello=hello) + [itest.FINAL_VM0_STOPPED])
+    ] + itest.resetcheck_lines(b, 1, healthy[1], healthy[2], 1) + [itest.FINAL_VM0_STOPPED_ONLY])
     b.expect_rc(225)
 
 
-def modules():
+def modules(healthy):
     return [itest.guest(GUEST), itest.guest(GUEST, "mode=storm"), itest.guest(GUEST, "mode=fault"),
-            itest.guest("hello", "status=3")]
+            healthy[0]]
 
 
 def t_qemu(switches):
     def run():
-        b = itest.Boot("hostile-nmi" + suffix(switches), modules(), append=switches)
-        expect_all(b, itest.guest(GUEST))
+        healthy = itest.healthy()
+        b = itest.Boot("hostile-nmi" + suffix(switches), modules(healthy), append=switches)
+        expect_all(b, itest.guest(GUEST), healthy)
         return b
     return run
 
 
 def t_qemu_noiret(switches):
     def run():
+        healthy = itest.healthy()
         b = itest.Boot("hostile-nmi-noiret" + suffix(switches),
-                       [itest.guest(GUEST, "mode=noiret"), itest.HELLO3],
+                       [itest.guest(GUEST, "mode=noiret"), healthy[0]],
                        append=("vm.timeout=1 " + switches).strip())
-        expect_noiret(b, itest.guest(GUEST), itest.HELLO)
+        expect_noiret(b, itest.guest(GUEST), healthy)
         return b
     return run
 
 
 def t_vmx(switches):
     def run():
-        b = vmx.BochsBoot("hostile-nmi" + suffix(switches), modules(), append=switches)
-        expect_all(b, GUEST + ".elf")
+        healthy = itest.healthy(bochs=True)
+        b = vmx.BochsBoot("hostile-nmi" + suffix(switches), modules(healthy), append=switches)
+        expect_all(b, GUEST + ".elf", healthy)
         return b
     return run
 
@@ -107,17 +113,20 @@ def t_svm_ryzen():
     """The SVM image under Bochs' AMD model (NRIP save, no vNMI): the path real
     AMD CPUs before Zen 4 take. Bochs sets no DR6.BS for the single step that
     ends an NMI's blocking, which QEMU does."""
-    b = vmx.BochsBoot("hostile-nmi-svm-ryzen", modules(), cpu="ryzen", kernel="build/lightpath.elf")
-    expect_all(b, GUEST + ".elf")
+    healthy = itest.healthy(bochs=True)
+    b = vmx.BochsBoot("hostile-nmi-svm-ryzen", modules(healthy), cpu="ryzen",
+                      kernel="build/lightpath.elf")
+    expect_all(b, GUEST + ".elf", healthy)
     return b
 
 
 def t_vmx_noiret(switches):
     def run():
+        healthy = itest.healthy(bochs=True)
         b = vmx.BochsBoot("hostile-nmi-noiret" + suffix(switches),
-                          [itest.guest(GUEST, "mode=noiret"), itest.guest("hello", "status=3")],
+                          [itest.guest(GUEST, "mode=noiret"), healthy[0]],
                           append=("vm.timeout=1 " + switches).strip())
-        expect_noiret(b, GUEST + ".elf", "hello.elf")
+        expect_noiret(b, GUEST + ".elf", healthy)
         return b
     return run
 

@@ -5,8 +5,9 @@ lightpath waited for an interrupt window (V_IRQ set) aborted QEMU
 (`tcg_handle_interrupt: assertion failed`), every VM with it; on VT-x the
 guest's CR8 reached the CPU's own TPR. lightpath now intercepts CR8 on both
 backends and makes it the emulated APIC's TPR, so the guest's self-test
-passes, lightpath ends it normally and hello runs after it.
-docs/SECURITY.md, case 15."""
+passes, lightpath ends it normally, and resetcheck64 after it finds CR8 and
+the local APIC (TPR, x2APIC mode, LVTs) in their reset state and runs
+normally. docs/SECURITY.md, case 15."""
 
 import re
 
@@ -17,10 +18,10 @@ GUEST = "tpr64"
 TAP_LINE = re.compile(r"^\[vm0\] (not )?ok \d+ ")
 
 
-def expect_tpr_then_hello(b, name, hello):
+def expect_tpr_then_healthy(b, name, healthy):
     """The guest's verdict, then every other line exactly: vm0 ends with 0,
-    hello (vm1) with 3, the final status is hello's."""
-    itest.selftest_result(b, GUEST)
+    then resetcheck64 (`healthy`: itest.healthy()), every VM with 0."""
+    itest.selftest_result(b, GUEST, 0)
     rest = itest.Boot.__new__(itest.Boot)
     rest.__dict__.update(b.__dict__)
     rest.lines = [l for l in b.lines if not TAP_LINE.match(l)]
@@ -30,15 +31,16 @@ def expect_tpr_then_hello(b, name, hello):
         r"\[vm0\] selftest %s: \d+ passed, 0 failed" % GUEST,
         r"lightpath: vm0: ended with status 0 \(isa-debug-exit\)",
         r"lightpath: vm0: exit statistics",
-    ] + itest.hello_lines(1, hello=hello) + [itest.FINAL_VM1_STATUS3])
-    b.expect_rc(7)
+    ] + itest.resetcheck_lines(b, 1, healthy[1], healthy[2]) + [itest.FINAL_ALL_ZERO])
+    b.expect_rc(1)
 
 
 def t_qemu(switches):
     def run():
         label = "hostile-tpr" + ("-" + itest.HOSTILE_SWITCHES[0] if switches else "")
-        b = itest.Boot(label, [itest.guest(GUEST), itest.HELLO3], append=switches)
-        expect_tpr_then_hello(b, itest.guest(GUEST), itest.HELLO)
+        healthy = itest.healthy(wide=True)
+        b = itest.Boot(label, [itest.guest(GUEST), healthy[0]], append=switches)
+        expect_tpr_then_healthy(b, itest.guest(GUEST), healthy)
         return b
     return run
 
@@ -46,9 +48,9 @@ def t_qemu(switches):
 def t_vmx(switches):
     def run():
         label = "hostile-tpr" + ("-" + itest.HOSTILE_SWITCHES[0] if switches else "")
-        b = vmx.BochsBoot(label, [itest.guest(GUEST), itest.guest("hello", "status=3")],
-                                append=switches)
-        expect_tpr_then_hello(b, GUEST + ".elf", "hello.elf")
+        healthy = itest.healthy(bochs=True, wide=True)
+        b = vmx.BochsBoot(label, [itest.guest(GUEST), healthy[0]], append=switches)
+        expect_tpr_then_healthy(b, GUEST + ".elf", healthy)
         return b
     return run
 
@@ -57,11 +59,12 @@ def t_vmx_cr8_spin(switches):
     """VT-x only: `tpr64 mode=cr8-spin` sets CR8 = 15 and spins with IF=1
     under vm.timeout=1. Without CR8 exiting that was the CPU's own TPR, which
     blocked lightpath's timer (vector 0x20): the limit never fired and Bochs
-    ran until the harness killed it. Now it is stopped at its limit and hello
-    runs (with the same limit)."""
+    ran until the harness killed it. Now it is stopped at its limit and
+    resetcheck64 runs (with the same limit) and finds CR8 0."""
     def run():
         label = "hostile-tpr-cr8-spin" + ("-" + itest.HOSTILE_SWITCHES[0] if switches else "")
-        b = vmx.BochsBoot(label, [itest.guest(GUEST, "mode=cr8-spin"), itest.guest("hello", "status=3")],
+        healthy = itest.healthy(bochs=True, wide=True)
+        b = vmx.BochsBoot(label, [itest.guest(GUEST, "mode=cr8-spin"), healthy[0]],
                           append=("vm.timeout=1 " + switches).strip())
         itest.expect_exact_lines(b, [
             r"lightpath: vm0: loaded %s.elf \(multiboot ELF64, entry 0x[0-9a-f]+\), 64 MiB, "
@@ -70,7 +73,7 @@ def t_vmx_cr8_spin(switches):
             r"\[vm0\] tpr64: CR8 = 15, spinning with interrupts enabled",
             r"lightpath: vm0: stopped: time limit of 1 s reached",
             r"lightpath: vm0: exit statistics",
-        ] + itest.hello_lines(1, 1, hello="hello.elf") + [itest.FINAL_VM0_STOPPED])
+        ] + itest.resetcheck_lines(b, 1, healthy[1], healthy[2], 1) + [itest.FINAL_VM0_STOPPED_ONLY])
         b.expect_rc(225)
         return b
     return run

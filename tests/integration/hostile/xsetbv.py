@@ -2,8 +2,8 @@
 
 guests/hostile/xsetbv64.c tries the XCR0 values XSETBV must refuse (#GP(0),
 or #UD without CR4.OSXSAVE, and XCR0 unchanged each time), XSETBV at CPL 3,
-then turns AVX on and uses it; resetcheck after it must find XCR0 back at 1
-and the YMM registers it used zero. On VT-x (Bochs) every XSETBV exits and
+then turns AVX on and uses it; resetcheck64 after it (xsetbv64 runs in long
+mode) must find XCR0 back at 1 and the YMM registers it used zero. On VT-x (Bochs) every XSETBV exits and
 the VT-x backend used to stop the VM there ("unexpected VM exit, reason 55").
 On SVM the XSETBV intercept is checked with Bochs' `ryzen`, which implements
 it; Debian's QEMU 7.2 does not (QEMU added it in 8.2), so under QEMU the
@@ -13,7 +13,7 @@ valid XSETBV was one VM exit."""
 
 import itest
 
-ALL_ZERO = r"lightpath: all VMs ended; powering off with status 0 \(every VM ended with status 0\)"
+ALL_ZERO = itest.FINAL_ALL_ZERO
 # the refused values every CPU with XSAVE gets, the CPL-3 try, the AVX enable
 XSETBV_MIN_CHECKS = 30
 
@@ -26,7 +26,7 @@ def check_xsetbv(b, path, args, rc):
                                                   XSETBV_MIN_CHECKS) +
                              [r"lightpath: vm0: ended with status 0 \(isa-debug-exit\)",
                               r"lightpath: vm0: exit statistics"] +
-                             itest.resetcheck_lines(b, 1, rc) + [ALL_ZERO])
+                             itest.resetcheck_lines(b, 1, rc, "resetcheck64") + [ALL_ZERO])
     if "intercept=1" in args:
         b.expect(r"\[vm0\] ok \d+ - lightpath intercepted it", "the check that XSETBV exited")
     b.expect_rc(1)
@@ -34,8 +34,8 @@ def check_xsetbv(b, path, args, rc):
 
 def qemu_case(label, switches):
     def run():
-        b = itest.Boot(label, [itest.guest("xsetbv64"), itest.guest("resetcheck")], append=switches)
-        check_xsetbv(b, itest.guest("xsetbv64"), "", itest.guest("resetcheck"))
+        b = itest.Boot(label, [itest.guest("xsetbv64"), itest.RESETCHECK64], append=switches)
+        check_xsetbv(b, itest.guest("xsetbv64"), "", itest.RESETCHECK64)
         return b
     return run
 
@@ -50,10 +50,10 @@ def bochs_case(label, switches, svm=False):
     import vmx_tests
     def run():
         b = vmx_tests.BochsBoot(label, [itest.guest("xsetbv64", "intercept=1"),
-                                        itest.guest("resetcheck")], append=switches,
+                                        itest.RESETCHECK64], append=switches,
                                 cpu="ryzen" if svm else None,
                                 kernel="build/lightpath.elf" if svm else None)
-        check_xsetbv(b, "xsetbv64.elf", "intercept=1", "resetcheck.elf")
+        check_xsetbv(b, "xsetbv64.elf", "intercept=1", "resetcheck64.elf")
         return b
     return run
 

@@ -197,13 +197,9 @@ void guest_clock_print_stats(struct vm *vm)
 		p->lag_capped ? " (capped)" : "");
 }
 
-/* RDTSC and RDTSCP exit only while polling: the guest's time. */
-static void clock_rdtsc(struct vcpu *v, struct insn_pattern insn, bool rdtscp)
+void guest_clock_rdtsc(struct vcpu *v, bool rdtscp)
 {
 	struct vm *vm = v->vm;
-	uint64_t next = vendor_next_rip_slow(v, insn);
-	if (!next)
-		return;
 	uint64_t t = clock_now(&vm->clock) + (uint64_t)v->lapic.tsc_offset;
 	if (vm->clock.polling) {
 		vm->clock_poll.rdtscs++;
@@ -213,7 +209,18 @@ static void clock_rdtsc(struct vcpu *v, struct insn_pattern insn, bool rdtscp)
 	v->regs.rdx = t >> 32;
 	if (rdtscp)
 		v->regs.rcx = (uint32_t)rdmsr(MSR_TSC_AUX);   /* the guest's: passed through */
+}
+
+/* RDTSC (when the light path did not take it) and RDTSCP. */
+static void clock_rdtsc(struct vcpu *v, struct insn_pattern insn, bool rdtscp)
+{
+	uint64_t next = vendor_next_rip_slow(v, insn);
+	if (!next)
+		return;
+	guest_clock_rdtsc(v, rdtscp);
 	vendor_set_rip(v, next);
+	vendor_clear_interrupt_shadow(v);   /* an STI/MOV SS shadow ends with it */
+	exit_insn_completed(v);             /* RFLAGS.TF: the single step is due */
 }
 
 /* QEMU 7.2 reports an intercepted RDTSCP with the RDTSC exit code (its

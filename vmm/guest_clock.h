@@ -35,9 +35,19 @@
  * polling stops (and does not start again) and the guest's time runs with
  * the host's. It never catches up: a jump forward would look to the guest
  * like a frozen machine (Linux, ticking from a one-shot timer, would lose
- * jiffies). Under TCG an exit costs 20-50 us, so each millisecond the guest
- * polls hides 20-50 ms: Linux's fast PIT calibration (about 25 ms of PIT,
- * 25,000 exits) hides 0.5-1.2 s, once, at boot.
+ * jiffies). Under TCG an exit costs 20-50 us (100 us and more on a loaded
+ * host), so each millisecond the guest polls hides 20-100 ms: Linux's fast
+ * PIT calibration (about 25 ms of PIT, 25,000 exits) hides 0.5-2.5 s, once,
+ * at boot; the timers self-test hides 1.5-4 s. A 3 s cap was reached on a
+ * loaded host (the self-test's later calibrations then failed), hence 10 s.
+ * The cost: a guest that busy-waits on a clock device for a second takes up
+ * to 11 s of host time. vm.timeout counts host time and is not affected.
+ *
+ * The guest's TSC, in all: host TSC + clock.offset (0 or less: what polling
+ * hid, the VM's time; or vt while polling) + lapic.tsc_offset (the guest's
+ * own IA32_TSC and IA32_TSC_ADJUST writes, vmm/exit_msr.c). The timer
+ * devices count the VM's time, without the guest's offset, as a PC's PIT and
+ * PM timer do not follow its TSC; the TSC deadline is compared in guest TSC.
  *
  * One vCPU per VM: several would need one polling state for all of them
  * (their TSCs must agree). */
@@ -54,7 +64,7 @@
 #define CLOCK_POLL_GAP_MAX_NS  1000000u   /* reads further apart: not one polling loop */
 #define CLOCK_POLL_IDLE_NS     50000000u  /* no exit for this long (host time): polling ends */
 #define CLOCK_POLL_QUIET_EXITS 32u        /* exits in a row with no clock device access */
-#define CLOCK_POLL_MAX_LAG_MS  3000u      /* the guest's time at most this far behind */
+#define CLOCK_POLL_MAX_LAG_MS  10000u     /* the guest's time at most this far behind */
 
 struct vm;
 struct vcpu;
@@ -87,6 +97,9 @@ void guest_clock_after_exit(struct vcpu *v);
 /* The guest wrote IA32_TSC or IA32_TSC_ADJUST (lapic.tsc_offset changed):
  * the CPU's TSC offset follows. */
 void guest_clock_tsc_offset_changed(struct vm *vm);
+/* RDTSC or RDTSCP, which exit only while polling: EDX:EAX (and ECX) from
+ * the VM's time plus the guest's own TSC offset. The caller moves RIP. */
+void guest_clock_rdtsc(struct vcpu *v, bool rdtscp);
 /* The guest halts (a HLT that waits): polling ends (its time must pass). */
 void guest_clock_halt(struct vm *vm);
 /* One line on what polling did in this VM (nothing if it never polled). */

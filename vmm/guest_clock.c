@@ -17,6 +17,8 @@ static struct vm *clock_vm(struct guest_clock *c)
 	return (struct vm *)((char *)c - offsetof(struct vm, clock));
 }
 
+#define GAP_NEVER (1ull << 63)   /* a gap no read has (146 years at 2 GHz) */
+
 static uint64_t ns_to_tsc(uint64_t ns)
 {
 	return muldiv64(ns, tsc_hz(), 1000000000ull);
@@ -80,6 +82,8 @@ static void poll_end(struct vm *vm)
 		p->hidden += (uint64_t)(before - c->offset);
 	c->polling = false;
 	c->touched = false;
+	c->gap_min = p->gap_min;     /* reads may start it again */
+	c->gap_span = p->gap_span;
 	vendor_rdtsc_exiting(vm->vcpu, false);
 	vm_timer_cancel(vm, &p->idle_timer);
 	vm_timers_reprogram(vm);   /* device timers count in host time again */
@@ -106,12 +110,15 @@ void guest_clock_init(struct vm *vm)
 	struct clock_poll *p = &vm->clock_poll;
 	memset(c, 0, sizeof(*c));
 	memset(p, 0, sizeof(*p));
-	c->poll_gap_min = UINT64_MAX;   /* never, unless the CPU can do it */
+	p->gap_min = GAP_NEVER;   /* never, unless the CPU can do it */
+	p->gap_span = 0;
 	if (vendor_has_tsc_control()) {
-		c->poll_gap_min = ns_to_tsc(CLOCK_POLL_GAP_MIN_NS);
-		c->poll_gap_max = ns_to_tsc(CLOCK_POLL_GAP_MAX_NS);
+		p->gap_min = ns_to_tsc(CLOCK_POLL_GAP_MIN_NS);
+		p->gap_span = ns_to_tsc(CLOCK_POLL_GAP_MAX_NS) - p->gap_min;
 	}
-	c->last_read = rdtsc() - c->poll_gap_max - 1;   /* the first read starts nothing */
+	c->gap_min = p->gap_min;
+	c->gap_span = p->gap_span;
+	c->last_read = rdtsc() - p->gap_min - p->gap_span - 1;   /* the first read starts nothing */
 	p->step = ns_to_tsc(CLOCK_POLL_STEP_NS);
 	if (!p->step)
 		p->step = 1;
@@ -123,15 +130,24 @@ void guest_clock_init(struct vm *vm)
 	p->next_deadline = UINT64_MAX;
 }
 
-uint64_t clock_poll_begin(struct guest_clock *c, uint64_t host)
+uint64_t clock_read_slow(struct guest_clock *c, uint64_t host)
 {
 	struct vm *vm = clock_vm(c);
 	struct clock_poll *p = &vm->clock_poll;
-	if (lag(vm, host) >= (int64_t)p->max_lag)
-		return host + (uint64_t)c->offset;   /* hid enough: no more */
+	if (c->polling) {
+		c->touched = true;
+		return c->vt;
+	}
+	if (lag(vm, host) >= (int64_t)p->max_lag) {
+		c->gap_min = GAP_NEVER;   /* hid enough: never again in this VM */
+		c->gap_span = 0;
+		return host + (uint64_t)c->offset;
+	}
 	/* at least what the guest can have read before this exit */
 	c->vt = host + (uint64_t)c->offset;
 	c->polling = true;
+	c->gap_min = 0;   /* every read takes clock_read_slow now */
+	c->gap_span = UINT64_MAX;
 	c->touched = true;
 	p->quiet = 0;
 	p->rdtsc_exit = false;
@@ -173,6 +189,8 @@ void guest_clock_after_exit(struct vcpu *v)
 	if (lag(vm, p->last_exit) >= (int64_t)p->max_lag) {
 		p->lag_capped = true;
 		poll_end(vm);
+		c->gap_min = GAP_NEVER;   /* and it does not start again */
+		c->gap_span = 0;
 		return;
 	}
 	v->pending |= VCPU_PENDING_CLOCK;

@@ -10,7 +10,7 @@
  * the slow one 1000 reads in 10 ms, the PM-timer reference three reads in
  * 0x20000 TSC ticks). A VM exit under QEMU's TCG costs 20-50 us, so every
  * calibration fails and Linux gives up its TSC. So, when the guest reads a
- * clock device again within poll_gap_min..poll_gap_max of its last read (it
+ * clock device again within CLOCK_POLL_GAP_MIN_NS..CLOCK_POLL_GAP_MAX_NS of its last read (it
  * polls a clock, and each read costs more than on a PC), the clock starts
  * polling: RDTSC and RDTSCP exit, and the guest's time advances by
  * CLOCK_POLL_STEP_NS per exit of the guest's (RDTSC, a port access, an
@@ -22,7 +22,9 @@
  * clock device (the guest went on to other work: RDTSCs count too), at a
  * HLT that waits, or when the guest made no exit for CLOCK_POLL_IDLE_NS of
  * host time (it computes, or waits for an interrupt in a loop that makes no
- * exit); then the offset takes over from the guest's time at that point,
+ * exit; 250 ms, because a host that stalls QEMU under load looks the same
+ * and ending a calibration halfway fails it); then the offset takes over
+ * from the guest's time at that point,
  * so the TSC never goes back. A few other exits in between keep it: Linux's
  * clocksource watchdog reads the PM timer, the TSC and the PM timer twice
  * with interrupts off, then takes the tick that waited, then tries again if
@@ -62,7 +64,7 @@
 #define CLOCK_POLL_STEP_NS     1000u      /* guest time per exit while polling */
 #define CLOCK_POLL_GAP_MIN_NS  2000u      /* reads closer than this: exits are fast */
 #define CLOCK_POLL_GAP_MAX_NS  1000000u   /* reads further apart: not one polling loop */
-#define CLOCK_POLL_IDLE_NS     50000000u  /* no exit for this long (host time): polling ends */
+#define CLOCK_POLL_IDLE_NS     250000000u /* no exit for this long (host time): polling ends */
 #define CLOCK_POLL_QUIET_EXITS 32u        /* exits in a row with no clock device access */
 #define CLOCK_POLL_MAX_LAG_MS  10000u     /* the guest's time at most this far behind */
 
@@ -74,6 +76,7 @@ struct clock_poll {
 	uint64_t step;          /* CLOCK_POLL_STEP_NS in TSC ticks */
 	uint64_t idle;          /* CLOCK_POLL_IDLE_NS in TSC ticks */
 	uint64_t max_lag;       /* CLOCK_POLL_MAX_LAG_MS in TSC ticks */
+	uint64_t gap_min, gap_span;  /* guest_clock's range when not polling */
 	uint64_t last_exit;     /* host TSC of the last exit that kept polling */
 	uint64_t next_deadline; /* the earliest device timer, in the VM's time */
 	unsigned quiet;         /* exits since the last clock device access */

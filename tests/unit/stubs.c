@@ -40,7 +40,7 @@ void stubs_reset(void)
 	stub_tsc = 0;
 	stub_tsc_hz = 0;
 	memset(&stub_clock, 0, sizeof(stub_clock));
-	stub_clock.poll_gap_min = UINT64_MAX;   /* never polls */
+	stub_clock.gap_min = 1ull << 63;   /* never polls */
 	stub_clock_polls = 0;
 	stub_irq_edge_state = IRQ_EDGE_FREE;
 	memset(stub_irq_level, 0, sizeof(stub_irq_level));
@@ -84,7 +84,7 @@ struct guest_clock *vm_clock(struct vm *vm)
 	return &stub_clock;
 }
 
-uint64_t clock_poll_begin(struct guest_clock *c, uint64_t host)
+uint64_t clock_read_slow(struct guest_clock *c, uint64_t host)
 {
 	stub_clock_polls++;
 	return host + (uint64_t)c->offset;

@@ -401,6 +401,18 @@ static void test_tsc_deadline(void **state)
 	assert_false(apic.timer.armed);
 	lapic_ack(&apic, 0x43);
 	lapic_eoi(&apic);
+	/* the guest's own IA32_TSC offset: the deadline is in guest TSC = the
+	 * VM's time + tsc_offset; the timer service counts the VM's time */
+	apic.tsc_offset = (int64_t)(1ull << 62);
+	msr_w(MSR_TSC_DEADLINE, (1ull << 62) + stub_tsc + 1000 + 7000);
+	assert_true(apic.timer.armed);
+	assert_int_equal(apic.timer.deadline_tsc, stub_tsc + 1000 + 7000);
+	msr_w(MSR_TSC_DEADLINE, (1ull << 62) + stub_tsc + 1000);   /* guest TSC now: due */
+	assert_true(irr_has(0x43));
+	assert_false(apic.timer.armed);
+	lapic_ack(&apic, 0x43);
+	lapic_eoi(&apic);
+	apic.tsc_offset = 0;
 	mw(LAPIC_LVT_TIMER, 0x40043);
 	/* leaving TSC-deadline mode disarms and clears */
 	mw(LAPIC_LVT_TIMER, 0x00043);

@@ -138,6 +138,13 @@ uint64_t clock_read_slow(struct guest_clock *c, uint64_t host)
 		c->touched = true;
 		return c->vt;
 	}
+	if (c->gap_min != p->gap_min) {
+		/* after a spell without RDTSC: reads more than the range apart
+		 * (it stopped polling) may start polling again */
+		c->gap_min = p->gap_min;
+		c->gap_span = p->gap_span;
+		return host + (uint64_t)c->offset;
+	}
 	if (lag(vm, host) >= (int64_t)p->max_lag) {
 		c->gap_min = GAP_NEVER;   /* hid enough: never again in this VM */
 		c->gap_span = 0;
@@ -150,6 +157,8 @@ uint64_t clock_read_slow(struct guest_clock *c, uint64_t host)
 	c->gap_span = UINT64_MAX;
 	c->touched = true;
 	p->quiet = 0;
+	p->probe = 0;
+	p->probe_rdtsc = false;
 	p->rdtsc_exit = false;
 	p->last_exit = host;
 	p->polls++;
@@ -167,6 +176,18 @@ void guest_clock_after_exit(struct vcpu *v)
 	if (!c->polling)
 		return;
 	bool device = c->touched && !p->rdtsc_exit;
+	p->probe_rdtsc |= p->rdtsc_exit;
+	if (p->probe < CLOCK_POLL_PROBE_EXITS && ++p->probe == CLOCK_POLL_PROBE_EXITS &&
+	    !p->probe_rdtsc) {
+		/* it polls without timing the reads with the TSC: nothing to hide */
+		c->touched = false;
+		p->rdtsc_exit = false;
+		p->untimed++;
+		poll_end(vm);
+		c->gap_min = p->gap_min + p->gap_span + 1;   /* until it stops polling */
+		c->gap_span = UINT64_MAX - c->gap_min;
+		return;
+	}
 	c->touched = false;
 	p->rdtsc_exit = false;
 	if (device) {
@@ -209,9 +230,9 @@ void guest_clock_print_stats(struct vm *vm)
 	const struct clock_poll *p = &vm->clock_poll;
 	if (!p->polls)
 		return;
-	kprintf("  clock: the guest polled its clocks %lu times, %lu exits (%lu RDTSC); "
-		"%lu ms hidden, %ld ms behind now%s\n", p->polls, p->exits, p->rdtscs,
-		tsc_to_ms(p->hidden), (long)tsc_to_ms((uint64_t)lag(vm, rdtsc())),
+	kprintf("  clock: the guest polled its clocks %lu times (%lu without RDTSC), %lu exits "
+		"(%lu RDTSC); %lu ms hidden, %ld ms behind now%s\n", p->polls, p->untimed,
+		p->exits, p->rdtscs, tsc_to_ms(p->hidden), (long)tsc_to_ms((uint64_t)lag(vm, rdtsc())),
 		p->lag_capped ? " (capped)" : "");
 }
 

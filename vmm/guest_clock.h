@@ -32,6 +32,14 @@
  * still costs what the exit costs. On hardware, and under QEMU -icount or
  * Bochs, where exits are fast, polling never starts.
  *
+ * Only a guest that times its clock reads with the TSC needs this (Linux's
+ * calibrations read the TSC at every poll): a spell in whose first
+ * CLOCK_POLL_PROBE_EXITS exits no RDTSC came ends, and polling does not
+ * start again until the guest's clock reads are more than
+ * CLOCK_POLL_GAP_MAX_NS apart (it stopped polling). A busy wait on the PM
+ * timer alone (resetcheck's 5 ms window, forever mode=busy) then runs at
+ * the host's speed, with a few exits' worth of time hidden.
+ *
  * A guest that polls a clock for long (a busy wait of seconds) would see
  * its time crawl: the lag is bounded by CLOCK_POLL_MAX_LAG_MS, beyond which
  * polling stops (and does not start again) and the guest's time runs with
@@ -67,6 +75,7 @@
 #define CLOCK_POLL_IDLE_NS     250000000u /* no exit for this long (host time): polling ends */
 #define CLOCK_POLL_QUIET_EXITS 32u        /* exits in a row with no clock device access */
 #define CLOCK_POLL_MAX_LAG_MS  10000u     /* the guest's time at most this far behind */
+#define CLOCK_POLL_PROBE_EXITS 16u        /* a spell with no RDTSC in this many exits ends */
 
 struct vm;
 struct vcpu;
@@ -80,12 +89,15 @@ struct clock_poll {
 	uint64_t last_exit;     /* host TSC of the last exit that kept polling */
 	uint64_t next_deadline; /* the earliest device timer, in the VM's time */
 	unsigned quiet;         /* exits since the last clock device access */
+	unsigned probe;         /* exits of this polling spell, up to CLOCK_POLL_PROBE_EXITS */
+	bool probe_rdtsc;       /* an RDTSC came in this spell */
 	bool rdtsc_exit;        /* the current exit is an RDTSC */
 	struct vm_timer idle_timer;
 	/* statistics */
 	uint64_t polls;         /* times polling started */
 	uint64_t exits;         /* exits while polling */
 	uint64_t rdtscs;        /* RDTSC/RDTSCP exits */
+	uint64_t untimed;       /* spells ended for want of an RDTSC */
 	uint64_t hidden;        /* TSC ticks of host time hidden in all, caught up or not */
 	bool lag_capped;        /* polling stopped once at CLOCK_POLL_MAX_LAG_MS */
 };

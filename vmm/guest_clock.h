@@ -50,8 +50,8 @@
  * PIT calibration (about 25 ms of PIT, 25,000 exits) hides 0.5-2.5 s, once,
  * at boot; the timers self-test hides 1.5-4 s. A 3 s cap was reached on a
  * loaded host (the self-test's later calibrations then failed), hence 10 s.
- * The cost: a guest that busy-waits on a clock device for a second takes up
- * to 11 s of host time. vm.timeout counts host time and is not affected.
+ * The cost: a guest that busy-waits on a clock device for a second, reading
+ * the TSC as it goes, takes up to 11 s of host time. vm.timeout counts host time and is not affected.
  *
  * The guest's TSC, in all: host TSC + clock.offset (0 or less: what polling
  * hid, the VM's time; or vt while polling) + lapic.tsc_offset (the guest's

@@ -52,18 +52,99 @@ static inline uint64_t platform_tsc(void)
 #endif
 uint64_t platform_tsc_hz(void);                         /* host TSC frequency */
 
+/* The VM's time, in guest TSC ticks at platform_tsc_hz(): what the guest's
+ * RDTSC reads, and what every timer device counts from, so that a guest
+ * finds its TSC and its timers in agreement. It is the host TSC plus an
+ * offset, except while the guest polls its clocks through VM exits that are
+ * slower than a PC's port reads (under an emulator): then RDTSC exits too,
+ * and the guest's time advances by a fixed CLOCK_POLL_STEP per exit, as if
+ * each exit cost what it costs on hardware (vmm/guest_clock.h). Devices
+ * keep the pointer vm_clock() gives them and read it with clock_now() or,
+ * for a guest's access to a clock device, clock_access(). */
+struct guest_clock {
+	int64_t offset;         /* guest time = host TSC + offset, while not polling */
+	uint64_t vt;            /* guest time while polling */
+	bool polling;
+	bool touched;           /* the current exit accessed a clock device */
+	uint64_t last_read;     /* host TSC of the guest's last clock read */
+	/* A read whose gap to the last one (host TSC) is in gap_min ..
+	 * gap_min + gap_span takes clock_read_slow: it starts polling. While
+	 * polling the range is everything (min 0, span ~0), so that a read
+	 * tests one range, not the polling flag too; never: min 2^63, span 0. */
+	uint64_t gap_min;
+	uint64_t gap_span;
+};
+
+struct guest_clock *vm_clock(struct vm *vm);
+/* A read at host TSC `host` whose gap fell in the range: the guest's time
+ * while polling, or polling starts (out of line: it changes the vCPU's
+ * intercepts). */
+uint64_t clock_read_slow(struct guest_clock *c, uint64_t host);
+
+static inline uint64_t clock_now(const struct guest_clock *c)
+{
+	return c->polling ? c->vt : platform_tsc() + (uint64_t)c->offset;
+}
+
+/* The guest read (`read`) or programmed a clock device: its time now. A
+ * read that follows the previous one by CLOCK_POLL_GAP_MIN_NS ..
+ * CLOCK_POLL_GAP_MAX_NS (a guest polling a clock through slow exits)
+ * starts polling. A read costs one range test when not polling (the PM
+ * timer read is a light exit that make bench measures). */
+/* The read half of clock_access for a device's light read path: false when
+ * the read must take clock_read_slow(c, *now) (then *now is the host TSC),
+ * else true with the VM's time in *now. Lets the caller make the slow case
+ * a tail call, so that its common path saves no registers for a call. */
+static inline bool clock_read_fast(struct guest_clock *c, uint64_t *now)
+{
+	uint64_t host = platform_tsc();
+	uint64_t gap = host - c->last_read;
+	c->last_read = host;
+	*now = host;
+	if (__builtin_expect(gap - c->gap_min <= c->gap_span, 0))
+		return false;
+	*now = host + (uint64_t)c->offset;
+	return true;
+}
+
+static inline uint64_t clock_access(struct guest_clock *c, bool read)
+{
+	uint64_t host = platform_tsc();
+	if (read) {
+		uint64_t gap = host - c->last_read;
+		c->last_read = host;
+		if (__builtin_expect(gap - c->gap_min <= c->gap_span, 0))
+			return clock_read_slow(c, host);
+		return host + (uint64_t)c->offset;
+	}
+	if (c->polling) {
+		c->touched = true;
+		return c->vt;
+	}
+	return host + (uint64_t)c->offset;
+}
+
 /* Interrupt lines: a device raises or lowers GSI `gsi` (0-23, as on the I/O
  * APIC; the interrupt model applies the ISA overrides). */
 void vm_irq_line(struct vm *vm, unsigned gsi, bool level);
+/* Where the last edge sent on an edge-triggered line stands: the CPU has not
+ * taken it yet (a new edge now would merge with it), or no interrupt
+ * controller passes the line to the CPU (an edge now would be lost), or
+ * neither (an edge now is a new interrupt). */
+enum irq_edge_state { IRQ_EDGE_FREE, IRQ_EDGE_WAITING, IRQ_EDGE_MASKED };
+enum irq_edge_state vm_irq_edge_state(struct vm *vm, unsigned gsi);
 
 /* Timers: the hypervisor calls fire() at or after deadline_tsc (from its
- * exit path, never from interrupt context). Ending a VM cancels its timers,
- * and arming one for a VM that has ended does nothing. */
+ * exit path, never from interrupt context). Deadlines and `now_tsc` are in
+ * the VM's time (vm_clock), or in host TSC for the hypervisor's own timers
+ * (host_clock set). Ending a VM cancels its timers, and arming one for a VM
+ * that has ended does nothing. */
 struct vm_timer {
 	uint64_t deadline_tsc;
 	void (*fire)(struct vm_timer *t, uint64_t now_tsc);
 	void *opaque;
 	bool armed;
+	bool host_clock;
 };
 void vm_timer_arm(struct vm *vm, struct vm_timer *t, uint64_t deadline_tsc);
 void vm_timer_cancel(struct vm *vm, struct vm_timer *t);

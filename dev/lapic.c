@@ -61,6 +61,7 @@ void lapic_init(struct lapic *a, struct vm *vm, uint32_t apic_id, bool bsp)
 	a->vm = vm;
 	a->id = apic_id;
 	a->apic_base = LAPIC_BASE | APIC_BASE_EN | (bsp ? APIC_BASE_BSP : 0);
+	a->clock = vm_clock(vm);
 	a->tsc_hz = platform_tsc_hz();
 	if (!a->tsc_hz)
 		a->tsc_hz = TICK_DEFAULT_TSC_HZ;
@@ -149,10 +150,14 @@ int lapic_highest_pending(struct lapic *a)
 	return v;
 }
 
+static void timer_send_late(struct lapic *a, bool taken);
+
 void lapic_ack(struct lapic *a, uint8_t vector)
 {
 	clr_bit256(a->irr, vector);
 	set_bit256(a->isr, vector);
+	if (a->timer_late && vector == (uint8_t)a->lvt[LVT_TIMER])
+		timer_send_late(a, true);   /* the next late period can wait in IRR now */
 }
 
 int lapic_eoi(struct lapic *a)
@@ -268,10 +273,30 @@ static void timer_deliver(struct lapic *a)
 		lapic_accept(a, (uint8_t)lvt, false);
 }
 
+/* Accepts the next periodic interrupt due unless the last one still waits
+ * in IRR (it would merge with it); `taken`: the CPU just took one. A masked
+ * LVT drops them: the count goes on, no interrupt is sent. */
+static void timer_send_late(struct lapic *a, bool taken)
+{
+	uint32_t lvt = a->lvt[LVT_TIMER];
+	if (lvt & LAPIC_LVT_MASKED) {
+		a->timer_late = 0;
+		return;
+	}
+	if (!a->timer_late || test_bit256(a->irr, (uint8_t)lvt))
+		return;
+	if (taken || a->timer_late > 1)   /* not the period that just ended */
+		a->timer_fires_late++;
+	a->timer_late--;
+	timer_deliver(a);
+}
+
 static void timer_start(struct lapic *a, uint64_t now)
 {
 	vm_timer_cancel(a->vm, &a->timer);
 	a->timer_running = a->timer_init != 0;
+	a->timer_periods = 0;
+	a->timer_late = 0;
 	if (!a->timer_running)
 		return;
 	a->timer_start = now;
@@ -283,13 +308,15 @@ static void deadline_arm(struct lapic *a, uint64_t now)
 	vm_timer_cancel(a->vm, &a->timer);
 	if (!a->tsc_deadline)
 		return;
-	uint64_t host = a->tsc_deadline - (uint64_t)a->tsc_offset;
-	if (host <= now) {
+	/* the deadline in the VM's time (the clock without the guest's own
+	 * IA32_TSC writes), in which the timer service counts */
+	uint64_t at = a->tsc_deadline - (uint64_t)a->tsc_offset;
+	if (at <= now) {
 		a->tsc_deadline = 0;
 		timer_deliver(a);
 		return;
 	}
-	vm_timer_arm(a->vm, &a->timer, host);
+	vm_timer_arm(a->vm, &a->timer, at);
 }
 
 static void timer_fire(struct vm_timer *t, uint64_t now)
@@ -310,26 +337,34 @@ static void timer_fire(struct vm_timer *t, uint64_t now)
 		vm_timer_arm(a->vm, t, a->timer_start + tsc_for_ticks(a, period));
 		return;
 	}
-	timer_deliver(a);
-	if (mode == LAPIC_TIMER_PERIODIC) {
-		/* The next period boundary after now; periods missed while the
-		 * vCPU did not run are coalesced into this one interrupt. */
-		uint64_t k = elapsed / period + 1;
-		vm_timer_arm(a->vm, t, a->timer_start + tsc_for_ticks(a, k * period));
-	} else {
+	if (mode != LAPIC_TIMER_PERIODIC) {
 		a->timer_running = false;
+		timer_deliver(a);
+		return;
 	}
+	/* Every period that ended is one interrupt: those the guest could not
+	 * take yet (the last still in IRR) are sent as it takes them. */
+	uint64_t k = elapsed / period, late = a->timer_late + (k - a->timer_periods);
+	a->timer_periods = k;
+	a->timer_late = late > LAPIC_MAX_LATE ? LAPIC_MAX_LATE : (uint32_t)late;
+	timer_send_late(a, false);
+	vm_timer_arm(a->vm, t, a->timer_start + tsc_for_ticks(a, (k + 1) * period));
 }
 
-uint32_t lapic_timer_current(struct lapic *a)
+static uint32_t timer_current_at(const struct lapic *a, uint64_t now)
 {
 	unsigned mode = LAPIC_TIMER_MODE(a->lvt[LVT_TIMER]);
 	if (!a->timer_running || mode == LAPIC_TIMER_TSCDEADLINE)
 		return 0;
-	uint64_t counts = bus_ticks(a, platform_tsc() - a->timer_start) >> divide_shift(a->timer_div);
+	uint64_t counts = bus_ticks(a, now - a->timer_start) >> divide_shift(a->timer_div);
 	if (mode == LAPIC_TIMER_PERIODIC)
 		return a->timer_init - (uint32_t)(counts % a->timer_init);
 	return counts >= a->timer_init ? 0 : a->timer_init - (uint32_t)counts;
+}
+
+uint32_t lapic_timer_current(struct lapic *a)
+{
+	return timer_current_at(a, clock_access(a->clock, true));
 }
 
 static void write_lvt_timer(struct lapic *a, uint32_t v)
@@ -356,8 +391,8 @@ static void write_divide(struct lapic *a, uint32_t div)
 		a->timer_div = div;
 		return;
 	}
-	uint64_t now = platform_tsc();
-	uint32_t cur = lapic_timer_current(a);
+	uint64_t now = clock_access(a->clock, false);
+	uint32_t cur = timer_current_at(a, now);
 	a->timer_div = div;
 	if (!cur) {
 		a->timer_running = false;
@@ -368,6 +403,7 @@ static void write_divide(struct lapic *a, uint32_t div)
 	 * reached `cur` now. */
 	uint64_t done = (uint64_t)(a->timer_init - cur) << divide_shift(div);
 	a->timer_start = now - tsc_for_ticks(a, done);
+	a->timer_periods = 0;   /* within the first period of the new start */
 	vm_timer_arm(a->vm, &a->timer, a->timer_start + tsc_for_ticks(a, timer_period(a)));
 }
 
@@ -484,7 +520,7 @@ void lapic_write(struct lapic *a, unsigned off, uint64_t value)
 		if (LAPIC_TIMER_MODE(a->lvt[LVT_TIMER]) == LAPIC_TIMER_TSCDEADLINE)
 			break; /* ignored in TSC-deadline mode */
 		a->timer_init = v;
-		timer_start(a, platform_tsc());
+		timer_start(a, clock_access(a->clock, false));
 		break;
 	case LAPIC_TIMER_DIV:
 		write_divide(a, v & 0xb);
@@ -592,7 +628,7 @@ int lapic_msr(struct lapic *a, uint32_t msr, uint64_t *value, bool is_write)
 		if (lapic_hw_enabled(a) &&
 		    LAPIC_TIMER_MODE(a->lvt[LVT_TIMER]) == LAPIC_TIMER_TSCDEADLINE) {
 			a->tsc_deadline = *value;
-			deadline_arm(a, platform_tsc());
+			deadline_arm(a, clock_access(a->clock, false));
 		}
 		return 0;
 	}

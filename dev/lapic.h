@@ -6,8 +6,11 @@
  * 0x800 + (off >> 4). ID, version, TPR, APR, PPR, EOI, LDR, DFR (xAPIC),
  * SVR, ISR/TMR/IRR, ESR, ICR (self and broadcast-to-self IPIs; one vCPU),
  * the LVT (timer, thermal, perf, LINT0, LINT1, error), the timer (one-shot,
- * periodic, TSC-deadline through MSR 0x6E0; count derived from the TSC; the
- * timer is driven by the vm_timer service) and SELF IPI (x2APIC).
+ * periodic, TSC-deadline through MSR 0x6E0; counting in the VM's time, the
+ * clock the guest's TSC reads; driven by the vm_timer service; periodic
+ * expiries that fall due while the last interrupt still waits in IRR are
+ * counted and accepted one by one as the CPU takes them, none lost) and
+ * SELF IPI (x2APIC).
  *
  * The hypervisor's interrupt model:
  *  - lapic_accept(vector, level) when an interrupt message arrives (I/O APIC,
@@ -114,18 +117,27 @@ struct lapic {
 	/* timer */
 	uint32_t timer_init;    /* initial count */
 	uint32_t timer_div;     /* divide configuration register */
-	uint64_t timer_start;   /* host TSC at which the current count was loaded */
+	uint64_t timer_start;   /* VM time (vm_clock) at which the current count was loaded */
 	bool timer_running;     /* one-shot/periodic count in progress */
+	uint64_t timer_periods; /* periodic: expiries counted since timer_start */
+	uint32_t timer_late;    /* of those, interrupts not accepted yet (the last
+				   one still waited in IRR) */
 	uint64_t tsc_deadline;  /* IA32_TSC_DEADLINE in guest TSC, 0 = disarmed */
-	int64_t tsc_offset;     /* guest TSC = host TSC + tsc_offset */
+	int64_t tsc_offset;     /* guest TSC = the VM's time (vm_clock) + tsc_offset:
+				   the guest's IA32_TSC writes (vmm/exit_msr.c) */
+	struct guest_clock *clock;
 	uint64_t tsc_hz;
 	struct vm_timer timer;
 	/* hooks */
 	lapic_eoi_fn eoi_hook;
 	void *eoi_ctx;
 	bool nmi_pending;       /* an NMI IPI to self was sent; the hypervisor clears it */
-	uint64_t timer_fires;   /* expiries, for statistics and tests */
+	uint64_t timer_fires;   /* interrupts the timer sent, for statistics and tests */
+	uint64_t timer_fires_late; /* of those, sent after their time (a periodic
+				      one that waited for the previous) */
 };
+
+#define LAPIC_MAX_LATE 0x10000u  /* periodic expiries kept for a guest that takes none */
 
 /* Power-up state: xAPIC mode, globally enabled, software disabled (SVR =
  * 0xFF), every LVT masked, timer stopped. `bsp` sets APIC_BASE.BSP. The TSC

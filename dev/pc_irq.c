@@ -20,6 +20,39 @@ void pc_irq_set(struct pic8259 *pic, struct ioapic *io, unsigned line, bool leve
 	ioapic_set_irq(io, line == 0 ? 2 : line, level);
 }
 
+enum irq_edge_state pc_irq_edge_state(const struct pic8259 *pic, const struct ioapic *io,
+				      const struct lapic *a, unsigned line)
+{
+	bool open = false, waiting = false;
+	if (line < 16 && line != 2 && lapic_pic_intr_allowed(a)) {
+		const struct pic_chip *c = &pic->chip[line >> 3];
+		uint8_t bit = (uint8_t)(1u << (line & 7));
+		if (!(c->imr & bit) && (line < 8 || !(pic->chip[0].imr & 0x04))) {
+			open = true;
+			waiting = c->irr & bit;
+		}
+	}
+	unsigned pin = line == 0 ? 2 : line;
+	if (pin < IOAPIC_PINS && !(io->rte[pin] & IOAPIC_RTE_MASKED)) {
+		uint64_t e = io->rte[pin];
+		unsigned vec = (unsigned)(e & IOAPIC_RTE_VECTOR);
+		switch (IOAPIC_RTE_DELMODE(e)) {
+		case IOAPIC_DM_FIXED:
+		case IOAPIC_DM_LOWEST:
+			open = true;
+			waiting |= (a->irr[vec / 32] >> (vec % 32)) & 1;
+			break;
+		case IOAPIC_DM_NMI:
+			open = true;
+			waiting |= a->nmi_pending;
+			break;
+		default:   /* SMI, INIT, ExtINT: nothing this model delivers */
+			break;
+		}
+	}
+	return !open ? IRQ_EDGE_MASKED : waiting ? IRQ_EDGE_WAITING : IRQ_EDGE_FREE;
+}
+
 void pc_ioapic_deliver(void *lapic, const struct ioapic_irq *irq)
 {
 	struct lapic *a = lapic;

@@ -36,6 +36,15 @@ void pc_irq_firmware_setup(struct pic8259 *pic, struct ioapic *io, struct lapic 
  * cannot be driven. */
 void pc_irq_set(struct pic8259 *pic, struct ioapic *io, unsigned line, bool level);
 
+/* vm_irq_edge_state for ISA IRQ / GSI `line`: IRQ_EDGE_MASKED when neither
+ * the 8259 (unmasked there and, for the slave, the cascade; its INTR let
+ * through by LINT0) nor the I/O APIC (pin unmasked) passes it on;
+ * IRQ_EDGE_WAITING when a path that does still holds the last edge (the
+ * 8259's IRR bit, the local APIC's IRR bit of the pin's vector, or a
+ * pending NMI for a pin in NMI mode); else IRQ_EDGE_FREE. */
+enum irq_edge_state pc_irq_edge_state(const struct pic8259 *pic, const struct ioapic *io,
+				      const struct lapic *a, unsigned line);
+
 /* ioapic_deliver_fn for ioapic_init(..., pc_ioapic_deliver, lapic): fixed and
  * lowest-priority messages addressed to this APIC go to lapic_accept(), NMI
  * sets lapic->nmi_pending; ExtINT is the 8259's business (pc_intr_pending),

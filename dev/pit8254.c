@@ -13,10 +13,11 @@ void pit_init(struct pit8254 *pit, struct vm *vm)
 {
 	memset(pit, 0, sizeof(*pit));
 	pit->vm = vm;
+	pit->clock = vm_clock(vm);
 	pit->tsc_hz = platform_tsc_hz();
 	if (!pit->tsc_hz)
 		pit->tsc_hz = TICK_DEFAULT_TSC_HZ;
-	pit->tsc_at_init = platform_tsc();
+	pit->tsc_at_init = clock_now(pit->clock);
 	pit->timer.fire = irq_timer_fire;
 	pit->timer.opaque = pit;
 	for (unsigned i = 0; i < 3; i++) {
@@ -25,8 +26,9 @@ void pit_init(struct pit8254 *pit, struct vm *vm)
 		c->rw_mode = c->read_state = c->write_state = RW_WORD0;
 		c->count = 0x10000;
 		c->gate = i != 2;
+		c->stopped = !c->gate;    /* mode 3 with the gate low */
 		c->loaded = true;
-		c->load_tsc = pit->tsc_at_init;
+		c->load_tsc = c->write_tsc = c->stop_tsc = pit->tsc_at_init;
 	}
 }
 
@@ -46,11 +48,17 @@ void pit_ranges(struct pit8254 *pit, struct io_range r[2])
 	r[1].name = "port61";
 }
 
+/* Modes 1 and 5 count only once a rising gate has triggered them. */
+static bool gate_triggered(const struct pit_channel *c)
+{
+	return c->triggered || (c->mode != 1 && c->mode != 5);
+}
+
 /* PIT input clock ticks counted by channel c at `now`. */
 static uint64_t ticks(const struct pit8254 *pit, const struct pit_channel *c, uint64_t now)
 {
-	uint64_t t = c->paused ? c->pause_tsc : now;
-	if (t < c->load_tsc)
+	uint64_t t = c->stopped ? c->stop_tsc : now;
+	if (t < c->load_tsc || !gate_triggered(c))
 		return 0;
 	return muldiv64(t - c->load_tsc, PIT_HZ, pit->tsc_hz);
 }
@@ -60,12 +68,8 @@ static uint64_t tsc_at_tick(const struct pit8254 *pit, const struct pit_channel 
 	return c->load_tsc + muldiv64_ceil(tick, pit->tsc_hz, PIT_HZ);
 }
 
-uint16_t pit_get_count(struct pit8254 *pit, unsigned n, uint64_t now)
+static uint16_t count_at(const struct pit_channel *c, uint64_t d)
 {
-	struct pit_channel *c = &pit->ch[n];
-	if (!c->loaded)
-		return (uint16_t)c->count;
-	uint64_t d = ticks(pit, c, now);
 	switch (c->mode) {
 	case 0: case 1: case 4: case 5:
 		return (uint16_t)(c->count - d);          /* wraps through 0 */
@@ -77,23 +81,53 @@ uint16_t pit_get_count(struct pit8254 *pit, unsigned n, uint64_t now)
 	}
 }
 
+uint16_t pit_get_count(struct pit8254 *pit, unsigned n, uint64_t now)
+{
+	struct pit_channel *c = &pit->ch[n];
+	if (!c->loaded || !gate_triggered(c))
+		return (uint16_t)c->count;
+	return count_at(c, ticks(pit, c, now));
+}
+
 bool pit_get_out(struct pit8254 *pit, unsigned n, uint64_t now)
 {
 	struct pit_channel *c = &pit->ch[n];
 	if (!c->loaded)
 		return c->mode != 0;    /* mode 0: low from the control word on */
+	if (c->held)
+		return false;           /* mode 0, half a new count written */
+	if (!gate_triggered(c))
+		return true;            /* modes 1 and 5 wait for the gate, OUT high */
+	if (c->stopped && !c->gate && (c->mode == 2 || c->mode == 3))
+		return true;            /* a low gate holds OUT high */
 	uint64_t d = ticks(pit, c, now);
 	switch (c->mode) {
 	case 0: /* interrupt on terminal count: high once the count reaches 0 */
 		return d >= c->count;
-	case 1: /* hardware one-shot, never triggered (the gate does not rise) */
-		return true;
+	case 1: /* hardware one-shot: low from the trigger to terminal count */
+		return d >= c->count;
 	case 2: /* rate generator: low for one clock when the count is 1 */
 		return c->count < 2 || d % c->count != c->count - 1;
 	case 3: /* square wave: high for the first half of each period */
 		return d % c->count < (c->count + 1) / 2;
 	default: /* 4, 5: strobe: low for one clock at terminal count */
 		return d != c->count;
+	}
+}
+
+/* Rising edges of channel 0's OUT in ticks 1..d since the load. */
+static uint64_t edges_until(const struct pit_channel *c, uint64_t d)
+{
+	switch (c->mode) {
+	case 0:
+		return d >= c->count;
+	case 2:
+	case 3:
+		return d / c->count;
+	case 4:
+		return d >= (uint64_t)c->count + 1;
+	default:   /* 1, 5: channel 0's gate never rises */
+		return 0;
 	}
 }
 
@@ -114,13 +148,56 @@ static uint64_t next_rising(const struct pit_channel *c, uint64_t d)
 	}
 }
 
-static void irq_schedule(struct pit8254 *pit, uint64_t now)
+/* Sends the next edge due if the CPU has taken the last one (`taken`: it
+ * just took an interrupt); if nothing passes IRQ0 on to the CPU, sends one
+ * and drops the rest (a PC loses those). One pulse at most: the next waits
+ * until the CPU takes this one. */
+static void irq_send(struct pit8254 *pit, bool taken)
+{
+	if (!pit->irq_late)
+		return;
+	switch (vm_irq_edge_state(pit->vm, PIT_IRQ)) {
+	case IRQ_EDGE_MASKED:
+		/* the edge still reaches the pins (a masked 8259 latches it in
+		 * IRR), but the CPU takes none of those: no backlog */
+		pit->irqs_dropped += pit->irq_late - 1;
+		pit->irq_late = 1;
+		break;
+	case IRQ_EDGE_WAITING:
+		return;
+	default:
+		if (taken || pit->irq_late > 1)   /* not the edge that just came */
+			pit->irqs_late++;
+		break;
+	}
+	pit->irq_late--;
+	pit->irqs++;
+	/* an edge: the PIC latches it, the I/O APIC delivers it */
+	vm_irq_line(pit->vm, PIT_IRQ, true);
+	vm_irq_line(pit->vm, PIT_IRQ, false);
+}
+
+void pit_irq_retry(struct pit8254 *pit)
+{
+	irq_send(pit, true);
+}
+
+/* Counts the edges channel 0 made up to `now`, sends what it can and arms
+ * the timer for the next edge. */
+static void irq_update(struct pit8254 *pit, uint64_t now)
 {
 	struct pit_channel *c = &pit->ch[0];
 	vm_timer_cancel(pit->vm, &pit->timer);
-	if (!c->loaded)
+	if (!c->loaded || c->held)
 		return;
-	uint64_t next = next_rising(c, ticks(pit, c, now));
+	uint64_t d = ticks(pit, c, now), e = edges_until(c, d);
+	if (e > pit->irq_edges) {
+		uint64_t late = pit->irq_late + (e - pit->irq_edges);
+		pit->irq_late = late > PIT_MAX_LATE ? PIT_MAX_LATE : (uint32_t)late;
+	}
+	pit->irq_edges = e;
+	irq_send(pit, false);
+	uint64_t next = next_rising(c, d);
 	if (!next)
 		return;
 	pit->irq_tick = next;
@@ -129,20 +206,7 @@ static void irq_schedule(struct pit8254 *pit, uint64_t now)
 
 static void irq_timer_fire(struct vm_timer *t, uint64_t now)
 {
-	struct pit8254 *pit = t->opaque;
-	struct pit_channel *c = &pit->ch[0];
-	if (!c->loaded)
-		return;
-	if (ticks(pit, c, now) < pit->irq_tick) { /* early */
-		vm_timer_arm(pit->vm, t, tsc_at_tick(pit, c, pit->irq_tick));
-		return;
-	}
-	/* An edge: the PIC latches it, the I/O APIC delivers it. Edges
-	 * missed while the guest did not run are coalesced into this one. */
-	pit->irqs++;
-	vm_irq_line(pit->vm, PIT_IRQ, true);
-	vm_irq_line(pit->vm, PIT_IRQ, false);
-	irq_schedule(pit, now);
+	irq_update(t->opaque, now);
 }
 
 static void load_count(struct pit8254 *pit, unsigned n, uint32_t v, uint64_t now)
@@ -150,11 +214,18 @@ static void load_count(struct pit8254 *pit, unsigned n, uint32_t v, uint64_t now
 	struct pit_channel *c = &pit->ch[n];
 	c->count = v ? v : 0x10000;
 	c->loaded = true;
+	c->held = false;
+	c->write_tsc = now;
+	/* modes 1 and 5 load on the next trigger; 2 and 3 reload at the end of
+	 * the current period, but start counting at once the first time */
+	c->triggered = false;
 	c->load_tsc = now;
-	c->paused = !c->gate && (c->mode == 0 || c->mode == 4);
-	c->pause_tsc = now;
-	if (n == 0)
-		irq_schedule(pit, now);
+	c->stopped = !c->gate && c->mode != 1 && c->mode != 5;
+	c->stop_tsc = now;
+	if (n == 0) {
+		pit->irq_edges = 0;
+		irq_update(pit, now);
+	}
 }
 
 static void latch_count(struct pit8254 *pit, unsigned n, uint64_t now)
@@ -166,12 +237,22 @@ static void latch_count(struct pit8254 *pit, unsigned n, uint64_t now)
 	c->count_latched = c->rw_mode;
 }
 
+/* Null count: a count written (or the control word) that has not reached
+ * the counting element yet: until the next clock, or the trigger. */
+static bool null_count(const struct pit8254 *pit, const struct pit_channel *c, uint64_t now)
+{
+	if (!c->loaded || c->held || !gate_triggered(c))
+		return true;
+	uint64_t t = c->stopped ? c->stop_tsc : now;
+	return t < c->write_tsc || muldiv64(t - c->write_tsc, PIT_HZ, pit->tsc_hz) == 0;
+}
+
 static void latch_status(struct pit8254 *pit, unsigned n, uint64_t now)
 {
 	struct pit_channel *c = &pit->ch[n];
 	if (c->status_latched)
 		return;
-	c->status = (uint8_t)((pit_get_out(pit, n, now) << 7) | (!c->loaded << 6) |
+	c->status = (uint8_t)((pit_get_out(pit, n, now) << 7) | (null_count(pit, c, now) << 6) |
 			      (c->rw_mode << 4) | (c->mode << 1) | c->bcd);
 	c->status_latched = true;
 }
@@ -206,7 +287,23 @@ static void write_control(struct pit8254 *pit, uint8_t v, uint64_t now)
 	c->bcd = v & 1;
 	/* The counter stops until a new count is written. */
 	c->loaded = false;
+	c->held = false;
 	c->count_latched = 0;
+	if (n == 0)
+		vm_timer_cancel(pit->vm, &pit->timer);
+}
+
+/* Mode 0, the first byte of a two-byte count: the count stops, OUT goes low. */
+static void hold_count(struct pit8254 *pit, unsigned n, uint64_t now)
+{
+	struct pit_channel *c = &pit->ch[n];
+	if (c->mode != 0 || !c->loaded || c->held)
+		return;
+	if (!c->stopped) {
+		c->stopped = true;
+		c->stop_tsc = now;
+	}
+	c->held = true;
 	if (n == 0)
 		vm_timer_cancel(pit->vm, &pit->timer);
 }
@@ -224,6 +321,7 @@ static void write_data(struct pit8254 *pit, unsigned n, uint8_t v, uint64_t now)
 	case RW_WORD0:
 		c->write_latch = v;
 		c->write_state = RW_WORD1;
+		hold_count(pit, n, now);
 		break;
 	default: /* RW_WORD1 */
 		load_count(pit, n, c->write_latch | ((uint32_t)v << 8), now);
@@ -272,7 +370,7 @@ int pit_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
 {
 	struct pit8254 *pit = opaque;
 	(void)vcpu;
-	uint64_t now = platform_tsc(), value = 0;
+	uint64_t now = clock_access(pit->clock, !is_write), value = 0;
 
 	for (unsigned i = 0; i < size; i++) {
 		uint64_t off = addr + i - PIT_BASE;
@@ -310,17 +408,32 @@ static void set_gate2(struct pit8254 *pit, bool gate, uint64_t now)
 	case 4:
 		/* the gate enables and disables counting */
 		if (!gate) {
-			c->paused = true;
-			c->pause_tsc = now;
-		} else if (c->paused) {
-			c->load_tsc += now - c->pause_tsc;
-			c->paused = false;
+			if (!c->stopped) {
+				c->stopped = true;
+				c->stop_tsc = now;
+			}
+		} else if (c->stopped && !c->held) {
+			c->load_tsc += now - c->stop_tsc;
+			c->stopped = false;
+		}
+		break;
+	case 2:
+	case 3:
+		/* a low gate stops the count (OUT high), a rising one reloads it */
+		if (!gate) {
+			c->stopped = true;
+			c->stop_tsc = now;
+		} else {
+			c->stopped = false;
+			c->load_tsc = now;
 		}
 		break;
 	default:
-		/* 1, 2, 3, 5: a rising gate (re)starts the count */
-		if (gate)
+		/* 1, 5: a rising gate (re)starts the count */
+		if (gate) {
+			c->triggered = true;
 			c->load_tsc = now;
+		}
 		break;
 	}
 }
@@ -331,7 +444,7 @@ int pit_port61_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned siz
 	struct pit8254 *pit = opaque;
 	(void)vcpu;
 	(void)addr;
-	uint64_t now = platform_tsc();
+	uint64_t now = clock_access(pit->clock, !is_write);
 
 	if (is_write) {
 		uint8_t v = (uint8_t)*data;

@@ -1,15 +1,23 @@
 /* 8254 programmable interval timer (ports 0x40-0x43) and the PC's port 0x61
  * (system control port B: channel 2 gate, speaker enable, refresh toggle,
- * channel 2 OUT). Counts at 1.193182 MHz derived from the TSC.
+ * channel 2 OUT). Counts at 1.193182 MHz of the VM's time (vm_clock), the
+ * clock the guest's TSC reads too: a guest that times the PIT with RDTSC
+ * (Linux's TSC calibration) finds exactly platform_tsc_hz().
  *
  * Modes 0-5 (6 and 7 alias 2 and 3), LSB/MSB/LSB-then-MSB access, the
- * counter-latch command and the read-back command (count and status).
- * Channel 0's OUT drives ISA IRQ0: at each rising edge the PIT pulses the
- * line (vm_irq_line(vm, 0, true) then false), scheduled with a vm_timer.
- * Channel 2's OUT is port 0x61 bit 5, which Linux polls to calibrate the
- * TSC. Channel 2's gate is port 0x61 bit 0; channels 0 and 1 are always
- * gated on. BCD counting is recorded in the status but counts are binary
- * (as in QEMU).
+ * counter-latch command and the read-back command (count and status), after
+ * the Intel 82C54 data sheet: in mode 0 the first byte of a two-byte count
+ * stops the count and sets OUT low; the gate pauses modes 0 and 4, stops
+ * modes 2 and 3 with OUT high and restarts them when it rises, and starts
+ * (or restarts) modes 1 and 5. Channel 0's OUT drives ISA IRQ0: at each
+ * rising edge the PIT pulses the line (vm_irq_line(vm, 0, true) then
+ * false), scheduled with a vm_timer. Edges that fall due while the last one
+ * still waits for the CPU (IF=0, a long exit, a late host timer) are counted
+ * and sent one by one as the CPU takes them, so that a guest counting timer
+ * interrupts (Linux's jiffies) loses none; edges on a line no interrupt
+ * controller passes on are dropped, as on a PC. Channel 2's OUT is port 0x61
+ * bit 5, its gate port 0x61 bit 0; channels 0 and 1 are always gated on.
+ * BCD counting is recorded in the status but counts are binary (as in QEMU).
  *
  * After reset every channel is in mode 3 with count 65536 and counting, as
  * the BIOS leaves it, but channel 0 raises no IRQ0 until the guest loads a
@@ -35,13 +43,19 @@
 #define PORT61_REFRESH   0x10u
 #define PORT61_OUT2      0x20u
 
+#define PIT_MAX_LATE  0x10000u /* IRQ0 edges kept for a guest that takes none */
+
 struct pit_channel {
 	uint32_t count;          /* reload value, 1..0x10000 (0 written = 0x10000) */
-	uint64_t load_tsc;       /* when counting started (adjusted for gate pauses) */
+	uint64_t load_tsc;       /* when counting started (adjusted for pauses) */
+	uint64_t write_tsc;      /* when the count was written (null count until a tick) */
 	bool loaded;             /* a count was written since the control word */
 	bool gate;
-	bool paused;             /* mode 0/4 with gate low: counting stopped at pause_tsc */
-	uint64_t pause_tsc;
+	bool stopped;            /* not counting since stop_tsc: gate low, or mode 0
+				    between the two bytes of a new count (held) */
+	bool held;               /* mode 0, first byte of a new count written: OUT low */
+	bool triggered;          /* modes 1 and 5: a rising gate started the count */
+	uint64_t stop_tsc;
 	uint8_t mode, rw_mode, bcd;
 	uint8_t read_state, write_state, write_latch;
 	uint16_t latched_count;
@@ -52,13 +66,19 @@ struct pit_channel {
 
 struct pit8254 {
 	struct vm *vm;
+	struct guest_clock *clock;
 	uint64_t tsc_hz;
 	uint64_t tsc_at_init;
 	struct pit_channel ch[3];
 	uint8_t port61;          /* the RW bits of port 0x61 */
 	struct vm_timer timer;   /* channel 0's next IRQ0 edge */
 	uint64_t irq_tick;       /* the channel-0 tick (since load) it is armed for */
+	uint64_t irq_edges;      /* rising edges of OUT0 since the load, counted */
+	uint32_t irq_late;       /* of those, edges not sent yet */
 	uint64_t irqs;           /* IRQ0 pulses sent */
+	uint64_t irqs_late;      /* of those, sent after their time (the CPU had not
+				    taken the previous one) */
+	uint64_t irqs_dropped;   /* edges no interrupt controller passed on */
 };
 
 void pit_init(struct pit8254 *pit, struct vm *vm);
@@ -72,8 +92,18 @@ int pit_port61_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned siz
 /* r[0]: 0x40-0x43, r[1]: 0x61. */
 void pit_ranges(struct pit8254 *pit, struct io_range r[2]);
 
-/* Channel n's counter and OUT at host TSC `now`. */
+/* Channel n's counter and OUT at `now` (the VM's time). */
 uint16_t pit_get_count(struct pit8254 *pit, unsigned n, uint64_t now);
 bool pit_get_out(struct pit8254 *pit, unsigned n, uint64_t now);
+
+/* The CPU took an interrupt: if IRQ0 edges are late, send the next one now
+ * that the last may have been taken (called on every interrupt the
+ * hypervisor injects; one test when nothing is late). */
+void pit_irq_retry(struct pit8254 *pit);
+static inline void pit_irq_taken(struct pit8254 *pit)
+{
+	if (pit->irq_late)
+		pit_irq_retry(pit);
+}
 
 #endif

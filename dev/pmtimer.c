@@ -1,4 +1,4 @@
-/* ACPI PM timer derived from the TSC. */
+/* ACPI PM timer derived from the VM's clock. */
 #include "dev/pmtimer.h"
 
 /* floor(num * 2^64 / den) for num < den, by binary long division: no 128-bit
@@ -33,7 +33,8 @@ void pmtimer_init(struct pmtimer *dev, struct vm *vm)
 		dev->tsc_hz = hz;
 		dev->mult = frac64(LP_PMTIMER_HZ, hz);
 	}
-	dev->tsc_at_init = platform_tsc();
+	dev->clock = vm_clock(vm);
+	dev->tsc_at_init = clock_now(dev->clock);
 }
 
 void pmtimer_range(struct pmtimer *dev, struct io_range *r)
@@ -46,6 +47,27 @@ void pmtimer_range(struct pmtimer *dev, struct io_range *r)
 	r->name = "acpi-pm-timer";
 }
 
+static inline int pmtimer_put(struct pmtimer *dev, uint64_t addr, uint64_t *data,
+			      unsigned size, uint64_t now)
+{
+	uint64_t v = pmtimer_ticks(dev, now);
+	unsigned off = (unsigned)(addr - dev->base);
+	if (off)
+		v >>= 8 * (off & 3);
+	if (size < 4)
+		v &= (1u << (8 * size)) - 1;
+	*data = v;
+	return IO_OK;
+}
+
+/* A read that polling starts or serves (vmm/guest_clock.h). */
+static __attribute__((noinline)) int pmtimer_read_slow(struct pmtimer *dev, uint64_t addr,
+							uint64_t *data, unsigned size,
+							uint64_t host)
+{
+	return pmtimer_put(dev, addr, data, size, clock_read_slow(dev->clock, host));
+}
+
 int pmtimer_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
 	       unsigned size, bool is_write, void *opaque)
 {
@@ -54,12 +76,8 @@ int pmtimer_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
 
 	if (is_write)
 		return IO_OK;
-	uint64_t v = pmtimer_ticks(dev, platform_tsc());
-	unsigned off = (unsigned)(addr - dev->base);
-	if (off)
-		v >>= 8 * (off & 3);
-	if (size < 4)
-		v &= (1u << (8 * size)) - 1;
-	*data = v;
-	return IO_OK;
+	uint64_t now;
+	if (!clock_read_fast(dev->clock, &now))
+		return pmtimer_read_slow(dev, addr, data, size, now);
+	return pmtimer_put(dev, addr, data, size, now);
 }

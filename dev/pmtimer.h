@@ -1,5 +1,5 @@
 /* ACPI PM timer at port 0x608: a free-running 24-bit counter at 3.579545 MHz,
- * derived from the host TSC. Guests (Linux among them) read it in loops to
+ * derived from the VM's clock. Guests (Linux among them) read it in loops to
  * calibrate, so a read is kept to a few multiplies and no division. */
 #ifndef DEV_PMTIMER_H
 #define DEV_PMTIMER_H
@@ -15,13 +15,14 @@
 
 struct pmtimer {
 	struct vm *vm;
+	struct guest_clock *clock;
 	uint16_t base;
-	uint64_t tsc_at_init;
+	uint64_t tsc_at_init;     /* the VM's time when the count was 0 */
 	uint64_t tsc_hz;  /* TSC frequency used, >= LP_PMTIMER_HZ */
 	uint64_t mult;    /* floor(LP_PMTIMER_HZ * 2^64 / tsc_hz): 0.64 fixed point */
 };
 
-/* Samples platform_tsc() and platform_tsc_hz(). A TSC slower than the PM
+/* Samples the VM's clock and platform_tsc_hz(). A TSC slower than the PM
  * timer (or an unknown, zero frequency) makes the timer count at TSC rate. */
 void pmtimer_init(struct pmtimer *dev, struct vm *vm);
 

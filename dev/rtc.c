@@ -63,8 +63,9 @@ void rtc_init(struct rtc *rtc, struct vm *vm, const struct rtc_time *boot)
 	rtc->tsc_hz = platform_tsc_hz();
 	if (!rtc->tsc_hz)
 		rtc->tsc_hz = TICK_DEFAULT_TSC_HZ;
+	rtc->clock = vm_clock(vm);
 	rtc->base_secs = secs_from_time(boot);
-	rtc->base_tsc = platform_tsc();
+	rtc->base_tsc = clock_now(rtc->clock);
 	rtc->cmos[RTC_REG_A] = 0x26;
 	rtc->cmos[RTC_REG_B] = RTC_B_24H;
 	rtc->cmos[RTC_REG_D] = RTC_D_VRT;
@@ -144,7 +145,7 @@ static unsigned decode_hour(const struct rtc *rtc, uint8_t v)
 
 void rtc_now(struct rtc *rtc, struct rtc_time *t)
 {
-	time_from_secs(now_secs(rtc, platform_tsc(), 0), t, 0);
+	time_from_secs(now_secs(rtc, clock_now(rtc->clock), 0), t, 0);
 }
 
 /* Writes the time at `now` into the time registers, in the current format. */
@@ -249,7 +250,10 @@ int rtc_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
 {
 	struct rtc *rtc = opaque;
 	(void)vcpu;
-	uint64_t now = platform_tsc(), value = 0;
+	/* reading the time or the update flag is reading a clock */
+	bool clock_read = !is_write && addr + size > RTC_BASE + 1 &&
+			  (is_time_reg(rtc->index) || rtc->index == RTC_REG_A);
+	uint64_t now = clock_access(rtc->clock, clock_read), value = 0;
 
 	for (unsigned i = 0; i < size; i++) {
 		uint64_t off = addr + i - RTC_BASE;

@@ -53,7 +53,8 @@ struct rtc_time {
 struct rtc {
 	struct vm *vm;
 	uint64_t tsc_hz;
-	int64_t base_secs;   /* seconds since 1970-01-01 at base_tsc */
+	struct guest_clock *clock;
+	int64_t base_secs;   /* seconds since 1970-01-01 at base_tsc (the VM's time) */
 	uint64_t base_tsc;
 	uint8_t index;
 	bool nmi_disabled;   /* bit 7 of the last index write */

@@ -120,7 +120,7 @@ def section(doc):
                                                         v["light"], v["heavy"]))
     t = rows["total"]
     table.append("| **total** | **%d** | 100%% | %d | %d |" % (total, t["light"], t["heavy"]))
-    extra = [l.strip() for l in first["table"] if re.match(r"^\s+(denied|emulated):", l)]
+    extra = [l.strip() for l in first["table"] if re.match(r"^\s+(denied|emulated|clock):", l)]
     shares = [r["light_share"] for r in lp]
     totals = [r["exits"]["total"]["exits"] for r in lp]
     goal = "meets" if min(shares) >= 97.0 else "misses"

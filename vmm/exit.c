@@ -63,6 +63,7 @@ bool exit_hypercall_slow(struct vcpu *v, uint64_t *rax)
 		}
 		vm->test_timer.fire = test_timer_fire;
 		vm->test_timer.opaque = (void *)(uintptr_t)vec;
+		vm->test_timer.host_clock = true;
 		vm_timer_arm(vm, &vm->test_timer, rdtsc() + us * (platform_tsc_hz() / 1000000));
 		*rax = 0;
 		return false;
@@ -81,7 +82,7 @@ static const char *const reason_names[LP_EXIT_COUNT] = {
 	[LP_EXIT_NPF] = "npf",              [LP_EXIT_EXCEPTION] = "exception",
 	[LP_EXIT_INTR] = "intr",            [LP_EXIT_VINTR] = "vintr",
 	[LP_EXIT_VIRT_INSN] = "virt_insn",  [LP_EXIT_SHUTDOWN] = "shutdown",
-	[LP_EXIT_OTHER] = "other",
+	[LP_EXIT_OTHER] = "other",          [LP_EXIT_RDTSC] = "rdtsc",
 };
 
 /* share in tenths of a percent, printed as "45.1%" */
@@ -116,4 +117,5 @@ void exit_print_stats(const struct vcpu *v)
 	if (v->stats.emulated || v->stats.denied_mmio_reads || v->stats.denied_mmio_writes)
 		kprintf("  emulated: %lu instructions; unclaimed MMIO: %lu reads, %lu writes\n",
 			v->stats.emulated, v->stats.denied_mmio_reads, v->stats.denied_mmio_writes);
+	guest_clock_print_stats(v->vm);
 }

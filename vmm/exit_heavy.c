@@ -62,6 +62,8 @@ static void window_completes_hlt(struct vcpu *v)
 
 void exit_inject_interrupts(struct vcpu *v, bool at_window)
 {
+	if (v->vm->clock.polling)   /* every exit while the guest polls its clocks */
+		guest_clock_after_exit(v);
 	/* An NMI first: it outranks every maskable interrupt and IF does not
 	 * hold it. It waits while the guest blocks NMIs (its last NMI's handler
 	 * has not returned by IRET yet), for an interrupt shadow, or behind an
@@ -351,6 +353,7 @@ void heavy_hlt(struct vcpu *v)
 	}
 	bool if1 = vendor_rflags(v) & RFLAGS_IF;
 	bool can_wake = if1 || platform_nmi_source(v);
+	guest_clock_halt(v->vm);   /* its time passes while it waits */
 	while (can_wake && !hlt_wakes(v, if1) && v->vm->nr_timers && !v->vm->ended) {
 		vendor_host_wait_for_interrupt();
 		vm_timers_run(v->vm);

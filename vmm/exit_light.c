@@ -160,6 +160,21 @@ ALWAYS_INLINE light_ret light_msr(struct vcpu *v, const unsigned sw,
 	return light_done(v, reason, sw);
 }
 
+/* RDTSC, which exits only while the guest polls its clocks: the VM's time
+ * (guest_clock_rdtsc). On SVM without NRIP an RDTSCP that QEMU reports with
+ * the RDTSC code misses the pattern and goes heavy (heavy_rdtsc). */
+ALWAYS_INLINE light_ret light_rdtsc(struct vcpu *v, const unsigned sw)
+{
+	uint64_t next;
+	v->stats.exits[LP_EXIT_RDTSC]++;
+	if (!vendor_next_rip(v, insn_rdtsc, sw, &next))
+		return light_code_miss(v, LP_EXIT_RDTSC, LIGHT_RDTSC, sw & SW_LIGHT_OFF);
+	guest_clock_rdtsc(v, false);
+	vendor_skip_insn(v, next);
+	light_insn_completed(v);
+	return light_done(v, LP_EXIT_RDTSC, sw);
+}
+
 /* HLT while an interrupt waits for the guest to open its window: with IF=1
  * the HLT ends at once, and the interrupt is delivered now. A HLT that
  * would block (nothing pending, or IF=0) is the heavy path's. */
@@ -310,6 +325,7 @@ static COLD light_ret light_code_miss(struct vcpu *v, unsigned reason, enum ligh
 	case LIGHT_RDMSR: r = light_msr(v, 0, LIGHT_RDMSR); break;
 	case LIGHT_WRMSR: r = light_msr(v, 0, LIGHT_WRMSR); break;
 	case LIGHT_HLT: r = light_hlt(v, 0); break;
+	case LIGHT_RDTSC: r = light_rdtsc(v, 0); break;
 	default:
 		v->stats.exits[reason]++;
 		return light_go_heavy(v, reason);
@@ -361,6 +377,7 @@ ALWAYS_INLINE light_ret light_dispatch(struct vcpu *v, const unsigned sw,
 	case LIGHT_HOST_INTR: return light_host_intr(v, sw);
 	case LIGHT_INTR_WINDOW: return light_intr_window(v, sw);
 	case LIGHT_NPF: return light_npf(v, sw);
+	case LIGHT_RDTSC: return light_rdtsc(v, sw);
 	default: return light_other(v);
 	}
 }
@@ -386,7 +403,7 @@ ALWAYS_INLINE light_ret light_exit(struct vcpu *v, const unsigned sw,
 	LIGHT_DEF(a, b, msr, LIGHT_MSR) LIGHT_DEF(a, b, rdmsr, LIGHT_RDMSR)                       \
 	LIGHT_DEF(a, b, wrmsr, LIGHT_WRMSR) LIGHT_DEF(a, b, hlt, LIGHT_HLT)                       \
 	LIGHT_DEF(a, b, host_intr, LIGHT_HOST_INTR) LIGHT_DEF(a, b, intr_window, LIGHT_INTR_WINDOW) \
-	LIGHT_DEF(a, b, npf, LIGHT_NPF)
+	LIGHT_DEF(a, b, npf, LIGHT_NPF) LIGHT_DEF(a, b, rdtsc, LIGHT_RDTSC)
 #define LIGHT_DEF(a, b, name, kind)                                                               \
 	static __attribute__((noipa)) light_ret LIGHT_FN(a, b, name)(struct vcpu *v)         \
 	{                                                                                         \
@@ -399,7 +416,8 @@ ALWAYS_INLINE light_ret light_exit(struct vcpu *v, const unsigned sw,
 		[LIGHT_MSR] = LIGHT_FN(a, b, msr), [LIGHT_RDMSR] = LIGHT_FN(a, b, rdmsr),         \
 		[LIGHT_WRMSR] = LIGHT_FN(a, b, wrmsr), [LIGHT_HLT] = LIGHT_FN(a, b, hlt),         \
 		[LIGHT_HOST_INTR] = LIGHT_FN(a, b, host_intr),                                    \
-		[LIGHT_INTR_WINDOW] = LIGHT_FN(a, b, intr_window), [LIGHT_NPF] = LIGHT_FN(a, b, npf) \
+		[LIGHT_INTR_WINDOW] = LIGHT_FN(a, b, intr_window), [LIGHT_NPF] = LIGHT_FN(a, b, npf), \
+		[LIGHT_RDTSC] = LIGHT_FN(a, b, rdtsc)                                             \
 	},
 #define LIGHT_SETS8(a, X) X(a, 0) X(a, 1) X(a, 2) X(a, 3) X(a, 4) X(a, 5) X(a, 6) X(a, 7)
 #define LIGHT_SETS(X)                                                                             \
@@ -408,7 +426,7 @@ ALWAYS_INLINE light_ret light_exit(struct vcpu *v, const unsigned sw,
 	LIGHT_SETS8(8, X) LIGHT_SETS8(9, X) LIGHT_SETS8(10, X) LIGHT_SETS8(11, X)                 \
 	LIGHT_SETS8(12, X) LIGHT_SETS8(13, X) LIGHT_SETS8(14, X) LIGHT_SETS8(15, X)
 
-_Static_assert(LIGHT_KIND_COUNT == 11 && SW_SETS_MAX == 16 * 8, "LIGHT_SET lists every kind and set");
+_Static_assert(LIGHT_KIND_COUNT == 12 && SW_SETS_MAX == 16 * 8, "LIGHT_SET lists every kind and set");
 LIGHT_SETS(LIGHT_SET)
 light_handler_fn *const light_handlers[SW_SETS_MAX][LIGHT_KIND_COUNT] = { LIGHT_SETS(LIGHT_ROW) };
 

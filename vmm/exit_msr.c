@@ -120,14 +120,17 @@ static int msr_cpu_state(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_wr
 
 /* ---- MSRs of the CPU that no device owns (issue 11, item 1; docs/CPUID.md) ---- */
 
-/* The guest's TSC is the host's plus an offset the CPU adds to RDTSC and
- * RDTSCP (VMCB TSC_OFFSET, VMCS TSC offset), kept in the local APIC, whose
- * TSC-deadline timer counts in guest TSC. An armed deadline is armed again
- * against the new TSC, as the CPU compares it with the TSC as it is. */
+/* The guest's TSC is the VM's time (vmm/guest_clock.h: the host's TSC less
+ * what polling hid) plus the guest's own offset, kept in the local APIC,
+ * whose TSC-deadline timer compares with guest TSC; the CPU adds the sum of
+ * both to RDTSC and RDTSCP (VMCB TSC_OFFSET, VMCS TSC offset). An armed
+ * deadline is armed again against the new TSC, as the CPU compares it with
+ * the TSC as it is. The timer devices (PIT, PM timer, APIC count) do not
+ * move: they count the VM's time, as a PC's do not follow its TSC. */
 static void tsc_offset_set(struct vcpu *v, int64_t off)
 {
 	v->lapic.tsc_offset = off;
-	vendor_set_tsc_offset(v, off);
+	guest_clock_tsc_offset_changed(v->vm);
 	uint64_t deadline = v->lapic.tsc_deadline;
 	if (deadline)
 		lapic_msr(&v->lapic, MSR_TSC_DEADLINE, &deadline, true);
@@ -139,7 +142,7 @@ static void tsc_offset_set(struct vcpu *v, int64_t off)
 static int msr_tsc(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
 {
 	(void)msr;
-	uint64_t now = rdtsc();
+	uint64_t now = clock_now(&v->vm->clock);   /* the VM's time */
 	if (!is_write) {
 		*val = now + (uint64_t)v->lapic.tsc_offset;
 		return 0;

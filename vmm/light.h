@@ -67,6 +67,7 @@ enum light_kind {
 	LIGHT_HOST_INTR,     /* a host interrupt (the timer) arrived in the guest */
 	LIGHT_INTR_WINDOW,   /* the guest can take the interrupt it was refused */
 	LIGHT_NPF,           /* nested page fault: plain MOVs to a light MMIO device */
+	LIGHT_RDTSC,         /* RDTSC while the guest polls its clocks (vmm/guest_clock.h) */
 	LIGHT_KIND_COUNT
 };
 

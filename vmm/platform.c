@@ -220,6 +220,7 @@ void platform_start(struct vm *vm)
 	vm->console_backlog_head = vm->console_backlog_len = 0;
 	vm->console_timer.fire = console_poll;
 	vm->console_timer.opaque = vm;
+	vm->console_timer.host_clock = true;
 	vm_timer_arm(vm, &vm->console_timer, rdtsc() + tsc_hz() / (1000000 / CONSOLE_POLL_US));
 }
 
@@ -245,7 +246,9 @@ int platform_intr_ack(struct vcpu *v, int vector, bool from_pic, bool test)
 		v->test_irq = 0;
 		return vector;
 	}
-	return pc_intr_ack(&v->lapic, &v->vm->pic, vector, from_pic);
+	int ret = pc_intr_ack(&v->lapic, &v->vm->pic, vector, from_pic);
+	pit_irq_taken(&v->vm->pit);   /* a late IRQ0 edge can go now */
+	return ret;
 }
 
 bool platform_nmi_source(struct vcpu *v)

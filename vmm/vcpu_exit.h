@@ -59,6 +59,9 @@ struct exit_row {
 	EXIT_ROW(first, last, LP_EXIT_OTHER, LIGHT_NONE, heavy_undefined_opcode)
 #define EXIT_WBINVD(code) EXIT_ROW(code, code, LP_EXIT_OTHER, LIGHT_NONE, heavy_wbinvd)
 #define EXIT_RDPMC(code) EXIT_ROW(code, code, LP_EXIT_OTHER, LIGHT_NONE, heavy_rdpmc)
+/* RDTSC/RDTSCP exit only while the guest polls its clocks (vmm/guest_clock.h) */
+#define EXIT_RDTSC(code) EXIT_ROW(code, code, LP_EXIT_RDTSC, LIGHT_RDTSC, heavy_rdtsc)
+#define EXIT_RDTSCP(code) EXIT_ROW(code, code, LP_EXIT_RDTSC, LIGHT_NONE, heavy_rdtscp)
 
 /* The backend's table (vmm/svm/exits.c, vmm/vmx/exits.c). */
 extern const struct exit_row vendor_exit_table[];
@@ -101,6 +104,8 @@ INSN_PATTERN insn_invd = { 2, { 0x0f, 0x08 } };
 INSN_PATTERN insn_xsetbv = { 3, { 0x0f, 0x01, 0xd1 } };
 INSN_PATTERN insn_wbinvd = { 2, { 0x0f, 0x09 } };   /* WBNOINVD: f3 0f 09 */
 INSN_PATTERN insn_rdpmc = { 2, { 0x0f, 0x33 } };
+INSN_PATTERN insn_rdtsc = { 2, { 0x0f, 0x31 } };
+INSN_PATTERN insn_rdtscp = { 3, { 0x0f, 0x01, 0xf9 } };
 /* (the backend's hypercall instruction is insn_hypercall, in its arch_exit.h) */
 
 /* RDMSR 0f 32, WRMSR 0f 30: a value, so that the light path's choice
@@ -137,6 +142,8 @@ void heavy_invd(struct vcpu *v);
 void heavy_xsetbv(struct vcpu *v);
 void heavy_wbinvd(struct vcpu *v);
 void heavy_rdpmc(struct vcpu *v);
+void heavy_rdtsc(struct vcpu *v);    /* vmm/guest_clock.c */
+void heavy_rdtscp(struct vcpu *v);
 void heavy_dr_first_use(struct vcpu *v);
 void heavy_undefined_opcode(struct vcpu *v);
 void heavy_triple_fault(struct vcpu *v);

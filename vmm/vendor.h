@@ -71,6 +71,11 @@ void vendor_single_step_trap(struct vcpu *v);
 void vendor_dr_intercept_off(struct vcpu *v);
 /* One short phrase on the vCPU's interrupt state, for debugging dumps. */
 const char *vendor_interrupt_state(struct vcpu *v);
+/* The VM's clock (vmm/guest_clock.h): RDTSC and RDTSCP exit or not. */
+void vendor_rdtsc_exiting(struct vcpu *v, bool on);
+/* Whether the CPU can make RDTSC exit and offset the TSC (else the clock
+ * never polls). */
+bool vendor_has_tsc_control(void);
 
 /* Guest MSRs whose home is vendor state, without any checks (the exit core
  * checks values first, vmm/exit_msr.c). Return 0, or negative for #GP. */
@@ -105,6 +110,7 @@ struct npf_info {
  *   void vendor_set_guest_cr2(v, cr2)
  *   uint64_t vendor_guest_cr4(v)                  CR4 as the guest reads it
  *   void vendor_set_tsc_offset(v, int64_t off)    guest TSC = host TSC + off
+ *                                                 (vmm/guest_clock.c computes it)
  * The exit:
  *   uint64_t vendor_exit_code(v)    what the exit table is indexed by (SVM:
  *                                   EXITCODE, low 32 bits; VT-x: the basic

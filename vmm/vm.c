@@ -14,6 +14,7 @@
 #include "vmm/cpu_state.h"
 #include "vmm/exit.h"
 #include "vmm/firmware.h"
+#include "vmm/guest_clock.h"
 #include "vmm/spec_ctrl.h"
 #include "vmm/vcpu_exit.h"
 #include "vmm/linux_boot.h"
@@ -141,12 +142,36 @@ void vm_console_putc(struct vm *vm, char c)
 
 #define TIMER_MIN_PERIOD_US 50u
 
-static void host_timer_reprogram(struct vm *vm)
+/* When a timer is due in host TSC: a device timer counts in the VM's time,
+ * which is the host's plus the offset, or (polling) advances only at exits:
+ * then guest_clock_after_exit runs it, and it has no host deadline (0). */
+static uint64_t timer_host_deadline(const struct vm *vm, const struct vm_timer *t)
 {
-	uint64_t next = 0;
-	for (unsigned i = 0; i < vm->nr_timers; i++)
-		if (!next || vm->timers[i]->deadline_tsc < next)
-			next = vm->timers[i]->deadline_tsc;
+	if (t->host_clock)
+		return t->deadline_tsc;
+	if (vm->clock.polling)
+		return 0;
+	int64_t off = vm->clock.offset;   /* 0 or less: the time polling hid */
+	uint64_t h = t->deadline_tsc - (uint64_t)off;
+	if (off < 0 && h < t->deadline_tsc)
+		return UINT64_MAX;   /* beyond the host TSC's range: never */
+	if ((off > 0 && h > t->deadline_tsc) || !h)
+		return 1;   /* before the host TSC's start: due */
+	return h;
+}
+
+void vm_timers_reprogram(struct vm *vm)
+{
+	uint64_t next = 0, next_guest = UINT64_MAX;
+	for (unsigned i = 0; i < vm->nr_timers; i++) {
+		const struct vm_timer *t = vm->timers[i];
+		if (!t->host_clock && t->deadline_tsc < next_guest)
+			next_guest = t->deadline_tsc;
+		uint64_t h = timer_host_deadline(vm, t);
+		if (h && (!next || h < next))
+			next = h;
+	}
+	vm->clock_poll.next_deadline = next_guest;
 	timer_program(next);
 }
 
@@ -171,7 +196,7 @@ void vm_timer_arm(struct vm *vm, struct vm_timer *t, uint64_t deadline_tsc)
 	}
 	t->armed = true;
 	t->deadline_tsc = deadline_tsc ? deadline_tsc : 1;
-	host_timer_reprogram(vm);
+	vm_timers_reprogram(vm);
 }
 
 void vm_timer_cancel(struct vm *vm, struct vm_timer *t)
@@ -180,16 +205,17 @@ void vm_timer_cancel(struct vm *vm, struct vm_timer *t)
 		return;
 	t->armed = false;
 	timer_unlink(vm, t);
-	host_timer_reprogram(vm);
+	vm_timers_reprogram(vm);
 }
 
 bool vm_timers_run(struct vm *vm)
 {
 	bool any = false;
-	uint64_t now = rdtsc();
+	uint64_t host = rdtsc(), guest = clock_now(&vm->clock);
 	uint64_t min_gap = tsc_hz() / (1000000 / TIMER_MIN_PERIOD_US);
 	for (unsigned i = 0; i < vm->nr_timers;) {
 		struct vm_timer *t = vm->timers[i];
+		uint64_t now = t->host_clock ? host : guest;
 		if (t->deadline_tsc > now) {
 			i++;
 			continue;
@@ -199,13 +225,16 @@ bool vm_timers_run(struct vm *vm)
 		t->fire(t, now);
 		/* a guest's periodic timer re-arming itself within a few ticks would
 		 * keep an interrupt pending at every VMRUN and starve the guest (and
-		 * every later VM): at most one expiry per TIMER_MIN_PERIOD_US */
+		 * every later VM): at most one expiry per TIMER_MIN_PERIOD_US (of the
+		 * timer's own clock) */
 		if (t->armed && t->deadline_tsc < now + min_gap)
 			t->deadline_tsc = now + min_gap;
 		any = true;
 		i = 0;
+		if (!t->host_clock && !vm->clock.polling)
+			guest = clock_now(&vm->clock);   /* fire() may have ended polling */
 	}
-	host_timer_reprogram(vm);
+	vm_timers_reprogram(vm);
 	if (any)   /* a device timer may have raised an interrupt */
 		vm->vcpu->pending |= VCPU_PENDING_RECHECK;
 	return any;
@@ -218,6 +247,11 @@ void vm_irq_line(struct vm *vm, unsigned gsi, bool level)
 	pc_irq_set(&vm->pic, &vm->ioapic, gsi, level);
 	/* the hazard check at the end of the exit injects it */
 	vm->vcpu->pending |= VCPU_PENDING_RECHECK;
+}
+
+enum irq_edge_state vm_irq_edge_state(struct vm *vm, unsigned gsi)
+{
+	return pc_irq_edge_state(&vm->pic, &vm->ioapic, &vm->vcpu->lapic, gsi);
 }
 
 uint64_t platform_tsc_hz(void)
@@ -241,6 +275,7 @@ static void vm_create_devices(struct vm *vm)
 	debug_exit_init(&vm->debug_exit, vm);
 	debug_exit_range(&vm->debug_exit, &r);
 	add_device(vm, &r);
+	guest_clock_init(vm);          /* first: the timer devices keep vm_clock(vm) */
 	pmtimer_init(&vm->pmtimer, vm);
 	pmtimer_range(&vm->pmtimer, &r);
 	add_device(vm, &r);
@@ -270,6 +305,7 @@ static void time_limit_start(struct vm *vm, unsigned seconds)
 	vm->time_limit_s = seconds;
 	vm->time_limit.fire = time_limit_fire;
 	vm->time_limit.opaque = vm;
+	vm->time_limit.host_clock = true;
 	kprintf("lightpath: vm%u: time limit %u s\n", vm->id, seconds);
 	vm_timer_arm(vm, &vm->time_limit, rdtsc() + (uint64_t)seconds * tsc_hz());
 }

@@ -22,6 +22,7 @@
 #include "dev/rtc.h"
 #include "dev/uart16550.h"
 #include "include/lightpath/abi.h"
+#include "vmm/guest_clock.h"
 #include "vmm/light.h"
 #include "vmm/loader.h"
 #include "arch_vcpu.h"   /* the backend's: -Ivmm/svm or -Ivmm/vmx */
@@ -69,6 +70,8 @@ struct exit_stats {
 #define VCPU_PENDING_WINDOW  (1u << 2)  /* an interrupt window opened at this exit: an
 					   interrupt injected now at a HLT completes it
 					   (exit_inject_interrupts) */
+#define VCPU_PENDING_CLOCK   (1u << 3)  /* the guest polls its clocks: every exit
+					   advances its time (vmm/guest_clock.h) */
 
 /* vcpu->heavy_action: what the heavy path does once the light loop is left */
 enum heavy_action {
@@ -166,6 +169,9 @@ struct vm {
 	struct vm_timer time_limit;  /* timeout = / vm.timeout=: stops the VM when it fires */
 	unsigned time_limit_s;       /* 0 = none */
 
+	struct guest_clock clock;    /* the VM's time (vmm/guest_clock.h) */
+	struct clock_poll clock_poll;
+
 	struct vm_timer *timers[VM_MAX_TIMERS];  /* armed ones */
 	unsigned nr_timers;
 	struct vm_timer test_timer; /* LP_HC_TIMER */
@@ -220,6 +226,9 @@ int vm_register_msr(struct vm *vm, uint32_t base, uint32_t count, msr_handler_fn
 /* Fires every armed timer whose deadline has passed and reprograms the host
  * timer for the next one. Returns true if any fired. */
 bool vm_timers_run(struct vm *vm);
+/* Programs the host timer for the next deadline (after the VM's clock
+ * changed its offset or stopped polling). */
+void vm_timers_reprogram(struct vm *vm);
 
 /* Stops the VM for misbehaving: one report line, status LP_STATUS_VM_FAULT.
  * A VM that has already ended is left alone (the first reason stands). */

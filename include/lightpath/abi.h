@@ -61,6 +61,7 @@ enum lp_exit_reason {
 	LP_EXIT_VIRT_INSN,   /* VMRUN/VMLOAD/VMSAVE/STGI/CLGI/SKINIT/INVLPGA, VMX insns */
 	LP_EXIT_SHUTDOWN,    /* triple fault */
 	LP_EXIT_OTHER,
+	LP_EXIT_RDTSC,       /* RDTSC/RDTSCP: they exit only while the guest polls its clocks */
 	LP_EXIT_COUNT
 };
 

@@ -16,6 +16,9 @@ struct vm *stub_vm_end_vm;
 
 uint64_t stub_tsc;
 uint64_t stub_tsc_hz;
+struct guest_clock stub_clock;
+unsigned stub_clock_polls;
+enum irq_edge_state stub_irq_edge_state;
 
 bool stub_irq_level[STUB_IRQ_LINES];
 unsigned stub_irq_raises[STUB_IRQ_LINES];
@@ -36,6 +39,10 @@ void stubs_reset(void)
 	stub_vm_end_vm = NULL;
 	stub_tsc = 0;
 	stub_tsc_hz = 0;
+	memset(&stub_clock, 0, sizeof(stub_clock));
+	stub_clock.gap_min = 1ull << 63;   /* never polls */
+	stub_clock_polls = 0;
+	stub_irq_edge_state = IRQ_EDGE_FREE;
 	memset(stub_irq_level, 0, sizeof(stub_irq_level));
 	memset(stub_irq_raises, 0, sizeof(stub_irq_raises));
 	stub_irq_calls = 0;
@@ -69,6 +76,25 @@ uint64_t platform_tsc(void)
 uint64_t platform_tsc_hz(void)
 {
 	return stub_tsc_hz;
+}
+
+struct guest_clock *vm_clock(struct vm *vm)
+{
+	(void)vm;
+	return &stub_clock;
+}
+
+uint64_t clock_read_slow(struct guest_clock *c, uint64_t host)
+{
+	stub_clock_polls++;
+	return host + (uint64_t)c->offset;
+}
+
+enum irq_edge_state vm_irq_edge_state(struct vm *vm, unsigned gsi)
+{
+	(void)vm;
+	(void)gsi;
+	return stub_irq_edge_state;
 }
 
 void vm_irq_line(struct vm *vm, unsigned gsi, bool level)

@@ -22,6 +22,11 @@ extern const char *stub_vm_end_why;
 extern struct vm *stub_vm_end_vm;
 
 extern uint64_t stub_tsc;          /* what platform_tsc() returns */
+/* vm_clock(): the VM's time is stub_tsc (offset 0), never polling */
+extern struct guest_clock stub_clock;
+extern unsigned stub_clock_polls;   /* clock_read_slow calls */
+/* what vm_irq_edge_state() answers (IRQ_EDGE_FREE after stubs_reset) */
+extern enum irq_edge_state stub_irq_edge_state;
 extern uint64_t stub_tsc_hz;       /* what platform_tsc_hz() returns */
 
 /* vm_irq_line: the level each line was last driven to, how many times it

@@ -292,27 +292,51 @@ static void test_timer_periodic_and_mask(void **state)
 	mw(LAPIC_LVT_TIMER, 0x20042);        /* periodic, vector 0x42 */
 	mw(LAPIC_TIMER_INIT, 1000);          /* loaded at 1000 */
 	assert_int_equal(stubs_advance_to(4500), 3);
-	assert_int_equal(apic.timer_fires, 3);
+	/* three periods ended, but the CPU took none: one waits in IRR, the
+	 * other two are counted, not merged into it */
+	assert_int_equal(apic.timer_fires, 1);
+	assert_int_equal(apic.timer_late, 2);
 	assert_true(irr_has(0x42));
 	assert_int_equal(mr(LAPIC_TIMER_CUR), 500);
 	assert_int_equal(apic.timer.deadline_tsc, 5000);
-	/* a late expiry (the vCPU did not run): one interrupt, next boundary */
+	/* each one the CPU takes lets the next into IRR at once */
+	lapic_ack(&apic, 0x42);
+	assert_int_equal(apic.timer_fires, 2);
+	assert_true(irr_has(0x42));
+	lapic_eoi(&apic);
+	lapic_ack(&apic, 0x42);
+	lapic_eoi(&apic);
+	assert_int_equal(apic.timer_fires, 3);
+	assert_int_equal(apic.timer_fires_late, 2);
+	assert_int_equal(apic.timer_late, 0);
+	assert_true(irr_has(0x42));
+	/* a late expiry (the vCPU did not run for six periods): all counted */
 	stub_tsc = 10500;
 	vm_timer_cancel(FAKE_VM, &apic.timer);
 	apic.timer.fire(&apic.timer, 10500);
-	assert_int_equal(apic.timer_fires, 4);
+	assert_int_equal(apic.timer_late, 6);   /* 4000..10000, the first still in IRR */
 	assert_int_equal(apic.timer.deadline_tsc, 11000);
-	/* masked: it keeps counting but sends nothing */
+	for (unsigned i = 0; i < 6; i++) {
+		lapic_ack(&apic, 0x42);
+		lapic_eoi(&apic);
+	}
+	assert_int_equal(apic.timer_fires, 9);
+	assert_int_equal(apic.timer_late, 0);
+	assert_true(irr_has(0x42));
 	lapic_ack(&apic, 0x42);
 	lapic_eoi(&apic);
+	assert_int_equal(apic.timer_fires, 9);
+	assert_false(irr_has(0x42));
+	/* masked: it keeps counting but sends nothing */
 	mw(LAPIC_LVT_TIMER, 0x30042);
-	stubs_advance_to(12999);                 /* fires at 11000 and 12000 */
-	assert_int_equal(apic.timer_fires, 6);
+	stubs_advance_to(12999);                 /* expiries at 11000 and 12000 */
+	assert_int_equal(apic.timer_fires, 9);
+	assert_int_equal(apic.timer_late, 0);   /* masked ones are not kept */
 	assert_false(irr_has(0x42));
 	/* periodic -> one-shot: the current period ends it */
 	mw(LAPIC_LVT_TIMER, 0x00042);
 	stubs_advance_to(20000);                 /* 13000, then stops */
-	assert_int_equal(apic.timer_fires, 7);
+	assert_int_equal(apic.timer_fires, 10);
 	assert_int_equal(stub_tsc, 20000);
 	assert_true(irr_has(0x42));
 	assert_false(apic.timer.armed);
@@ -368,10 +392,28 @@ static void test_tsc_deadline(void **state)
 	assert_true(apic.timer.armed);
 	msr_w(MSR_TSC_DEADLINE, 0);
 	assert_false(apic.timer.armed);
-	/* the guest's TSC is offset from the host's */
-	apic.tsc_offset = 1000;
+	/* the deadline is in the VM's time, whatever the host TSC */
+	stub_clock.offset = 1000;
 	msr_w(MSR_TSC_DEADLINE, 9000);
-	assert_int_equal(apic.timer.deadline_tsc, 8000);
+	assert_int_equal(apic.timer.deadline_tsc, 9000);
+	msr_w(MSR_TSC_DEADLINE, stub_tsc + 500);   /* passed in the VM's time */
+	assert_true(irr_has(0x43));
+	assert_false(apic.timer.armed);
+	lapic_ack(&apic, 0x43);
+	lapic_eoi(&apic);
+	/* the guest's own IA32_TSC offset: the deadline is in guest TSC = the
+	 * VM's time + tsc_offset; the timer service counts the VM's time */
+	apic.tsc_offset = (int64_t)(1ull << 62);
+	msr_w(MSR_TSC_DEADLINE, (1ull << 62) + stub_tsc + 1000 + 7000);
+	assert_true(apic.timer.armed);
+	assert_int_equal(apic.timer.deadline_tsc, stub_tsc + 1000 + 7000);
+	msr_w(MSR_TSC_DEADLINE, (1ull << 62) + stub_tsc + 1000);   /* guest TSC now: due */
+	assert_true(irr_has(0x43));
+	assert_false(apic.timer.armed);
+	lapic_ack(&apic, 0x43);
+	lapic_eoi(&apic);
+	apic.tsc_offset = 0;
+	mw(LAPIC_LVT_TIMER, 0x40043);
 	/* leaving TSC-deadline mode disarms and clears */
 	mw(LAPIC_LVT_TIMER, 0x00043);
 	assert_false(apic.timer.armed);

@@ -131,12 +131,43 @@ static void test_mode2_irq0(void **state)
 	stubs_advance_to(T0 + 5500);
 	assert_int_equal(stub_irq_raises[0], 5);
 	assert_int_equal(pit.irqs, 5);
-	/* a late timer (the guest did not run): one edge, then on schedule */
+	/* a guest that takes no interrupt: the edges are counted, none merges
+	 * with the one still waiting */
+	stub_irq_edge_state = IRQ_EDGE_WAITING;
+	stubs_advance_to(T0 + 10 * 1000);       /* edges at 600 .. 1000 */
+	assert_int_equal(stub_irq_raises[0], 5);
+	assert_int_equal(pit.irq_late, 5);
+	/* each interrupt the CPU takes lets the next edge go at once */
+	stub_irq_edge_state = IRQ_EDGE_FREE;
+	for (unsigned i = 0; i < 5; i++)
+		pit_irq_taken(&pit);
+	assert_int_equal(stub_irq_raises[0], 10);
+	assert_int_equal(pit.irq_late, 0);
+	assert_int_equal(pit.irqs_late, 5);
+	pit_irq_taken(&pit);                    /* nothing late: nothing sent */
+	assert_int_equal(stub_irq_raises[0], 10);
+	/* a late timer (the guest did not run): every edge counts */
 	vm_timer_cancel(FAKE_VM, &pit.timer);
 	stub_tsc = T0 + 10 * 1234 + 5;
 	pit.timer.fire(&pit.timer, stub_tsc);
-	assert_int_equal(stub_irq_raises[0], 6);
+	assert_int_equal(stub_irq_raises[0], 11);
+	assert_int_equal(pit.irq_late, 1);
 	assert_int_equal(pit.timer.deadline_tsc, T0 + 10 * 1300);
+	pit_irq_taken(&pit);
+	assert_int_equal(stub_irq_raises[0], 12);
+	/* no controller passes IRQ0 on: each edge still reaches the pins (a
+	 * masked 8259 latches it), none is kept for later */
+	stub_irq_edge_state = IRQ_EDGE_MASKED;
+	stubs_advance_to(T0 + 10 * 1500);
+	assert_int_equal(stub_irq_raises[0], 15);
+	assert_int_equal(pit.irq_late, 0);
+	vm_timer_cancel(FAKE_VM, &pit.timer);
+	stub_tsc = T0 + 10 * 1800;              /* three at once: one sent */
+	pit.timer.fire(&pit.timer, stub_tsc);
+	assert_int_equal(stub_irq_raises[0], 16);
+	assert_int_equal(pit.irq_late, 0);
+	assert_int_equal(pit.irqs_dropped, 2);
+	stub_irq_edge_state = IRQ_EDGE_FREE;
 	/* a control word stops it until the next count (Linux's shutdown) */
 	out(0x43, 0x30);
 	assert_false(pit.timer.armed);
@@ -145,7 +176,8 @@ static void test_mode2_irq0(void **state)
 	assert_true(pit.timer.armed);
 	uint64_t t = stub_tsc;
 	stubs_advance_to(t + 10 * 65536 * 3);
-	assert_int_equal(stub_irq_raises[0], 7);
+	assert_int_equal(stub_irq_raises[0], 17);
+	assert_int_equal(pit.irqs, 17);
 	assert_false(pit.timer.armed);
 }
 

@@ -350,7 +350,7 @@ def exit_stats(text, vm=0):
             rows[m.group(1)] = (int(m.group(2)), int(m.group(4)), int(m.group(5)))
             table.append(line)
             continue
-        if re.match(r"^\s+(denied|emulated):", line):
+        if re.match(r"^\s+(denied|emulated|clock):", line):
             table.append(line)
             continue
         break

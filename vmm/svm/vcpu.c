@@ -187,3 +187,20 @@ const char *vendor_interrupt_state(struct vcpu *v)
 		 (unsigned)!!(vmcb->intercept_misc1 & SVM_INTERCEPT_VINTR));
 	return buf;
 }
+
+void vendor_rdtsc_exiting(struct vcpu *v, bool on)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	if (on) {
+		vmcb->intercept_misc1 |= SVM_INTERCEPT_RDTSC;
+		vmcb->intercept_misc2 |= SVM_INTERCEPT_RDTSCP;
+	} else {
+		vmcb->intercept_misc1 &= ~SVM_INTERCEPT_RDTSC;
+		vmcb->intercept_misc2 &= ~SVM_INTERCEPT_RDTSCP;
+	}
+}
+
+bool vendor_has_tsc_control(void)
+{
+	return true;   /* the TSC offset and the RDTSC intercepts are basic SVM */
+}

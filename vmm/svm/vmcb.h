@@ -117,6 +117,7 @@ _Static_assert(offsetof(struct vmcb, g_pat) == 0x668, "g_pat");
 #define SVM_INTERCEPT_INIT       (1u << 3)
 #define SVM_INTERCEPT_VINTR      (1u << 4)
 #define SVM_INTERCEPT_CR0_SEL_WRITE (1u << 5)   /* CR0 writes that change more than TS/MP */
+#define SVM_INTERCEPT_RDTSC      (1u << 14)
 #define SVM_INTERCEPT_RDPMC      (1u << 15)
 #define SVM_INTERCEPT_CPUID      (1u << 18)
 #define SVM_INTERCEPT_IRET       (1u << 20)
@@ -138,6 +139,7 @@ _Static_assert(offsetof(struct vmcb, g_pat) == 0x668, "g_pat");
 #define SVM_INTERCEPT_STGI       (1u << 4)
 #define SVM_INTERCEPT_CLGI       (1u << 5)
 #define SVM_INTERCEPT_SKINIT     (1u << 6)
+#define SVM_INTERCEPT_RDTSCP     (1u << 7)
 #define SVM_INTERCEPT_WBINVD     (1u << 9)    /* and WBNOINVD */
 #define SVM_INTERCEPT_MONITOR    (1u << 10)   /* and MONITORX */
 #define SVM_INTERCEPT_MWAIT      (1u << 11)   /* and MWAITX, unconditionally */
@@ -164,6 +166,7 @@ _Static_assert(offsetof(struct vmcb, g_pat) == 0x668, "g_pat");
 #define SVM_EXIT_NMI             0x061
 #define SVM_EXIT_VINTR           0x064
 #define SVM_EXIT_CR0_SEL_WRITE   0x065
+#define SVM_EXIT_RDTSC           0x06e
 #define SVM_EXIT_RDPMC           0x06f
 #define SVM_EXIT_CPUID           0x072
 #define SVM_EXIT_IRET            0x074
@@ -181,6 +184,7 @@ _Static_assert(offsetof(struct vmcb, g_pat) == 0x668, "g_pat");
 #define SVM_EXIT_STGI            0x084
 #define SVM_EXIT_CLGI            0x085
 #define SVM_EXIT_SKINIT          0x086
+#define SVM_EXIT_RDTSCP          0x087
 #define SVM_EXIT_WBINVD          0x089
 #define SVM_EXIT_MONITOR         0x08a
 #define SVM_EXIT_MWAIT           0x08b

@@ -226,6 +226,7 @@ const struct exit_row vendor_exit_table[] = {
 	EXIT_HLT(VMX_EXIT_HLT),
 	EXIT_INVD(VMX_EXIT_INVD),
 	EXIT_RDPMC(VMX_EXIT_RDPMC),
+	EXIT_RDTSC(VMX_EXIT_RDTSC),
 	EXIT_HYPERCALL(VMX_EXIT_VMCALL),
 	EXIT_VIRT_INSN(VMX_EXIT_VMCLEAR, VMX_EXIT_VMXON),   /* VMCLEAR ... VMXON */
 	EXIT_ROW(VMX_EXIT_CR_ACCESS, VMX_EXIT_CR_ACCESS, LP_EXIT_OTHER, LIGHT_NONE,
@@ -240,6 +241,7 @@ const struct exit_row vendor_exit_table[] = {
 	EXIT_ROW(VMX_EXIT_EPT_MISCONFIG, VMX_EXIT_EPT_MISCONFIG, LP_EXIT_NPF, LIGHT_NONE,
 		 vmx_heavy_ept_misconfig),
 	EXIT_VIRT_INSN(VMX_EXIT_INVEPT, VMX_EXIT_INVEPT),
+	EXIT_RDTSCP(VMX_EXIT_RDTSCP),
 	EXIT_ROW(VMX_EXIT_PREEMPTION_TIMER, VMX_EXIT_PREEMPTION_TIMER, LP_EXIT_INTR, LIGHT_NONE,
 		 vmx_heavy_watchdog),
 	EXIT_VIRT_INSN(VMX_EXIT_INVVPID, VMX_EXIT_INVVPID),
@@ -278,4 +280,20 @@ const char *vendor_interrupt_state(struct vcpu *v)
 		 vmread(VMCS_GUEST_INTERRUPTIBILITY), vmread(VMCS_ENTRY_INTR_INFO),
 		 (unsigned)vendor_intr_window_requested(v));
 	return buf;
+}
+
+/* RDTSCP exits with RDTSC exiting too (when RDTSCP is enabled). */
+void vendor_rdtsc_exiting(struct vcpu *v, bool on)
+{
+	uint32_t proc = on ? v->arch.proc | PROC_RDTSC_EXITING : v->arch.proc & ~PROC_RDTSC_EXITING;
+	if (proc != v->arch.proc) {
+		v->arch.proc = proc;
+		vmwrite(VMCS_PROC_CONTROLS, proc);
+	}
+}
+
+bool vendor_has_tsc_control(void)
+{
+	uint32_t need = PROC_USE_TSC_OFFSETTING | PROC_RDTSC_EXITING;
+	return (vmx_caps.proc.may & need) == need;
 }

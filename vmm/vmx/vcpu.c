@@ -119,7 +119,8 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 		vmcs_set(VMCS_PREEMPTION_TIMER, c->watchdog_ticks);
 	/* CR8 is the emulated local APIC's TPR: without CR8 exiting (or a TPR
 	 * shadow) a guest's MOV CR8 would reach the CPU's own TPR */
-	/* TSC offsetting: the guest's IA32_TSC writes (vmm/exit_msr.c) */
+	/* TSC offsetting: the guest's IA32_TSC writes (vmm/exit_msr.c) and the
+	 * VM's clock (vmm/guest_clock.h) */
 	uint32_t proc = PROC_HLT_EXITING | PROC_USE_IO_BITMAPS | PROC_USE_MSR_BITMAPS |
 			PROC_USE_TSC_OFFSETTING |
 			PROC_SECONDARY_CONTROLS | (o->dr_lazy ? PROC_MOV_DR_EXITING : 0) |

@@ -39,6 +39,7 @@ static const struct option_desc option_table[] = {
 	SWITCH("io", io_fast, "fast", "emulate"),
 	SWITCH("spec", spec, "on", "off"),
 	SWITCH("unclaimed", unclaimed_pc, "pc", "stop"),
+	SWITCH("clock", clock_poll, "poll", "host"),
 	{ "mem", OPT_MIB, offsetof(struct lp_options, mem_mb), NULL, NULL },
 	SWITCH("stats", stats, "on", "off"),
 	{ "vm.timeout", OPT_SECONDS, offsetof(struct lp_options, vm_timeout_s), NULL, NULL },
@@ -57,6 +58,7 @@ void options_defaults(struct lp_options *opt)
 	opt->io_fast = true;
 	opt->spec = true;
 	opt->unclaimed_pc = true;
+	opt->clock_poll = true;
 	opt->mem_mb = MEM_MB_DEFAULT;
 	opt->stats = true;
 	opt->vm_timeout_s = 0;

@@ -14,6 +14,7 @@ struct lp_options {
 	bool msr_lazy;     /* msr=lazy|always      seed 000 follow-up */
 	bool io_fast;      /* io=fast|emulate      seed 004 */
 	bool spec;         /* spec=on|off: speculative-execution hygiene on the exit path */
+	bool clock_poll;   /* clock=poll|host: guest time while polling (vmm/guest_clock.h) */
 	bool unclaimed_pc; /* unclaimed=pc|stop: guest-physical addresses nobody claims */
 	unsigned mem_mb;   /* mem=N: guest RAM per VM in MiB (4..1024), default 64 */
 	bool stats;        /* stats=on|off: print the exit table when a VM ends */

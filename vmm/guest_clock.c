@@ -110,9 +110,9 @@ void guest_clock_init(struct vm *vm)
 	struct clock_poll *p = &vm->clock_poll;
 	memset(c, 0, sizeof(*c));
 	memset(p, 0, sizeof(*p));
-	p->gap_min = GAP_NEVER;   /* never, unless the CPU can do it */
+	p->gap_min = GAP_NEVER;   /* never, unless the CPU can do it and clock=poll */
 	p->gap_span = 0;
-	if (vendor_has_tsc_control()) {
+	if (vendor_has_tsc_control() && vm->opt->clock_poll) {
 		p->gap_min = ns_to_tsc(CLOCK_POLL_GAP_MIN_NS);
 		p->gap_span = ns_to_tsc(CLOCK_POLL_GAP_MAX_NS) - p->gap_min;
 	}

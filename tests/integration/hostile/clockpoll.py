@@ -79,5 +79,25 @@ def t_qemu(switches):
     return run
 
 
+def t_clock_host():
+    """clock=host turns polling off: the same guest polls without lightpath
+    ever hiding time (no clock statistics line, which the default run above
+    must print), and is stopped at its limit; hello runs."""
+    path = itest.guest(GUEST)
+    limit = 2
+    b = itest.Boot("clock-host-option", [path, itest.HELLO3],
+                   append="vm.timeout=%d clock=host" % limit)
+    b.expect_options("clock=host")
+    vm0 = vm_block(b, 0)
+    itest.check(not [l for l in vm0 if CLOCK_LINE.match(l) or l.startswith("  clock:")],
+                "with clock=host vm0 still polled: %r" % [l for l in vm0 if "clock:" in l])
+    itest.check("lightpath: vm0: stopped: time limit of %d s reached" % limit in vm0,
+                "vm0 was not stopped at its time limit")
+    b.expect(r"^\[vm1\] hello: exiting with status 3$", "hello after it")
+    b.expect_rc(225)
+    return b
+
+
 def qemu_tests():
-    return [(1, "hostile-clockpoll" + suffix(sw), t_qemu(sw)) for sw in ("", itest.HOSTILE_SWITCHES[1])]
+    return [(1, "hostile-clockpoll" + suffix(sw), t_qemu(sw)) for sw in ("", itest.HOSTILE_SWITCHES[1])] + \
+        [(1, "clock-host-option", t_clock_host)]

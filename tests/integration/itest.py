@@ -708,7 +708,7 @@ def t_bad_config(label, text, line_for):
 BAD_CONFIGS = (
     ("unknown-key", "# lightpath vm\nkernel = vmlinuz\ncolour = blue\nmemory = 64\n",
      lambda p: r"lightpath: error: %s:3: unknown key 'colour' "
-               r"\(accepted: name kernel initrd modules cmdline memory cpus timeout unclaimed\)" % p),
+               r"\(accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed\)" % p),
     ("memory", "# lightpath vm\nname = small\n\n# too little\nmemory = 12\nkernel = vmlinuz\n",
      lambda p: r"lightpath: error: %s:5: memory = 12: use an even number 16\.\.3072 \(MiB\)" % p),
     ("no-kernel", "# lightpath vm\nname = nokernel\nmemory = 64\n",

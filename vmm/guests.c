@@ -7,6 +7,7 @@
 #include "core/tsc.h"
 #include "lib/string.h"
 #include "vmm/cpuid.h"
+#include "vmm/vendor.h"
 #include "vmm/vm.h"
 #include "vmm/vmconfig.h"
 
@@ -236,6 +237,7 @@ static void vm_job_run(void *arg)
 {
 	struct vm_job *j = arg;
 	j->status = vm_run(j->id, &j->spec, j->opt);
+	vendor_host_idle_state();   /* an AP halts in its idle loop next */
 }
 
 /* Runs VM j on a CPU: on this one (the boot CPU) to its end, or posted to

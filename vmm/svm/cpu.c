@@ -107,6 +107,11 @@ void vendor_host_interrupt_window(void)
 	asm volatile("stgi; nop; clgi" ::: "memory");
 }
 
+void vendor_host_idle_state(void)
+{
+	asm volatile("cli; stgi" ::: "memory");
+}
+
 void vendor_host_wait_for_interrupt(void)
 {
 	/* RFLAGS.IF is 1 on the heavy path (see vendor_enter_guest): without the

@@ -252,6 +252,11 @@ void vendor_host_interrupt_window(void)
 	asm volatile("sti; nop; cli" ::: "memory");
 }
 
+void vendor_host_idle_state(void)
+{
+	asm volatile("cli" ::: "memory");
+}
+
 void vendor_host_wait_for_interrupt(void)
 {
 	/* sti's one-instruction shadow makes "sti; hlt" race-free */

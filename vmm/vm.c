@@ -172,10 +172,9 @@ void vm_console_putc(struct vm *vm, char c)
 	unsigned me = vm->id + 1;
 	char prefix[16];
 	console_lock();
-	if (nr_running <= 1) {
-		/* alone: straight to the console, as typed; first what it held
-		 * while others ran */
-		vm_line_flush(vm);
+	vm->out_quiet = 0;
+	if (!vm_side_by_side) {
+		/* one VM at a time: straight to the console, as typed */
 		if (console_line_open_by_other(me))
 			console_putc('\n');
 		if (console_at_line_start() || (vm->console_after_cr && console_visible(c))) {
@@ -188,9 +187,10 @@ void vm_console_putc(struct vm *vm, char c)
 		console_unlock();
 		return;
 	}
-	/* Side by side with other VMs: the line is held until it ends, so that
-	 * lines of VMs running at once are never mixed; a line too long for
-	 * the buffer goes out in pieces, each a line of its own. */
+	/* VMs side by side: the line is held until it ends, so that lines of
+	 * VMs running at once are never mixed (nor cut by lightpath's lines);
+	 * a line too long for the buffer goes out in pieces, each a line of
+	 * its own. */
 	if (vm->out_len && vm->console_after_cr && console_visible(c)) {
 		vm_prefix(vm, prefix, sizeof(prefix));
 		vm_line_add(vm, prefix);
@@ -209,10 +209,12 @@ void vm_console_putc(struct vm *vm, char c)
 
 void vm_console_idle(struct vm *vm)
 {
-	if (!vm->out_len)
+	/* an unfinished line (a shell's prompt) that has waited 100 ms goes
+	 * out while no other VM runs: it may then be cut by a later line */
+	if (!vm->out_len || ++vm->out_quiet < VM_LINE_QUIET_POLLS)
 		return;
 	console_lock();
-	if (nr_running <= 1)    /* alone again: what it held, e.g. a prompt */
+	if (nr_running <= 1)
 		vm_line_flush(vm);
 	console_unlock();
 }
@@ -242,7 +244,6 @@ static int next_running(unsigned id)
 static void vm_running_remove(struct vm *vm)
 {
 	console_lock();
-	vm_line_flush(vm);          /* its unfinished line; kprintf ends it */
 	if (vm->id < VM_MAX_IDS)
 		running[vm->id] = 0;
 	nr_running--;
@@ -541,15 +542,16 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	time_limit_start(vm, spec->has_timeout ? spec->timeout_s : opt->vm_timeout_s);
 	vm_running_add(vm);
 	vcpu_run(v);
-	vm_running_remove(vm);
 	while (vm->nr_timers)
 		vm_timer_cancel(vm, vm->timers[0]);
 	console_lock();              /* its last lines and table together */
+	vm_line_flush(vm);           /* its unfinished line; kprintf ends it */
 	report_end(vm);
 	report_debug_events_dropped(vm);
 	if (opt->stats)
 		exit_print_stats(v);
 	console_unlock();
+	vm_running_remove(vm);
 	vendor_vm_destroy(vm);
 	status = vm->status;
 out:

@@ -1695,10 +1695,10 @@ def expect_side_by_side(b, final, aps=None):
 SIDE = GUESTS + "/side.elf"
 
 
-def side_lines(vm, lines, cpu, status=0, args=None, mib=64):
+def side_lines(vm, lines, cpu, status=0, args=None, mib=64, path=SIDE):
     """The side guest's lines (guests/selftest/side.c) as VM `vm` on `cpu`."""
     args = args or "lines=%d ms=20" % lines
-    return ([loaded(vm, SIDE, mib, SIDE + " " + args), RUNS_ON % (vm, cpu)] +
+    return ([loaded(vm, path, mib, path + " " + args), RUNS_ON % (vm, cpu)] +
             [r"\[vm%d\] side: line %d of %d: abcdefghijklmnopqrstuvwxyz-0123456789-"
              r"ABCDEFGHIJKLMNOPQRSTUVWXYZ" % (vm, i, lines) for i in range(1, lines + 1)] +
             [r"\[vm%d\] side: done: %d lines, 0 interrupts, 0 NMIs" % (vm, lines),
@@ -1706,8 +1706,8 @@ def side_lines(vm, lines, cpu, status=0, args=None, mib=64):
              r"lightpath: vm%d: exit statistics" % vm])
 
 
-def triple_side_lines(vm, cpu):
-    t = triple_lines(vm, guest("triple"))
+def triple_side_lines(vm, cpu, path=None, why=r"triple fault \(SHUTDOWN exit\)"):
+    t = triple_lines(vm, path or guest("triple"), why)
     return t[:1] + [RUNS_ON % (vm, cpu)] + t[1:]
 
 

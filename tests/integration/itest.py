@@ -1279,6 +1279,56 @@ def t_console_key():
     return b
 
 
+CONSOLE_SWITCH_KEY = b"\x1c"  # Ctrl-\\
+
+
+def t_console_switch():
+    """Issue 12 item 6: with two VMs side by side (-smp 2, forever mode=hlt,
+    neither ends by itself), console input goes to vm0; Ctrl-\\ passes it to
+    vm1, so the next Ctrl-^ stops vm1; input goes back to vm0 (the only one
+    left) and the next Ctrl-^ stops vm0. Each key is typed once the line
+    before it has appeared."""
+    log = os.path.join("build", "test", "console-switch.log")
+    cmd = [LP_QEMU, "--interactive", "--smp", "2", "--timeout", str(TIMEOUT), "--append",
+           "vm.timeout=30", "%s mode=hlt" % FOREVER, "%s mode=hlt" % FOREVER]
+    getattr(_current, "logs", []).append(log)
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    text, seen = b"", set()
+    steps = [(b"forever: mode=hlt", CONSOLE_SWITCH_KEY),
+             (b"lightpath: console input goes to vm1 now", CONSOLE_END_KEY),
+             (b"lightpath: console input goes to vm0 now (vm1 ended)", CONSOLE_END_KEY)]
+    for chunk in iter(lambda: p.stdout.readline(), b""):
+        text += chunk
+        if b"forever: mode=hlt" in chunk:
+            seen.add(chunk[:5])
+        if steps and steps[0][0] in chunk and (steps[0][0] != b"forever: mode=hlt" or len(seen) == 2):
+            p.stdin.write(steps.pop(0)[1])
+            p.stdin.flush()
+    rc = p.wait()
+    with open(os.path.join(ROOT, log), "wb") as f:
+        f.write(text)
+    b = Boot.__new__(Boot)
+    b.log, b.cmd, b.timeout, b.rc, b.stderr = log, cmd, TIMEOUT, rc, ""
+    b.secs = time.monotonic() - t0
+    b.text = text.decode(errors="replace").replace("\r", "")
+    b.lines = b.text.splitlines()
+    check(not steps, "stuck before typing key %d; %s" % (4 - len(steps), b.why_rc()))
+    for vm in (0, 1):
+        f = forever_stopped(vm, FOREVER, 64, "hlt", 30, r"Ctrl-\^ typed on the console")
+        expect_vm_lines(b, vm, f[:1] + [RUNS_ON % (vm, 1 - vm)] + f[1:])
+    order = [l for l in b.lines if re.match(r"lightpath: (vm\d: stopped|console input)", l)]
+    check(order == ["lightpath: console input goes to vm1 now",
+                    "lightpath: vm1: stopped: Ctrl-^ typed on the console",
+                    "lightpath: console input goes to vm0 now (vm1 ended)",
+                    "lightpath: vm0: stopped: Ctrl-^ typed on the console"],
+          "console lines in this order: %r" % order)
+    expect_side_by_side(b, FINAL_VM0_STOPPED, aps=1)
+    b.expect_rc(225)
+    return b
+
+
 def t_no_svm():
     b = Boot("no-svm", [guest("hello")], cpu="EPYC,-svm", timeout=min(TIMEOUT, 30))
     b.expect(r"^%s\s*$" % re.escape(NO_SVM_LINE), "'%s'" % NO_SVM_LINE)
@@ -1577,6 +1627,7 @@ def all_tests():
     for label, smp, text, line in CPUS_REFUSED:
         t.append((1, "cpus-" + label, t_cpus_refused(label, smp, text, line)))
     t.append((1, "pcpus-pinned", t_pcpus_pinned()))
+    t.append((1, "console-switch", t_console_switch))
     t.append((1, "spec-off", t_spec("spec=off",
                                     "lightpath: spec=off: no speculation hygiene on the exit path")))
     for g in SWITCHED_GUESTS:
@@ -1649,7 +1700,7 @@ def t_smp(label, smp, want, append=""):
 RUNS_ON = r"lightpath: vm%d: runs on CPU %d"
 SIDE_BY_SIDE_LINE = (r"lightpath: VMs run side by side, one CPU each \(CPUs 1\.\.%d first, then CPU "
                      r"0\); console input goes to one VM at a time: Ctrl-\\ passes it on")
-INPUT_MOVES = re.compile(r"^lightpath: console input goes to vm\d+ now \(vm\d+ ended\)$")
+INPUT_MOVES = re.compile(r"^lightpath: console input goes to vm\d+ now( \(vm\d+ ended\))?$")
 
 
 def vm_lines(b, vm):

@@ -3,6 +3,8 @@
 #include <stdarg.h>
 
 #include "core/cpu.h"
+#include "core/percpu.h"
+#include "core/spinlock.h"
 #include "include/lightpath/abi.h"
 #include "lib/printf.h"
 #include "lib/string.h"
@@ -11,6 +13,32 @@
 #define BOCHS_E9_PORT 0xe9
 
 static bool line_open;   /* bytes sent since the last '\n' */
+static unsigned line_owner;   /* who left it open: 0 lightpath, n + 1 VM n */
+
+/* One CPU prints at a time, whole lines. Recursive: kprintf inside a
+ * console_lock() stretch (the statistics table), or a panic while printing. */
+static struct spinlock lock;
+static volatile unsigned lock_cpu = ~0u, lock_depth;
+
+void console_lock(void)
+{
+	unsigned me = this_cpu()->cpu_id;
+	if (__atomic_load_n(&lock_cpu, __ATOMIC_RELAXED) == me) {
+		lock_depth++;
+		return;
+	}
+	spin_lock(&lock);
+	lock_cpu = me;
+	lock_depth = 1;
+}
+
+void console_unlock(void)
+{
+	if (--lock_depth)
+		return;
+	lock_cpu = ~0u;
+	spin_unlock(&lock);
+}
 
 void console_init(void)
 {
@@ -36,12 +64,26 @@ void console_putc(char c)
 		uart_out('\r');
 	uart_out((uint8_t)c);
 	line_open = c != '\n';
+	line_owner = 0;
+}
+
+void console_putc_as(unsigned owner, char c)
+{
+	console_putc(c);
+	line_owner = owner;
+}
+
+bool console_line_open_by_other(unsigned owner)
+{
+	return line_open && line_owner != owner;
 }
 
 void console_write(const char *s)
 {
+	console_lock();
 	while (*s)
 		console_putc(*s++);
+	console_unlock();
 }
 
 bool console_at_line_start(void)
@@ -76,6 +118,7 @@ void kprintf(const char *fmt, ...)
 	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	finish_lines(buf, sizeof(buf), n < 0 ? 0 : (size_t)n);
+	console_lock();
 	if (line_open)              /* a guest's unfinished line: end it first */
 		console_putc('\n');
 	for (const char *s = buf; *s; s++) {
@@ -84,6 +127,7 @@ void kprintf(const char *fmt, ...)
 		 * terminal's cursor over what was printed */
 		console_putc(c < 0x20 && c != '\n' && c != '\t' ? '?' : (char)c);
 	}
+	console_unlock();
 }
 
 void panic(const char *fmt, ...)

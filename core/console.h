@@ -21,8 +21,17 @@
 #define POWER_OFF_STATUS_MAX 0x7fu
 
 void console_init(void);
+/* Several CPUs print: console_lock() makes what follows until
+ * console_unlock() one CPU's alone (recursive on that CPU; kprintf and
+ * console_write take it themselves). console_putc needs it held. */
+void console_lock(void);
+void console_unlock(void);
 /* One raw byte ('\n' goes out as "\r\n"). */
 void console_putc(char c);
+/* The same for VM n's output (owner n + 1), which may leave a line open;
+ * and whether the open line, if any, is someone else's than `owner`'s. */
+void console_putc_as(unsigned owner, char c);
+bool console_line_open_by_other(unsigned owner);
 void console_write(const char *s);
 /* Is the console at the start of a line (nothing sent since the last '\n')? */
 bool console_at_line_start(void);

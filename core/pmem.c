@@ -1,5 +1,6 @@
 #include "core/pmem.h"
 
+#include "core/spinlock.h"
 #include "lib/string.h"
 
 #define MAX_FREE 64
@@ -7,6 +8,8 @@
 
 static struct boot_range free_ranges[MAX_FREE];
 static unsigned nr_free;
+/* VMs are created and destroyed on their own CPUs, at the same time */
+static struct spinlock pmem_lock;
 
 static void insert_range(uint64_t start, uint64_t end)
 {
@@ -55,6 +58,7 @@ void pmem_init(const struct boot_info *bi, uint64_t reserved_end)
 uint64_t pmem_alloc(uint64_t size, uint64_t align)
 {
 	size = (size + 0xfff) & ~0xfffull;
+	spin_lock(&pmem_lock);
 	for (unsigned i = 0; i < nr_free; i++) {
 		uint64_t s = (free_ranges[i].start + align - 1) & ~(align - 1);
 		if (s + size > free_ranges[i].end)
@@ -64,21 +68,27 @@ uint64_t pmem_alloc(uint64_t size, uint64_t align)
 		nr_free--;
 		insert_range(rs, s);
 		insert_range(s + size, re);
-		memset((void *)(uintptr_t)s, 0, size);
+		spin_unlock(&pmem_lock);
+		memset((void *)(uintptr_t)s, 0, size);   /* outside the lock: it is ours now */
 		return s;
 	}
+	spin_unlock(&pmem_lock);
 	return 0;
 }
 
 void pmem_free(uint64_t addr, uint64_t size)
 {
+	spin_lock(&pmem_lock);
 	insert_range(addr, addr + ((size + 0xfff) & ~0xfffull));
+	spin_unlock(&pmem_lock);
 }
 
 uint64_t pmem_free_bytes(void)
 {
 	uint64_t n = 0;
+	spin_lock(&pmem_lock);
 	for (unsigned i = 0; i < nr_free; i++)
 		n += free_ranges[i].end - free_ranges[i].start;
+	spin_unlock(&pmem_lock);
 	return n;
 }

@@ -156,6 +156,13 @@ bool smp_wait_done(unsigned cpu, uint64_t timeout_us)
 	return true;
 }
 
+bool smp_cpu_idle(unsigned cpu)
+{
+	if (cpu >= SMP_MAX_CPUS || !smp_cpus[cpu])
+		return false;
+	return cpu == 0 || !__atomic_load_n(&smp_cpus[cpu]->work, __ATOMIC_ACQUIRE);
+}
+
 /* INIT-SIPI-SIPI to one AP, then wait for it to be online. Returns NULL, or
  * why it did not start (the caller prints it). */
 static const char *start_ap(struct percpu *pc, uint64_t page)

@@ -10,9 +10,9 @@
  * smp_idle(), interrupts on, halted until an interrupt comes, for one work
  * item in its mailbox (struct percpu's work/work_arg), runs it on its own
  * stack and waits again. smp_run_on() posts the item and wakes the CPU with
- * a fixed IPI (IDT_VECTOR_WAKE). Nothing posts work yet except the boot
- * CPU's own check that each AP answers; running a vCPU there is the next
- * step (issue 12 item 2). VMs still run one after another on CPU 0. */
+ * a fixed IPI (IDT_VECTOR_WAKE). The boot CPU posts one check that each AP
+ * answers, then VMs: "run this VM" is one work item that returns when the
+ * VM has ended (vmm/guests.c, docs/SMP.md "Static partitioning"). */
 #ifndef CORE_SMP_H
 #define CORE_SMP_H
 
@@ -45,5 +45,8 @@ bool smp_run_on(unsigned cpu, smp_work_fn *fn, void *arg);
 /* Waits until the AP has taken and finished its work item, at most
  * timeout_us; false on timeout. */
 bool smp_wait_done(unsigned cpu, uint64_t timeout_us);
+/* Is this CPU running lightpath with nothing in its mailbox? (CPU 0, the
+ * caller, always is.) */
+bool smp_cpu_idle(unsigned cpu);
 
 #endif

@@ -1,7 +1,13 @@
 #include "vmm/guests.h"
 
 #include "core/console.h"
+#include "core/cpu.h"
+#include "core/smp.h"
+#include "core/timer.h"
+#include "core/tsc.h"
 #include "lib/string.h"
+#include "vmm/cpuid.h"
+#include "vmm/vendor.h"
 #include "vmm/vm.h"
 #include "vmm/vmconfig.h"
 
@@ -160,16 +166,90 @@ static int config_spec(const struct boot_info *bi, unsigned i, unsigned id,
 	spec->timeout_s = c->timeout_s;
 	spec->has_unclaimed = c->has_unclaimed;
 	spec->unclaimed_stop = c->unclaimed_stop;
+	spec->cpus = c->cpus;
+	spec->pcpu = c->nr_pcpus ? c->pcpus[0] : -1;
 	return 0;
 }
 
-static void note_end(struct guests_outcome *out, unsigned id, unsigned status)
+/* ---- static partitioning (docs/SMP.md): one VM per CPU ---- */
+
+static unsigned cpus_running(void)
 {
-	out->vms++;
-	if (status && !out->nonzero++) {
-		out->status = status;
-		out->first_nonzero = id;
+	unsigned n = 0;
+	for (unsigned c = 0; c < SMP_MAX_CPUS; c++)
+		n += smp_cpus[c] != 0;
+	return n;
+}
+
+/* One line and false when the VM cannot be run on this machine. */
+static bool cpus_ok(unsigned id, const struct vm_spec *spec)
+{
+	unsigned have = cpus_running();
+	if (spec->cpus > have) {
+		kprintf("lightpath: vm%u: asks for %u CPUs, but this machine has %u running "
+			"lightpath; not started\n", id, spec->cpus, have);
+		return false;
 	}
+	if (spec->cpus > 1) {
+		kprintf("lightpath: vm%u: cpus = %u: several vCPUs per VM are not implemented yet "
+			"(use cpus = 1); not started\n", id, spec->cpus);
+		return false;
+	}
+	if (spec->pcpu >= 0 && (spec->pcpu >= (int)SMP_MAX_CPUS || !smp_cpus[spec->pcpu])) {
+		kprintf("lightpath: vm%u: pcpus = %d: CPU %d is not running lightpath (%u CPU%s "
+			"run it: 0..%u); not started\n", id, spec->pcpu, spec->pcpu, have,
+			have == 1 ? "" : "s", smp_nr_cpus - 1);
+		return false;
+	}
+	return true;
+}
+
+/* The CPU for a VM now: the one it asks for when that is free, else the
+ * first free AP, else CPU 0 (which then runs it before it starts another);
+ * -1: wait. */
+static int pick_cpu(const struct vm_spec *spec)
+{
+	if (spec->pcpu >= 0)
+		return smp_cpu_idle((unsigned)spec->pcpu) ? spec->pcpu : -1;
+	for (unsigned c = 1; c < smp_nr_cpus; c++)
+		if (smp_cpu_idle(c))
+			return (int)c;
+	return 0;
+}
+
+/* The boot CPU waits for an AP to finish: halted, woken by its own timer
+ * every millisecond (an AP's VM may end at any time; no IPI back). */
+static void wait_a_moment(void)
+{
+	timer_program(rdtsc() + tsc_hz() / 1000);
+	asm volatile("sti; hlt; cli" ::: "memory");
+}
+
+struct vm_job {
+	unsigned id;
+	struct vm_spec spec;
+	const struct lp_options *opt;
+	unsigned status;
+};
+static struct vm_job jobs[BOOT_MAX_MODULES];
+
+static void vm_job_run(void *arg)
+{
+	struct vm_job *j = arg;
+	j->status = vm_run(j->id, &j->spec, j->opt);
+	vendor_host_idle_state();   /* an AP halts in its idle loop next */
+}
+
+/* Runs VM j on a CPU: on this one (the boot CPU) to its end, or posted to
+ * an AP; waits for the CPU it needs first. Returns when it has started (or
+ * ended, on CPU 0). */
+static void start_vm(struct vm_job *j)
+{
+	int cpu;
+	while ((cpu = pick_cpu(&j->spec)) < 0)
+		wait_a_moment();
+	if (cpu == 0 || !smp_run_on((unsigned)cpu, vm_job_run, j))
+		vm_job_run(j);   /* an AP that does not take it: here (never seen) */
 }
 
 void guests_run_all(const struct boot_info *bi, const struct lp_options *opt,
@@ -177,9 +257,16 @@ void guests_run_all(const struct boot_info *bi, const struct lp_options *opt,
 {
 	bool named[BOOT_MAX_MODULES] = { false }, is_config[BOOT_MAX_MODULES] = { false };
 	bool config_ok[BOOT_MAX_MODULES] = { false };
+	unsigned status[BOOT_MAX_MODULES];
 	char err[200];
 
 	*out = (struct guests_outcome){ .ignored = bi->nr_ignored };
+	(void)cpuid_host();   /* read once here, not by VMs starting at once */
+	vm_side_by_side = cpus_running() > 1;
+	if (vm_side_by_side)
+		kprintf("lightpath: VMs run side by side, one CPU each (CPUs 1..%u first, then CPU 0); "
+			"console input goes to one VM at a time: Ctrl-\\ passes it on\n",
+			smp_nr_cpus - 1);
 	report_ignored(bi);
 	for (unsigned i = 0; i < bi->nr_modules; i++) {
 		const struct boot_module *m = &bi->modules[i];
@@ -209,28 +296,52 @@ void guests_run_all(const struct boot_info *bi, const struct lp_options *opt,
 				named[all[j]] = true;
 	}
 
+	/* VMs start in module order, each as soon as a CPU for it is free; one
+	 * that waits for its CPU holds back those after it */
 	unsigned id = 0;
 	for (unsigned i = 0; i < bi->nr_modules; i++) {
 		const struct boot_module *m = &bi->modules[i];
-		struct vm_spec spec = { 0 };
+		struct vm_job *j = &jobs[id];
+		struct vm_spec *spec = &j->spec;
 		if (named[i])
 			continue;
+		*j = (struct vm_job){ .id = id, .opt = opt, .status = LP_STATUS_VM_FAULT };
+		spec->cpus = 1;
+		spec->pcpu = -1;
 		if (is_config[i]) {
-			if (!config_ok[i] || config_spec(bi, i, id, is_config, &spec)) {
-				note_end(out, id++, LP_STATUS_VM_FAULT);
+			if (!config_ok[i] || config_spec(bi, i, id, is_config, spec)) {
+				status[id++] = LP_STATUS_VM_FAULT;
 				continue;
 			}
 		} else {
-			spec.name = names[i];
-			spec.image_name = names[i];
-			spec.image = module_data(m);
-			spec.image_size = m->end - m->start;
-			spec.linux_kernel = is_bzimage(spec.image, spec.image_size);
-			spec.cmdline = spec.linux_kernel ? args_of(m->cmdline) : m->cmdline;
-			spec.mem_mb = opt->mem_mb;
+			spec->name = names[i];
+			spec->image_name = names[i];
+			spec->image = module_data(m);
+			spec->image_size = m->end - m->start;
+			spec->linux_kernel = is_bzimage(spec->image, spec->image_size);
+			spec->cmdline = spec->linux_kernel ? args_of(m->cmdline) : m->cmdline;
+			spec->mem_mb = opt->mem_mb;
 		}
-		unsigned status = vm_run(id, &spec, opt);
-		note_end(out, id++, status);
+		if (!cpus_ok(id, spec)) {
+			status[id++] = LP_STATUS_VM_FAULT;
+			continue;
+		}
+		status[id] = ~0u;   /* from the job, once it has ended */
+		start_vm(j);
+		id++;
+	}
+	for (unsigned c = 1; c < smp_nr_cpus; c++)
+		while (smp_cpus[c] && !smp_cpu_idle(c))
+			wait_a_moment();
+	timer_program(0);
+	/* "first" is by VM number (module order), whatever order they ended in */
+	for (unsigned k = 0; k < id; k++) {
+		unsigned st = status[k] == ~0u ? jobs[k].status : status[k];
+		out->vms++;
+		if (st && !out->nonzero++) {
+			out->status = st;
+			out->first_nonzero = k;
+		}
 	}
 	if (!out->nonzero && out->ignored)
 		out->status = LP_STATUS_VM_FAULT;

@@ -149,6 +149,10 @@ void platform_create(struct vm *vm)
  * itself). A Linux shell does not need either. */
 #define CONSOLE_DUMP_KEY 0x1d   /* Ctrl-] */
 #define CONSOLE_END_KEY  0x1e   /* Ctrl-^ (Ctrl-6 on most terminals) */
+/* With VMs side by side, console input goes to one of them at a time and
+ * Ctrl-\ passes it to the next (passed to the guest when VMs run one
+ * after the other, as before). */
+#define CONSOLE_SWITCH_KEY 0x1c /* Ctrl-\ */
 /* Bytes read from the host UART per poll at most: a flood cannot hold the
  * hypervisor in the poll. */
 #define CONSOLE_POLL_MAX 256u
@@ -201,9 +205,14 @@ static void console_poll(struct vm_timer *t, uint64_t now)
 {
 	struct vm *vm = t->opaque;
 	console_backlog_feed(vm);
-	for (unsigned n = 0; n < CONSOLE_POLL_MAX && (inb(COM1 + 5) & 1); n++) {
+	vm_console_idle(vm);
+	/* only the VM that has the console reads the host UART */
+	for (unsigned n = 0; n < CONSOLE_POLL_MAX && vm_console_input_mine(vm) &&
+	     (inb(COM1 + 5) & 1); n++) {
 		uint8_t ch = inb(COM1);
-		if (ch == CONSOLE_DUMP_KEY) {
+		if (ch == CONSOLE_SWITCH_KEY && vm_side_by_side) {
+			vm_console_switch(vm);
+		} else if (ch == CONSOLE_DUMP_KEY) {
 			dump_interrupt_state(vm);
 		} else if (ch == CONSOLE_END_KEY) {
 			vm_fault(vm, "Ctrl-^ typed on the console");

@@ -11,6 +11,12 @@ void state_switch_init(void)
 		host_smsr[i] = rdmsr(smsr_index[i]);
 }
 
+void state_switch_init_ap(void)
+{
+	for (unsigned i = 0; i < SMSR_COUNT; i++)
+		wrmsr(smsr_index[i], host_smsr[i]);
+}
+
 int smsr_slot(uint32_t msr)
 {
 	for (int i = 0; i < SMSR_COUNT; i++)

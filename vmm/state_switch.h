@@ -14,6 +14,10 @@ extern uint64_t host_smsr[SMSR_COUNT];
 
 /* Reads the host's syscall MSRs; call once the CPU is set up. */
 void state_switch_init(void);
+/* An AP takes the boot CPU's values, so that host_smsr holds every CPU's
+ * (lightpath never uses SYSCALL: any common value would do) and the exit
+ * path needs no per-CPU copy. */
+void state_switch_init_ap(void);
 /* The enum syscall_msr slot of `msr`, or -1. */
 int smsr_slot(uint32_t msr);
 

@@ -61,6 +61,10 @@ uint64_t vendor_next_rip_slow(struct vcpu *v, struct insn_pattern p);
 void vendor_host_interrupt_window(void);
 /* Sleeps until a host interrupt has been taken. */
 void vendor_host_wait_for_interrupt(void);
+/* After a VM's end: the CPU as lightpath's idle code wants it, interrupts
+ * off and deliverable once enabled (SVM: GIF, which #VMEXIT cleared, set
+ * again; a CPU halting with GIF=0 never wakes). */
+void vendor_host_idle_state(void);
 /* The single-step #DB after an instruction lightpath completed for a guest
  * with RFLAGS.TF set (VCPU_PENDING_STEP): DR6.BS, the interrupt shadow
  * ended, #DB injected; on the heavy path. */

@@ -33,7 +33,9 @@
 #define VM_MAX_MMIO_RANGES 8
 #define VM_MAX_TIMERS     16
 #define VM_MAX_MSR_RANGES 24
-#define VM_CONSOLE_BACKLOG 4096   /* typed bytes held for a guest that is not reading */
+#define VM_CONSOLE_BACKLOG 4096
+#define VM_LINE_MAX       256     /* a guest line held while VMs run side by side */
+#define VM_LINE_QUIET_POLLS 20    /* 100 ms of console polls */   /* typed bytes held for a guest that is not reading */
 
 /* Guest GPRs the exit stub moves. On SVM, RAX and RSP live in the VMCB.
  * In the light loop only rbx, rcx, rdx and rdi are valid here; the others
@@ -178,6 +180,10 @@ struct vm {
 
 	struct vcpu *vcpu;
 	bool console_after_cr;      /* its last console byte was '\r' */
+	/* output held while other VMs run (vm_console_putc) */
+	char out_line[VM_LINE_MAX];
+	unsigned out_len;
+	unsigned out_quiet;         /* console polls since its last byte */
 };
 
 /* port_map entries: the index of the port's range in io[], with this bit set
@@ -252,7 +258,21 @@ struct vm_spec {
 	unsigned timeout_s;        /* seconds, 0 = no limit */
 	bool has_unclaimed;        /* a description's `unclaimed =`; else unclaimed= applies */
 	bool unclaimed_stop;
+	unsigned cpus;             /* vCPUs asked for (a description's cpus =; 1 otherwise) */
+	int pcpu;                  /* the host CPU asked for (pcpus =), or -1: lightpath picks */
 };
+
+/* Console with VMs side by side: each VM's output is held until its line
+ * ends; an unfinished line that waited 100 ms goes out when the VM runs
+ * alone (vm_console_idle, called from its console poll);
+ * console input goes to one running VM at a time (the first to start, then
+ * the next in VM order when it ends), vm_console_switch passes it on to the
+ * next running VM. vm_side_by_side: VMs run on several CPUs at once
+ * (vmm/guests.c), which enables the switch key and its lines. */
+void vm_console_idle(struct vm *vm);
+bool vm_console_input_mine(const struct vm *vm);
+void vm_console_switch(struct vm *vm);
+extern bool vm_side_by_side;
 
 /* Creates, runs to its end and destroys one VM. Returns its end status. */
 unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options *opt);

@@ -15,6 +15,7 @@ enum key_kind {
 	KEY_STRING,   /* anything */
 	KEY_MEMORY,   /* MiB */
 	KEY_CPUS,
+	KEY_PCPUS,
 	KEY_SECONDS,  /* the time limit */
 	KEY_UNCLAIMED, /* pc | stop */
 	KEY_MODULE_LIST, /* "name args", name, ...: parsed from the raw line */
@@ -37,6 +38,7 @@ static const struct key_desc key_table[] = {
 	STR(cmdline, KEY_STRING),
 	{ "memory", KEY_MEMORY, offsetof(struct vmconfig, memory_mb), 0 },
 	{ "cpus", KEY_CPUS, offsetof(struct vmconfig, cpus), 0 },
+	{ "pcpus", KEY_PCPUS, offsetof(struct vmconfig, pcpus), 0 },
 	{ "timeout", KEY_SECONDS, offsetof(struct vmconfig, timeout_s), 0 },
 	{ "unclaimed", KEY_UNCLAIMED, offsetof(struct vmconfig, unclaimed_stop), 0 },
 };
@@ -168,17 +170,47 @@ static int apply(struct vmconfig *out, const struct key_desc *d, const char *v, 
 		*(unsigned *)field = num;
 		return 0;
 	case KEY_CPUS:
+		/* more than the machine has, or more than 1, is refused when
+		 * the VM is started (vmm/guests.c), which knows the machine */
 		if (parse_uint(v, n, &num) && num >= 1 && num <= VMCONFIG_CPUS_MAX) {
 			*(unsigned *)field = num;
 			return 0;
 		}
-		if (parse_uint(v, n, &num) && num > VMCONFIG_CPUS_MAX)
-			snprintf(err, errlen, ":%u: cpus = %s: only 1 vCPU per VM is supported yet",
-				 line, quote(q, v, n));
-		else
-			snprintf(err, errlen, ":%u: cpus = %s: use 1 (only 1 vCPU per VM is supported yet)",
-				 line, quote(q, v, n));
+		snprintf(err, errlen, ":%u: cpus = %s: use 1..%u (the VM's vCPUs)", line,
+			 quote(q, v, n), VMCONFIG_CPUS_MAX);
 		return -1;
+	case KEY_PCPUS: {
+		/* a comma-separated list of host CPU numbers, one per vCPU */
+		size_t i = 0;
+		out->nr_pcpus = 0;
+		for (;;) {
+			size_t j = i;
+			while (j < n && v[j] != ',')
+				j++;
+			size_t a = i, b = j;
+			while (a < b && is_blank(v[a]))
+				a++;
+			while (b > a && is_blank(v[b - 1]))
+				b--;
+			if (!parse_uint(v + a, b - a, &num) || num >= VMCONFIG_CPUS_MAX ||
+			    out->nr_pcpus == VMCONFIG_CPUS_MAX) {
+				snprintf(err, errlen, ":%u: pcpus = %s: use host CPU numbers 0..%u, "
+					 "separated by commas, one per vCPU", line, quote(q, v, n),
+					 VMCONFIG_CPUS_MAX - 1);
+				return -1;
+			}
+			for (unsigned k = 0; k < out->nr_pcpus; k++)
+				if (out->pcpus[k] == num) {
+					snprintf(err, errlen, ":%u: pcpus = %s: CPU %u is listed twice",
+						 line, quote(q, v, n), num);
+					return -1;
+				}
+			out->pcpus[out->nr_pcpus++] = (uint8_t)num;
+			if (j == n)
+				return 0;
+			i = j + 1;
+		}
+	}
 	case KEY_SECONDS:
 		if (!parse_uint(v, n, &num) || num > VMCONFIG_TIMEOUT_MAX_S) {
 			snprintf(err, errlen, ":%u: timeout = %s: use whole seconds 0..%u (0 = no limit)",
@@ -446,6 +478,16 @@ int vmconfig_parse(const char *text, size_t len, struct vmconfig *out, char *err
 			have_kernel = true;
 	if (!have_kernel) {
 		snprintf(err, errlen, ": no 'kernel = ...' line (every VM needs a kernel)");
+		return -1;
+	}
+	if (out->nr_pcpus && out->nr_pcpus != out->cpus) {
+		unsigned pline = 0;
+		for (size_t k = 0; k < KEY_COUNT; k++)
+			if (key_table[k].kind == KEY_PCPUS)
+				pline = seen[k];
+		snprintf(err, errlen, ":%u: pcpus = lists %u CPU%s, but the VM has %u vCPU%s "
+			 "(cpus = %u): give one CPU per vCPU", pline, out->nr_pcpus,
+			 out->nr_pcpus == 1 ? "" : "s", out->cpus, out->cpus == 1 ? "" : "s", out->cpus);
 		return -1;
 	}
 	return 0;

@@ -8,7 +8,8 @@
  *   modules = "a.bin x=1", b.bin           # multiboot modules, optional
  *   cmdline = "console=ttyS0 panic=-1"     # the guest kernel's command line
  *   memory  = 256                          # MiB, 16..3072, default 256
- *   cpus    = 1                            # only 1 is accepted today
+ *   cpus    = 1                            # vCPUs, 1..64 (only 1 runs yet)
+ *   pcpus   = 2                            # host CPUs to pin them to, optional
  *   timeout = 30                           # seconds, 0..86400; 0 = no limit
  *   unclaimed = stop                       # pc (default) | stop: see README
  *
@@ -45,7 +46,7 @@
 #define VMCONFIG_MEMORY_MIN_MB   16u
 #define VMCONFIG_MEMORY_MAX_MB   3072u
 #define VMCONFIG_MEMORY_DEFAULT  256u
-#define VMCONFIG_CPUS_MAX        1u
+#define VMCONFIG_CPUS_MAX        64u     /* = SMP_MAX_CPUS (core/smp.h) */
 #define VMCONFIG_TIMEOUT_MAX_S   86400u   /* as the boot option vm.timeout= */
 #define VMCONFIG_MODULES_MAX     8u
 #define VMCONFIG_MODULE_NAME_MAX 128u     /* with the NUL, as kernel and initrd */
@@ -64,7 +65,9 @@ struct vmconfig {
 	struct vmconfig_module modules[VMCONFIG_MODULES_MAX];
 	char cmdline[1024];  /* "" = empty command line */
 	unsigned memory_mb;  /* VMCONFIG_MEMORY_MIN_MB..VMCONFIG_MEMORY_MAX_MB */
-	unsigned cpus;       /* 1 */
+	unsigned cpus;       /* 1..VMCONFIG_CPUS_MAX (lightpath runs 1 yet: vmm/guests.c) */
+	unsigned nr_pcpus;   /* pcpus = a,b,...: 0 = not given (lightpath picks) */
+	uint8_t pcpus[VMCONFIG_CPUS_MAX];   /* host CPU numbers, 0..VMCONFIG_CPUS_MAX-1 */
 	bool has_timeout;    /* a `timeout =` line was given: it overrides vm.timeout= */
 	unsigned timeout_s;  /* the VM's time limit in seconds, 0 = none */
 	bool has_unclaimed;  /* an `unclaimed =` line was given: it overrides unclaimed= */
@@ -78,7 +81,7 @@ bool vmconfig_is_config(const uint8_t *data, size_t len);
 /* Parses text[0..len) (need not be NUL-terminated) into *out, defaults
  * first. Returns 0, or -1 with one line (no newline) in err that starts with
  * ':' so that the caller only prepends the file name:
- *   ":3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus timeout unclaimed)"
+ *   ":3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed)"
  *   ":5: memory = 12: use an even number 16..3072 (MiB)"
  *   ":6: timeout = 1.5: use whole seconds 0..86400 (0 = no limit)"
  *   ":4: modules: missing closing '\"' in entry 2"

@@ -87,7 +87,7 @@ def check(cond, reason):
 class Boot:
     """One QEMU run of lightpath; .rc, .text, .lines, .log (repo-relative)."""
 
-    def __init__(self, name, modules, append="", cpu=None, timeout=TIMEOUT, smp=None):
+    def __init__(self, name, modules, append="", cpu=None, timeout=TIMEOUT, smp=None, icount=False):
         safe = re.sub(r"[^A-Za-z0-9._=+-]", "_", name)
         self.log = os.path.join("build", "test", safe + ".log")
         cmd = [LP_QEMU, "--timeout", str(timeout), "--log", self.log, "--append", append]
@@ -95,6 +95,8 @@ class Boot:
             cmd += ["--cpu", cpu]
         if smp:   # QEMU's -smp (default 1)
             cmd += ["--smp", smp]
+        if icount:   # -icount: QEMU runs its CPUs round robin, not in threads
+            cmd += ["--icount"]
         cmd += list(modules)
         self.cmd = cmd
         self.timeout = timeout
@@ -709,9 +711,19 @@ def t_bad_config(label, text, line_for):
 
 
 BAD_CONFIGS = (
+    ("pcpus-twice", "# lightpath vm\nkernel = hello.elf\ncpus = 2\npcpus = 1,1\n",
+     lambda p: r"lightpath: error: %s:4: pcpus = 1,1: CPU 1 is listed twice" % p),
+    ("pcpus-count", "# lightpath vm\nkernel = hello.elf\npcpus = 0,1\n",
+     lambda p: r"lightpath: error: %s:3: pcpus = lists 2 CPUs, but the VM has 1 vCPU \(cpus = 1\): "
+               r"give one CPU per vCPU" % p),
+    ("pcpus-value", "# lightpath vm\nkernel = hello.elf\npcpus = 64\n",
+     lambda p: r"lightpath: error: %s:3: pcpus = 64: use host CPU numbers 0\.\.63, separated by "
+               r"commas, one per vCPU" % p),
+    ("cpus-value", "# lightpath vm\nkernel = hello.elf\ncpus = 0\n",
+     lambda p: r"lightpath: error: %s:3: cpus = 0: use 1\.\.64 \(the VM's vCPUs\)" % p),
     ("unknown-key", "# lightpath vm\nkernel = vmlinuz\ncolour = blue\nmemory = 64\n",
      lambda p: r"lightpath: error: %s:3: unknown key 'colour' "
-               r"\(accepted: name kernel initrd modules cmdline memory cpus timeout unclaimed\)" % p),
+               r"\(accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed\)" % p),
     ("memory", "# lightpath vm\nname = small\n\n# too little\nmemory = 12\nkernel = vmlinuz\n",
      lambda p: r"lightpath: error: %s:5: memory = 12: use an even number 16\.\.3072 \(MiB\)" % p),
     ("no-kernel", "# lightpath vm\nname = nokernel\nmemory = 64\n",
@@ -1272,6 +1284,56 @@ def t_console_key():
     return b
 
 
+CONSOLE_SWITCH_KEY = b"\x1c"  # Ctrl-\\
+
+
+def t_console_switch():
+    """Issue 12 item 6: with two VMs side by side (-smp 2, forever mode=hlt,
+    neither ends by itself), console input goes to vm0; Ctrl-\\ passes it to
+    vm1, so the next Ctrl-^ stops vm1; input goes back to vm0 (the only one
+    left) and the next Ctrl-^ stops vm0. Each key is typed once the line
+    before it has appeared."""
+    log = os.path.join("build", "test", "console-switch.log")
+    cmd = [LP_QEMU, "--interactive", "--smp", "2", "--timeout", str(TIMEOUT), "--append",
+           "vm.timeout=30", "%s mode=hlt" % FOREVER, "%s mode=hlt" % FOREVER]
+    getattr(_current, "logs", []).append(log)
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    text, seen = b"", set()
+    steps = [(b"forever: mode=hlt", CONSOLE_SWITCH_KEY),
+             (b"lightpath: console input goes to vm1 now", CONSOLE_END_KEY),
+             (b"lightpath: console input goes to vm0 now (vm1 ended)", CONSOLE_END_KEY)]
+    for chunk in iter(lambda: p.stdout.readline(), b""):
+        text += chunk
+        if b"forever: mode=hlt" in chunk:
+            seen.add(chunk[:5])
+        if steps and steps[0][0] in chunk and (steps[0][0] != b"forever: mode=hlt" or len(seen) == 2):
+            p.stdin.write(steps.pop(0)[1])
+            p.stdin.flush()
+    rc = p.wait()
+    with open(os.path.join(ROOT, log), "wb") as f:
+        f.write(text)
+    b = Boot.__new__(Boot)
+    b.log, b.cmd, b.timeout, b.rc, b.stderr = log, cmd, TIMEOUT, rc, ""
+    b.secs = time.monotonic() - t0
+    b.text = text.decode(errors="replace").replace("\r", "")
+    b.lines = b.text.splitlines()
+    check(not steps, "stuck before typing key %d; %s" % (4 - len(steps), b.why_rc()))
+    for vm in (0, 1):
+        f = forever_stopped(vm, FOREVER, 64, "hlt", 30, r"Ctrl-\^ typed on the console")
+        expect_vm_lines(b, vm, f[:1] + [RUNS_ON % (vm, 1 - vm)] + f[1:])
+    order = [l for l in b.lines if re.match(r"lightpath: (vm\d: stopped|console input)", l)]
+    check(order == ["lightpath: console input goes to vm1 now",
+                    "lightpath: vm1: stopped: Ctrl-^ typed on the console",
+                    "lightpath: console input goes to vm0 now (vm1 ended)",
+                    "lightpath: vm0: stopped: Ctrl-^ typed on the console"],
+          "console lines in this order: %r" % order)
+    expect_side_by_side(b, FINAL_VM0_STOPPED, aps=1)
+    b.expect_rc(225)
+    return b
+
+
 def t_no_svm():
     b = Boot("no-svm", [guest("hello")], cpu="EPYC,-svm", timeout=min(TIMEOUT, 30))
     b.expect(r"^%s\s*$" % re.escape(NO_SVM_LINE), "'%s'" % NO_SVM_LINE)
@@ -1564,6 +1626,13 @@ def all_tests():
                                             append="cpus=2")))
     t.append((1, "smp-4-selftest-hlt", t_smp_selftest("hlt", "4")))
     t.append((1, "bad-cpus-option", t_bad_cpus_option))
+    t.append((1, "side-by-side-triple", t_side_by_side_triple("side-by-side-triple", "2")))
+    t.append((1, "side-by-side-triple-smp3", t_side_by_side_triple("side-by-side-triple-smp3", "3")))
+    t.append((1, "side-by-side-4", t_side_by_side_four()))
+    for label, smp, text, line in CPUS_REFUSED:
+        t.append((1, "cpus-" + label, t_cpus_refused(label, smp, text, line)))
+    t.append((1, "pcpus-pinned", t_pcpus_pinned()))
+    t.append((1, "console-switch", t_console_switch))
     t.append((1, "spec-off", t_spec("spec=off",
                                     "lightpath: spec=off: no speculation hygiene on the exit path")))
     for g in SWITCHED_GUESTS:
@@ -1606,14 +1675,181 @@ def expect_smp_line(b, want):
 
 def t_smp(label, smp, want, append=""):
     """Two hello VMs (status 3 each) on a machine with `smp` CPUs: the exact
-    CPU line, then both VMs' lines exactly, in order, and the status."""
+    CPU line, then both VMs' lines exactly, and the status. With one CPU they
+    run one after the other, every line in order; with more, side by side
+    (issue 12 item 2): each VM's own lines in order, on CPU 1 and CPU 2 (or
+    CPU 0 when there is no second AP)."""
     def run():
         b = Boot("smp-" + label, [HELLO3, HELLO3], append=append, smp=smp)
         expect_smp_line(b, want)
-        expect_exact_lines(b, hello_lines(0) + hello_lines(1) + [
-            r"lightpath: all VMs ended; powering off with status 3 \(the first non-zero status, "
-            r"vm0's; VMs that did not end with 0: 2 of 2\)"])
+        final = (r"lightpath: all VMs ended; powering off with status 3 \(the first non-zero status, "
+                 r"vm0's; VMs that did not end with 0: 2 of 2\)")
+        if want.endswith(" 1 started"):
+            expect_exact_lines(b, hello_lines(0) + hello_lines(1) + [final])
+        else:
+            started = int(re.search(r"(\d+) started", want).group(1))
+            cpus = (1, 2) if started > 2 else (1, 0)
+            for vm in (0, 1):
+                h = hello_lines(vm)
+                expect_vm_lines(b, vm, h[:1] + [RUNS_ON % (vm, cpus[vm])] + h[1:])
+            expect_side_by_side(b, final)
         b.expect_rc((3 << 1) | 1)
+        return b
+    return run
+
+
+# Issue 12 items 2 and 6 (docs/SMP.md, "Static partitioning"): VMs side by
+# side, one CPU each. Lines of different VMs interleave in no fixed order, so
+# each VM's own lines (guest and lightpath's "vmN:" lines) are compared in
+# order, and every line must be one VM's or lightpath's, whole.
+RUNS_ON = r"lightpath: vm%d: runs on CPU %d"
+SIDE_BY_SIDE_LINE = (r"lightpath: VMs run side by side, one CPU each \(CPUs 1\.\.%d first, then CPU "
+                     r"0\); console input goes to one VM at a time: Ctrl-\\ passes it on")
+INPUT_MOVES = re.compile(r"^lightpath: console input goes to vm\d+ now( \(vm\d+ ended\))?$")
+
+
+def vm_lines(b, vm):
+    own = re.compile(r"(\[vm%d\] |lightpath: vm%d: )" % (vm, vm))
+    return [l.rstrip() for l in b.lines if own.match(l)]
+
+
+def expect_vm_lines(b, vm, expected):
+    """VM `vm`'s own lines, in order, each matching its regex in full."""
+    got = vm_lines(b, vm)
+    for i, want in enumerate(expected):
+        check(i < len(got), "vm%d: line %d missing (wanted /%s/); %s" % (vm, i + 1, want, b.why_rc()))
+        check(re.fullmatch(want, got[i]) is not None,
+              "vm%d: line %d is %r, wanted /%s/" % (vm, i + 1, got[i], want))
+    check(len(got) == len(expected), "vm%d: unexpected line %d: %r"
+          % (vm, len(expected) + 1, got[len(expected)] if len(got) > len(expected) else ""))
+
+
+def expect_side_by_side(b, final, aps=None):
+    """The rest of a side-by-side boot: the line that says so (once), no
+    line but a VM's own, lightpath's start-up lines, the statistics rows and
+    the console-input lines; no panic; `final` last."""
+    b.expect_not(r"^lightpath: panic:.*", "a hypervisor panic")
+    sbs = b.findall(r"^lightpath: VMs run side by side")
+    check(len(sbs) == 1, "%d 'VMs run side by side' lines" % len(sbs))
+    if aps is not None:
+        check(re.fullmatch(SIDE_BY_SIDE_LINE % aps, sbs[0].string.rstrip()),
+              "side-by-side line: %r" % sbs[0].string.rstrip())
+    for l in b.lines:
+        l = l.rstrip()
+        if not l or STATS_LINE.match(l) or STARTUP_LINE.match(l) or INPUT_MOVES.match(l):
+            continue
+        if re.match(r"(\[vm\d+\] |lightpath: vm\d+: |lightpath: VMs run side by side)", l):
+            check("[vm" not in l[1:], "two VMs' output in one line: %r" % l)
+            continue
+        if SMP_CPU_LINE.match(l) or l.startswith("lightpath: all VMs ended"):
+            continue
+        raise Fail("unexpected line %r" % l)
+    last = [l.rstrip() for l in b.lines if l.startswith("lightpath: ")][-1]
+    check(re.fullmatch(final, last), "last line %r, wanted /%s/" % (last, final))
+
+
+SIDE = GUESTS + "/side.elf"
+
+
+def side_lines(vm, lines, cpu, status=0, args=None, mib=64, path=SIDE):
+    """The side guest's lines (guests/selftest/side.c) as VM `vm` on `cpu`."""
+    args = args or "lines=%d ms=20" % lines
+    return ([loaded(vm, path, mib, path + " " + args), RUNS_ON % (vm, cpu)] +
+            [r"\[vm%d\] side: line %d of %d: abcdefghijklmnopqrstuvwxyz-0123456789-"
+             r"ABCDEFGHIJKLMNOPQRSTUVWXYZ" % (vm, i, lines) for i in range(1, lines + 1)] +
+            [r"\[vm%d\] side: done: %d lines, 0 interrupts, 0 NMIs" % (vm, lines),
+             r"lightpath: vm%d: ended with status %d \(isa-debug-exit\)" % (vm, status),
+             r"lightpath: vm%d: exit statistics" % vm])
+
+
+def triple_side_lines(vm, cpu, path=None, why=r"triple fault \(SHUTDOWN exit\)"):
+    t = triple_lines(vm, path or guest("triple"), why)
+    return t[:1] + [RUNS_ON % (vm, cpu)] + t[1:]
+
+
+def t_side_by_side_triple(label, smp, icount=False):
+    """Issue 12's test: two VMs at the same time on different CPUs; the
+    second triple-faults and is stopped, the first keeps working unaffected
+    (every line of it, and no interrupt or NMI reaches it). The triple
+    fault's line comes before the side guest is done: they overlapped."""
+    def run():
+        b = Boot(label, [guest("side", "lines=12 ms=20"), guest("triple")], smp=smp,
+                 icount=icount)
+        expect_vm_lines(b, 0, side_lines(0, 12, 1))
+        expect_vm_lines(b, 1, triple_side_lines(1, 2 if smp != "2" else 0))
+        expect_side_by_side(b, FINAL_VM1_STOPPED_ONLY, aps=int(smp) - 1)
+        stop = [i for i, l in enumerate(b.lines) if l.startswith("lightpath: vm1: stopped:")]
+        done = [i for i, l in enumerate(b.lines) if l.startswith("[vm0] side: done:")]
+        check(stop and done and stop[0] < done[0],
+              "vm1 was stopped after vm0 had finished: they did not run side by side")
+        expect_first_nonzero(b, 0x70, 1, 1, 2)
+        return b
+    return run
+
+
+FINAL_VM1_STOPPED_ONLY = (r"lightpath: all VMs ended; powering off with status 112 \(the first "
+                          r"non-zero status, vm1's; VMs that did not end with 0: 1 of 2\)")
+
+
+def t_side_by_side_four():
+    """-smp 4: three side guests on CPUs 1-3 and hello on CPU 0; VMs end out
+    of order, and the final status is still the first non-zero by VM number
+    (vm1's 5, though vm3's 3 ends first)."""
+    def run():
+        mods = [guest("side", "lines=6 ms=20"), guest("side", "lines=8 ms=20 status=5"),
+                guest("side", "lines=4 ms=20 status=7"), HELLO3]
+        b = Boot("side-by-side-4", mods, smp="4", append="mem=32")
+        expect_vm_lines(b, 0, side_lines(0, 6, 1, mib=32))
+        expect_vm_lines(b, 1, side_lines(1, 8, 2, 5, "lines=8 ms=20 status=5", mib=32))
+        expect_vm_lines(b, 2, side_lines(2, 4, 3, 7, "lines=4 ms=20 status=7", mib=32))
+        h = hello_lines(3)
+        expect_vm_lines(b, 3, [loaded(3, HELLO, 32, HELLO3), RUNS_ON % (3, 0)] + h[1:])
+        expect_side_by_side(b, r"lightpath: all VMs ended; powering off with status 5 \(the first "
+                            r"non-zero status, vm1's; VMs that did not end with 0: 3 of 4\)", aps=3)
+        b.expect_rc((5 << 1) | 1)
+        return b
+    return run
+
+
+def cpus_config(label, text):
+    return write_test_file("cpus-%s.cfg" % label, "# lightpath vm\nkernel = hello.elf\n" + text)
+
+
+def t_cpus_refused(label, smp, text, line):
+    """A description asking for CPUs lightpath cannot give: one line, not
+    started (0x70); the next VM runs."""
+    def run():
+        path = cpus_config(label, text)
+        # the description takes the first hello as its kernel; the second runs
+        b = Boot("cpus-" + label, [path, HELLO3, HELLO3], smp=smp)
+        b.expect_not(r"^lightpath: panic:.*", "a hypervisor panic")
+        expect_vm_lines(b, 0, [line])
+        h = hello_lines(1, hello=HELLO)
+        if smp == "1":
+            h = hello_lines(1)
+        else:
+            h = h[:1] + [RUNS_ON % (1, 1)] + h[1:]
+        expect_vm_lines(b, 1, h)
+        expect_first_nonzero(b, 0x70, 0, 2, 2)
+        return b
+    return run
+
+
+def t_pcpus_pinned():
+    """pcpus = 0 pins vm0 to CPU 0 (which then runs it before it starts
+    another VM); pcpus = 1 in the next waits for nothing."""
+    def run():
+        a = write_test_file("pcpus-a.cfg", "# lightpath vm\nname = a\nkernel = side.elf\n"
+                            "pcpus = 0\nmemory = 16\n")
+        b_cfg = write_test_file("pcpus-b.cfg", "# lightpath vm\nname = b\nkernel = hello.elf\n"
+                                "pcpus = 1\nmemory = 16\n")
+        b = Boot("pcpus-pinned", [a, b_cfg, SIDE + " lines=3 ms=10", HELLO3], smp="2")
+        b.expect_not(r"^lightpath: panic:.*", "a hypervisor panic")
+        check(b.find(RUNS_ON % (0, 0) + r"\s*$"), "vm0 (pcpus = 0) not on CPU 0; %s" % b.why_rc())
+        check(b.find(RUNS_ON % (1, 1) + r"\s*$"), "vm1 (pcpus = 1) not on CPU 1; %s" % b.why_rc())
+        b.expect(r"^\[vm0\] side: done: 3 lines, 0 interrupts, 0 NMIs\s*$", "vm0's side verdict")
+        b.expect(r"^\[vm1\] hello: exiting with status 3\s*$", "vm1's hello")
+        expect_first_nonzero(b, 3, 1, 1, 2)
         return b
     return run
 
@@ -1631,6 +1867,20 @@ def t_smp_selftest(name, smp):
         check(not d, "results differ from the one-CPU run: " + "; ".join(d[:3]))
         return b
     return run
+
+
+CPUS_REFUSED = (
+    ("more-than-machine", "2", "cpus = 3\n",
+     r"lightpath: vm0: asks for 3 CPUs, but this machine has 2 running lightpath; not started"),
+    ("more-than-machine-smp1", "1", "cpus = 2\n",
+     r"lightpath: vm0: asks for 2 CPUs, but this machine has 1 running lightpath; not started"),
+    ("several", "2", "cpus = 2\n",
+     r"lightpath: vm0: cpus = 2: several vCPUs per VM are not implemented yet \(use cpus = 1\); "
+     r"not started"),
+    ("pcpus-absent", "2", "pcpus = 5\n",
+     r"lightpath: vm0: pcpus = 5: CPU 5 is not running lightpath \(2 CPUs run it: 0\.\.1\); "
+     r"not started"),
+)
 
 
 def t_bad_cpus_option():

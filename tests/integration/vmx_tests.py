@@ -298,17 +298,43 @@ def t_isolation():
 
 
 def t_smp(label, cpus, kernel=None, cpu=None):
-    """Issue 12 item 1 under Bochs: `cpus` CPUs, all found in the Bochs BIOS's
-    ACPI MADT and started (VT-x: VMXON on each; ryzen: the SVM image), then
-    two hello VMs on the boot CPU, every line exact."""
+    """Issue 12 under Bochs: `cpus` CPUs, all found in the Bochs BIOS's ACPI
+    MADT and started (VT-x: VMXON on each; ryzen: the SVM image), then two
+    hello VMs side by side (items 2 and 6): on CPU 1 and CPU 2 (CPU 0 with
+    2 CPUs), each VM's lines exact and in order."""
     def run():
         b = BochsBoot(label, [itest.HELLO3, itest.HELLO3], cpus=cpus, kernel=kernel, cpu=cpu)
         itest.expect_smp_line(b, "lightpath: %d CPUs found (ACPI MADT), %d started" % (cpus, cpus))
         hello = os.path.basename(itest.HELLO)
-        itest.expect_exact_lines(b, itest.hello_lines(0, hello=hello) + itest.hello_lines(1, hello=hello) + [
-            r"lightpath: all VMs ended; powering off with status 3 \(the first non-zero status, "
-            r"vm0's; VMs that did not end with 0: 2 of 2\)"])
+        where = (1, 2) if cpus > 2 else (1, 0)
+        for vm in (0, 1):
+            h = itest.hello_lines(vm, hello=hello)
+            itest.expect_vm_lines(b, vm, h[:1] + [itest.RUNS_ON % (vm, where[vm])] + h[1:])
+        itest.expect_side_by_side(b, r"lightpath: all VMs ended; powering off with status 3 \(the first "
+                                  r"non-zero status, vm0's; VMs that did not end with 0: 2 of 2\)",
+                                  aps=cpus - 1)
         b.expect_rc((3 << 1) | 1)
+        return b
+    return run
+
+
+def t_side_by_side_triple(label, cpus, kernel=None, cpu=None):
+    """itest's side-by-side-triple under Bochs: a VM keeps working on CPU 1
+    while the next triple-faults on CPU 0 (CPU 2 with more CPUs) and is
+    stopped; the first is unaffected."""
+    def run():
+        b = BochsBoot(label, ["%s/side.elf lines=8 ms=20" % itest.GUESTS, itest.guest("triple")],
+                      cpus=cpus, kernel=kernel, cpu=cpu)
+        itest.expect_vm_lines(b, 0, itest.side_lines(0, 8, 1, path="side.elf"))
+        itest.expect_vm_lines(b, 1, itest.triple_side_lines(
+            1, 2 if cpus > 2 else 0, path="triple.elf",
+            why=r"triple fault \(VM exit 2\)" if kernel is None else r"triple fault \(SHUTDOWN exit\)"))
+        itest.expect_side_by_side(b, itest.FINAL_VM1_STOPPED_ONLY, aps=cpus - 1)
+        stop = [i for i, l in enumerate(b.lines) if l.startswith("lightpath: vm1: stopped:")]
+        done = [i for i, l in enumerate(b.lines) if l.startswith("[vm0] side: done:")]
+        itest.check(stop and done and stop[0] < done[0],
+                    "vm1 was stopped after vm0 had finished: they did not run side by side")
+        b.expect_rc((0x70 << 1) | 1)
         return b
     return run
 
@@ -451,6 +477,7 @@ def all_tests():
     t.append((1, "vmx-isolation", t_isolation))
     t.append((1, "vmx-smp-4", t_smp("smp-4", 4)))
     t.append((1, "svm-bochs-smp-2", t_smp("svm-smp-2", 2, kernel=SVM_IMAGE, cpu=NRIP_CPU)))
+    t.append((1, "vmx-side-by-side-triple", t_side_by_side_triple("side-by-side-triple", 2)))
     t.append((1, "vmx-forge", t_forge("forge")))
     t.append((1, "vmx-forge-" + cfg, t_forge("forge-" + cfg, opts)))
     t.append((1, "vmx-status-0x80", t_status_0x80("status-0x80")))

@@ -171,15 +171,15 @@ static void test_unknown_key(void **state)
 {
 	(void)state;
 	expect_error(MAGIC "kernel = vmlinuz\nfoo = 1\n",
-		     ":3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus timeout unclaimed)");
+		     ":3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed)");
 	expect_error(MAGIC "Kernel = vmlinuz\n",
-		     ":2: unknown key 'Kernel' (accepted: name kernel initrd modules cmdline memory cpus timeout unclaimed)");
+		     ":2: unknown key 'Kernel' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed)");
 	expect_error(MAGIC "kernel = vmlinuz\nmem = 64\n",
-		     ":3: unknown key 'mem' (accepted: name kernel initrd modules cmdline memory cpus timeout unclaimed)");
+		     ":3: unknown key 'mem' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed)");
 	/* a long key is cut in the message */
 	expect_error(MAGIC "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa = 1\n",
 		     ":2: unknown key 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...' "
-		     "(accepted: name kernel initrd modules cmdline memory cpus timeout unclaimed)");
+		     "(accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed)");
 }
 
 static void test_missing_equals(void **state)
@@ -229,14 +229,41 @@ static void test_cpus(void **state)
 	(void)state;
 	assert_int_equal(parse(MAGIC "kernel = k\ncpus = 1\n"), 0);
 	assert_int_equal(cfg.cpus, 1);
-	expect_error(MAGIC "kernel = k\ncpus = 2\n",
-		     ":3: cpus = 2: only 1 vCPU per VM is supported yet");
-	expect_error(MAGIC "kernel = k\ncpus = 64\n",
-		     ":3: cpus = 64: only 1 vCPU per VM is supported yet");
-	expect_error(MAGIC "kernel = k\ncpus = 0\n",
-		     ":3: cpus = 0: use 1 (only 1 vCPU per VM is supported yet)");
-	expect_error(MAGIC "kernel = k\ncpus = one\n",
-		     ":3: cpus = one: use 1 (only 1 vCPU per VM is supported yet)");
+	assert_int_equal(cfg.nr_pcpus, 0);
+	/* more than 1 parses: lightpath refuses it when it starts the VM */
+	assert_int_equal(parse(MAGIC "kernel = k\ncpus = 64\n"), 0);
+	assert_int_equal(cfg.cpus, 64);
+	expect_error(MAGIC "kernel = k\ncpus = 65\n", ":3: cpus = 65: use 1..64 (the VM's vCPUs)");
+	expect_error(MAGIC "kernel = k\ncpus = 0\n", ":3: cpus = 0: use 1..64 (the VM's vCPUs)");
+	expect_error(MAGIC "kernel = k\ncpus = one\n", ":3: cpus = one: use 1..64 (the VM's vCPUs)");
+}
+
+static void test_pcpus(void **state)
+{
+	(void)state;
+	assert_int_equal(parse(MAGIC "kernel = k\npcpus = 3\n"), 0);
+	assert_int_equal(cfg.nr_pcpus, 1);
+	assert_int_equal(cfg.pcpus[0], 3);
+	assert_int_equal(parse(MAGIC "kernel = k\ncpus = 2\npcpus = 2 , 0\n"), 0);
+	assert_int_equal(cfg.nr_pcpus, 2);
+	assert_int_equal(cfg.pcpus[0], 2);
+	assert_int_equal(cfg.pcpus[1], 0);
+	assert_int_equal(parse(MAGIC "kernel = k\npcpus = 63 # the last\n"), 0);
+	assert_int_equal(cfg.pcpus[0], 63);
+	static const char use[] = "use host CPU numbers 0..63, separated by commas, one per vCPU";
+	char want[160];
+	const char *bad[] = { "64", "-1", "x", "", "1,", ",1", "1,,2", "1 2", "0x1" };
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char text[96];
+		snprintf(text, sizeof(text), MAGIC "kernel = k\ncpus = 2\npcpus = %s\n", bad[i]);
+		snprintf(want, sizeof(want), ":4: pcpus = %s: %s", bad[i], use);
+		expect_error(text, want);
+	}
+	expect_error(MAGIC "kernel = k\ncpus = 2\npcpus = 1,1\n", ":4: pcpus = 1,1: CPU 1 is listed twice");
+	expect_error(MAGIC "pcpus = 1,2\nkernel = k\n",
+		     ":2: pcpus = lists 2 CPUs, but the VM has 1 vCPU (cpus = 1): give one CPU per vCPU");
+	expect_error(MAGIC "kernel = k\ncpus = 2\npcpus = 1\n",
+		     ":4: pcpus = lists 1 CPU, but the VM has 2 vCPUs (cpus = 2): give one CPU per vCPU");
 }
 
 static void test_timeout(void **state)
@@ -451,10 +478,10 @@ static void test_error_prefix_and_truncation(void **state)
 	(void)state;
 	char line[300];
 	expect_error(MAGIC "kernel = k\nfoo = 1\n",
-		     ":3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus timeout unclaimed)");
+		     ":3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed)");
 	snprintf(line, sizeof(line), "linux.cfg%s", err);
 	assert_string_equal(line,
-			    "linux.cfg:3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus timeout unclaimed)");
+			    "linux.cfg:3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed)");
 	/* a short err buffer gets a cut, NUL-terminated line */
 	char small[8];
 	memset(small, 'x', sizeof(small));
@@ -479,6 +506,7 @@ int main(void)
 		cmocka_unit_test(test_duplicate),
 		cmocka_unit_test(test_memory),
 		cmocka_unit_test(test_cpus),
+		cmocka_unit_test(test_pcpus),
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_unclaimed),
 		cmocka_unit_test(test_modules),

@@ -19,9 +19,8 @@
 INSN_PATTERN insn_hypercall = { 3, { 0x0f, 0x01, 0xd9 } };
 #define VENDOR_TRIPLE_FAULT_EXIT "SHUTDOWN exit"
 
-/* The VMCB-format page holding the host's VMLOAD state, and whether the CPU
- * saves the next RIP (vmm/svm/cpu.c). */
-extern uint64_t svm_host_vmstate_pa;
+/* Whether the CPU saves the next RIP (vmm/svm/cpu.c). The host's VMLOAD
+ * state is per CPU: v->arch.host_vmstate_pa. */
 extern bool svm_has_nrip;
 
 /* The host's CR0/CR3/CR4/EFER after #VMEXIT (vmm/svm/cpu.c, docs/SECURITY.md
@@ -270,7 +269,7 @@ static inline void vendor_guest_msrs_leave(struct vcpu *v)
 	 * the syscall MSRs) */
 	if (v->vm->opt->vmload_lazy) {
 		svm_vmsave(svm_vmcb_pa(v));
-		svm_vmload(svm_host_vmstate_pa);
+		svm_vmload(v->arch.host_vmstate_pa);
 		v->arch.vmstate_in_cpu = false;
 	}
 }
@@ -281,7 +280,7 @@ static inline void vendor_guest_msrs_leave(struct vcpu *v)
 SVM_ALWAYS_INLINE void vendor_vmload_leave(struct vcpu *v)
 {
 	svm_vmsave(svm_vmcb_pa(v));
-	svm_vmload(svm_host_vmstate_pa);
+	svm_vmload(v->arch.host_vmstate_pa);
 	v->arch.vmstate_in_cpu = false;
 }
 

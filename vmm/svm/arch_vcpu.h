@@ -17,6 +17,10 @@ struct vcpu;
 
 struct vcpu_arch {
 	struct vmcb vmcb;
+	/* the VMSAVE area of the CPU this vCPU is pinned to (its
+	 * struct percpu's virt_pa[1]), kept here so that the exit path finds
+	 * it as cheaply as a global */
+	uint64_t host_vmstate_pa;
 	bool vmstate_in_cpu;   /* the guest's VMLOAD state is in the CPU (between
 				  VMLOAD and VMSAVE): its syscall MSRs are there */
 	/* NMI blocking, kept by lightpath where the CPU has no vNMI: from an

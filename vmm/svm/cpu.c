@@ -18,7 +18,6 @@
 typedef void svm_light_loop_fn(struct vcpu *v);
 extern svm_light_loop_fn *const svm_light_loops[2][SPEC_ENTRY_VARIANTS];
 
-uint64_t svm_host_vmstate_pa;
 bool svm_has_nrip;
 bool svm_has_vnmi;
 
@@ -54,15 +53,15 @@ int vendor_cpu_init(const struct lp_options *opt)
 	}
 	wrmsr(MSR_EFER, rdmsr(MSR_EFER) | EFER_SVME);
 	uint64_t hsave = pmem_alloc(4096, 4096);
-	svm_host_vmstate_pa = pmem_alloc(4096, 4096);
-	if (!hsave || !svm_host_vmstate_pa) {
+	uint64_t vmstate = pmem_alloc(4096, 4096);
+	if (!hsave || !vmstate) {
 		kprintf("lightpath: error: out of memory setting up SVM\n");
 		return -1;
 	}
 	wrmsr(MSR_VM_HSAVE_PA, hsave);
-	svm_vmsave(svm_host_vmstate_pa);
+	svm_vmsave(vmstate);
 	this_cpu()->virt_pa[0] = hsave;
-	this_cpu()->virt_pa[1] = svm_host_vmstate_pa;
+	this_cpu()->virt_pa[1] = vmstate;
 	state_switch_init();
 	kprintf("lightpath: AMD SVM with nested paging; next RIP from %s\n",
 		svm_has_nrip ? "the CPU (NRIP save)" : "lightpath's own decoding (no NRIP save)");
@@ -70,9 +69,8 @@ int vendor_cpu_init(const struct lp_options *opt)
 }
 
 /* Each CPU has its own host save area (the CPU writes host state there at
- * VMRUN) and its own VMSAVE area for its host FS/GS/TR/syscall MSRs. The
- * exit path still uses the boot CPU's (svm_host_vmstate_pa): only CPU 0
- * runs vCPUs so far. */
+ * VMRUN) and its own VMSAVE area for its host FS/GS/TR/syscall MSRs, which
+ * the vCPUs pinned to it reload (v->arch.host_vmstate_pa). */
 int vendor_cpu_alloc(struct percpu *pc)
 {
 	pc->virt_pa[0] = pmem_alloc(4096, 4096);
@@ -86,6 +84,7 @@ const char *vendor_cpu_init_ap(struct percpu *pc)
 		return "SVM is disabled by the firmware on this CPU (VM_CR.SVMDIS is set)";
 	wrmsr(MSR_EFER, rdmsr(MSR_EFER) | EFER_SVME);
 	wrmsr(MSR_VM_HSAVE_PA, pc->virt_pa[0]);
+	state_switch_init_ap();   /* the boot CPU's syscall MSRs, before VMSAVE takes them */
 	svm_vmsave(pc->virt_pa[1]);
 	return 0;
 }
@@ -106,6 +105,11 @@ void vendor_enter_guest(struct vcpu *v)
 void vendor_host_interrupt_window(void)
 {
 	asm volatile("stgi; nop; clgi" ::: "memory");
+}
+
+void vendor_host_idle_state(void)
+{
+	asm volatile("cli; stgi" ::: "memory");
 }
 
 void vendor_host_wait_for_interrupt(void)

@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "core/cpu.h"
+#include "core/percpu.h"
 #include "lib/printf.h"
 #include "lib/string.h"
 #include "vmm/linux_boot.h"
@@ -26,6 +27,7 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	struct vmcb *vmcb = &v->arch.vmcb;
 	memset(vmcb, 0, sizeof(*vmcb));
 	v->arch.vmstate_in_cpu = false;
+	v->arch.host_vmstate_pa = this_cpu()->virt_pa[1];   /* runs on the vCPU's CPU */
 	v->arch.host_cr_guard = false;   /* the light table is the plain one */
 	svm_host_cr_capture();
 	/* CR8 is the emulated local APIC's TPR (never V_TPR: QEMU aborts on a

@@ -192,11 +192,22 @@ int vendor_cpu_init(const struct lp_options *opt)
 	return 0;
 }
 
-/* An AP's VMXON region and the page with its GDT (at 0) and TSS (at 64).
- * The VMCS's host TR still names the boot CPU's TSS (vmm/vmx/vcpu.c): only
- * CPU 0 runs vCPUs so far. */
+/* An AP's VMXON region and the page with its GDT (at 0) and TSS (at 64);
+ * the VMCS of a vCPU pinned to it names them (vmx_host_tables). */
 #define AP_TSS_OFFSET 64
 _Static_assert(sizeof(vmx_host_gdt) <= AP_TSS_OFFSET, "GDT and TSS share a page");
+
+void vmx_host_tables(uint64_t *gdt, uint64_t *tss)
+{
+	const struct percpu *pc = this_cpu();
+	if (pc->cpu_id == 0) {
+		*gdt = (uint64_t)(uintptr_t)vmx_host_gdt;
+		*tss = (uint64_t)(uintptr_t)vmx_host_tss;
+	} else {
+		*gdt = pc->virt_pa[1];
+		*tss = pc->virt_pa[1] + AP_TSS_OFFSET;
+	}
+}
 
 int vendor_cpu_alloc(struct percpu *pc)
 {
@@ -216,6 +227,7 @@ const char *vendor_cpu_init_ap(struct percpu *pc)
 		return why;
 	uint8_t *page = (uint8_t *)(uintptr_t)pc->virt_pa[1];
 	load_host_gdt((uint64_t *)page, page + AP_TSS_OFFSET);
+	state_switch_init_ap();   /* the boot CPU's syscall MSRs */
 	if (!vmx_on(pc->virt_pa[0]))
 		return "VMXON failed";
 	return 0;
@@ -238,6 +250,11 @@ void vendor_enter_guest(struct vcpu *v)
 void vendor_host_interrupt_window(void)
 {
 	asm volatile("sti; nop; cli" ::: "memory");
+}
+
+void vendor_host_idle_state(void)
+{
+	asm volatile("cli" ::: "memory");
 }
 
 void vendor_host_wait_for_interrupt(void)

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "core/cpu.h"
+#include "core/spinlock.h"
 #include "lib/printf.h"
 #include "lib/string.h"
 #include "vmm/linux_boot.h"
@@ -28,9 +29,11 @@ static void (*const vmx_exit_stubs[SPEC_ENTRY_VARIANTS])(void) = {
 
 /* ---- vCPU start state (multiboot: 32-bit protected mode, paging off) ---- */
 
-/* VMWRITEs of the setup; the first failure is remembered and reported. */
+/* VMWRITEs of the setup; the first failure is remembered and reported.
+ * VMs are set up on their own CPUs at the same time: one at a time here. */
 static uint32_t setup_bad_field;
 static unsigned setup_bad_error;
+static struct spinlock setup_lock;
 
 static void vmcs_set(uint32_t field, uint64_t value)
 {
@@ -78,8 +81,11 @@ static void host_state_init(const struct vcpu *v)
 	vmcs_set(VMCS_HOST_TR_SEL, VMX_HOST_SEL_TSS);
 	vmcs_set(VMCS_HOST_FS_BASE, rdmsr(MSR_FS_BASE));
 	vmcs_set(VMCS_HOST_GS_BASE, rdmsr(MSR_GS_BASE));
-	vmcs_set(VMCS_HOST_TR_BASE, (uint64_t)(uintptr_t)vmx_host_tss);
-	vmcs_set(VMCS_HOST_GDTR_BASE, (uint64_t)(uintptr_t)vmx_host_gdt);
+	/* this CPU's own GDT and TSS: the vCPU is set up on the CPU it runs on */
+	uint64_t gdt, tss;
+	vmx_host_tables(&gdt, &tss);
+	vmcs_set(VMCS_HOST_TR_BASE, tss);
+	vmcs_set(VMCS_HOST_GDTR_BASE, gdt);
 	vmcs_set(VMCS_HOST_IDTR_BASE, idtr.base);
 	vmcs_set(VMCS_HOST_SYSENTER_CS, rdmsr(MSR_IA32_SYSENTER_CS));
 	vmcs_set(VMCS_HOST_SYSENTER_ESP, rdmsr(MSR_IA32_SYSENTER_ESP));
@@ -103,6 +109,7 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 		vm_fault(vm, "VMCLEAR/VMPTRLD of the VMCS at 0x%lx failed", vmcs_pa);
 		return;
 	}
+	spin_lock(&setup_lock);
 	setup_bad_field = 0;
 
 	/* controls: what lightpath needs, adjusted to the capability MSRs.
@@ -200,11 +207,14 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	vmcs_set(VMCS_GUEST_ACTIVITY_STATE, 0);
 	vmcs_set(VMCS_GUEST_PENDING_DBG, 0);
 	host_state_init(v);
-	if (setup_bad_field) {
-		const char *name = vmcs_field_name(setup_bad_field);
+	uint32_t bad_field = setup_bad_field;
+	unsigned bad_error = setup_bad_error;
+	spin_unlock(&setup_lock);
+	if (bad_field) {
+		const char *name = vmcs_field_name(bad_field);
 		vm_fault(vm, "VMWRITE to %s (0x%x) failed: VM-instruction error %u (%s)",
-			 name ? name : "an unnamed field", setup_bad_field, setup_bad_error,
-			 vmx_insn_error_name(setup_bad_error));
+			 name ? name : "an unnamed field", bad_field, bad_error,
+			 vmx_insn_error_name(bad_error));
 	}
 
 	memset(&v->regs, 0, sizeof(v->regs));

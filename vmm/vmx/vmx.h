@@ -48,6 +48,8 @@ uint64_t vmx_eptp(const struct vm *vm);
 #define VMX_HOST_SEL_TSS  0x18
 extern uint8_t vmx_host_tss[104];
 extern uint64_t vmx_host_gdt[5];
+/* This CPU's GDT and TSS (the boot CPU's are the two above). */
+void vmx_host_tables(uint64_t *gdt, uint64_t *tss);
 
 /* After a failed VM entry (VMfail with `insn_error`, or an exit reason with
  * bit 31 set), checks the current VMCS against the entry checks lightpath

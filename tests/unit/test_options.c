@@ -26,6 +26,7 @@ static void assert_options_equal(const struct lp_options *a, const struct lp_opt
 	assert_int_equal(a->io_fast, b->io_fast);
 	assert_int_equal(a->spec, b->spec);
 	assert_int_equal(a->unclaimed_pc, b->unclaimed_pc);
+	assert_int_equal(a->clock_poll, b->clock_poll);
 	assert_int_equal(a->mem_mb, b->mem_mb);
 	assert_int_equal(a->stats, b->stats);
 	assert_int_equal(a->vm_timeout_s, b->vm_timeout_s);
@@ -90,6 +91,7 @@ static const struct switch_case switches[] = {
 	{ "io=emulate", "io=fast", offsetof(struct lp_options, io_fast), LP_CONFIG_IO_FAST },
 	{ "spec=off", "spec=on", offsetof(struct lp_options, spec), LP_CONFIG_SPEC },
 	{ "unclaimed=stop", "unclaimed=pc", offsetof(struct lp_options, unclaimed_pc), 0 },
+	{ "clock=host", "clock=poll", offsetof(struct lp_options, clock_poll), 0 },
 	{ "stats=off", "stats=on", offsetof(struct lp_options, stats), 0 },
 };
 
@@ -259,7 +261,7 @@ static void test_unknown_key(void **state)
 	struct lp_options o;
 	assert_true(parse(&o, "foo=1") < 0);
 	assert_string_equal(err, "unknown boot option 'foo=1' (accepted: light= "
-			    "svm.vmload= dr= pmu= msr= io= spec= unclaimed= mem= stats= vm.timeout= "
+			    "svm.vmload= dr= pmu= msr= io= spec= unclaimed= clock= mem= stats= vm.timeout= "
 			    "cpus=)");
 	/* Prefixes and case variants of real keys are not keys. */
 	assert_true(parse(&o, "lightx=on") < 0);
@@ -276,7 +278,7 @@ static void test_missing_equals(void **state)
 	struct lp_options o;
 	assert_true(parse(&o, "light=on stats") < 0);
 	assert_string_equal(err, "missing '=value' in boot option 'stats' (accepted: "
-			    "light= svm.vmload= dr= pmu= msr= io= spec= unclaimed= mem= stats= vm.timeout= "
+			    "light= svm.vmload= dr= pmu= msr= io= spec= unclaimed= clock= mem= stats= vm.timeout= "
 			    "cpus=)");
 	/* The leading path is skipped only once. */
 	assert_true(parse(&o, "/boot/lightpath.elf light") < 0);

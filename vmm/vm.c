@@ -226,8 +226,11 @@ static void vm_running_add(struct vm *vm)
 	if (vm->id < VM_MAX_IDS)
 		running[vm->id] = vm;
 	nr_running++;
-	if (input_vm < 0)
+	if (input_vm < 0) {
 		input_vm = (int)vm->id;
+		if (vm_side_by_side)   /* which VM started first is a race: say it */
+			kprintf("lightpath: console input goes to vm%u now\n", vm->id);
+	}
 	console_unlock();
 }
 

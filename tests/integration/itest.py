@@ -1289,10 +1289,11 @@ CONSOLE_SWITCH_KEY = b"\x1c"  # Ctrl-\\
 
 def t_console_switch():
     """Issue 12 item 6: with two VMs side by side (-smp 2, forever mode=hlt,
-    neither ends by itself), console input goes to vm0; Ctrl-\\ passes it to
-    vm1, so the next Ctrl-^ stops vm1; input goes back to vm0 (the only one
-    left) and the next Ctrl-^ stops vm0. Each key is typed once the line
-    before it has appeared."""
+    neither ends by itself), console input goes to the VM that starts first
+    (a race between the CPUs; lightpath says which); Ctrl-\\ passes it to the
+    other, so the next Ctrl-^ stops that one; input goes back to the first
+    (the only one left) and the next Ctrl-^ stops it. Each key is typed once
+    the line before it has appeared."""
     log = os.path.join("build", "test", "console-switch.log")
     cmd = [LP_QEMU, "--interactive", "--smp", "2", "--timeout", str(TIMEOUT), "--append",
            "vm.timeout=30", "%s mode=hlt" % FOREVER, "%s mode=hlt" % FOREVER]
@@ -1300,15 +1301,21 @@ def t_console_switch():
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, start_new_session=True)
-    text, seen = b"", set()
-    steps = [(b"forever: mode=hlt", CONSOLE_SWITCH_KEY),
-             (b"lightpath: console input goes to vm1 now", CONSOLE_END_KEY),
-             (b"lightpath: console input goes to vm0 now (vm1 ended)", CONSOLE_END_KEY)]
+    text, seen, first = b"", set(), None
+    steps = None
     for chunk in iter(lambda: p.stdout.readline(), b""):
         text += chunk
         if b"forever: mode=hlt" in chunk:
             seen.add(chunk[:5])
-        if steps and steps[0][0] in chunk and (steps[0][0] != b"forever: mode=hlt" or len(seen) == 2):
+        m = re.match(rb"lightpath: console input goes to vm(\d) now\r?$", chunk)
+        if first is None and m:
+            first = int(m.group(1))
+            other = 1 - first
+            steps = [(None, CONSOLE_SWITCH_KEY),
+                     (b"lightpath: console input goes to vm%d now" % other, CONSOLE_END_KEY),
+                     (b"lightpath: console input goes to vm%d now (vm%d ended)" % (first, other),
+                      CONSOLE_END_KEY)]
+        if steps and (steps[0][0] in chunk if steps[0][0] else len(seen) == 2):
             p.stdin.write(steps.pop(0)[1])
             p.stdin.flush()
     rc = p.wait()
@@ -1319,15 +1326,17 @@ def t_console_switch():
     b.secs = time.monotonic() - t0
     b.text = text.decode(errors="replace").replace("\r", "")
     b.lines = b.text.splitlines()
+    check(first is not None, "no line says which VM has console input; %s" % b.why_rc())
     check(not steps, "stuck before typing key %d; %s" % (4 - len(steps), b.why_rc()))
     for vm in (0, 1):
         f = forever_stopped(vm, FOREVER, 64, "hlt", 30, r"Ctrl-\^ typed on the console")
         expect_vm_lines(b, vm, f[:1] + [RUNS_ON % (vm, 1 - vm)] + f[1:])
     order = [l for l in b.lines if re.match(r"lightpath: (vm\d: stopped|console input)", l)]
-    check(order == ["lightpath: console input goes to vm1 now",
-                    "lightpath: vm1: stopped: Ctrl-^ typed on the console",
-                    "lightpath: console input goes to vm0 now (vm1 ended)",
-                    "lightpath: vm0: stopped: Ctrl-^ typed on the console"],
+    check(order == ["lightpath: console input goes to vm%d now" % first,
+                    "lightpath: console input goes to vm%d now" % other,
+                    "lightpath: vm%d: stopped: Ctrl-^ typed on the console" % other,
+                    "lightpath: console input goes to vm%d now (vm%d ended)" % (first, other),
+                    "lightpath: vm%d: stopped: Ctrl-^ typed on the console" % first],
           "console lines in this order: %r" % order)
     expect_side_by_side(b, FINAL_VM0_STOPPED, aps=1)
     b.expect_rc(225)

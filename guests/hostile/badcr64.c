@@ -16,7 +16,6 @@
 
 #define VEC_GP   13u
 #define NO_FAULT (~0u)
-#define MSR_EFER 0xc0000080u
 #define EFER_LMA (1u << 10)
 #define CR0_NE   (1ul << 5)
 #define CR0_NW   (1ul << 29)

@@ -13,7 +13,6 @@
  * checks run in long mode afterwards. */
 #include "guests/rt/rt.h"
 
-#define MSR_EFER          0xc0000080u
 #define EFER_LME          (1u << 8)
 #define EFER_LMA          (1u << 10)
 #define MSR_MTRR_DEF_TYPE 0x2ffu

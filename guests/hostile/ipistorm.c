@@ -15,9 +15,6 @@
 #define LAPIC_SVR      0x0f0u
 #define LAPIC_ICR_LO   0x300u
 #define LAPIC_ICR_HI   0x310u
-#define MSR_APIC_BASE  0x1bu
-#define MSR_X2APIC_ICR 0x830u
-#define MSR_X2APIC_EOI 0x80bu
 #define APIC_EN        (1u << 11)
 #define APIC_EXTD      (1u << 10)
 

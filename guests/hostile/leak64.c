@@ -18,19 +18,6 @@
 #define CR4_OSXSAVE    (1u << 18)
 #define CPUID1_ECX_XSAVE (1u << 26)
 
-#define MSR_SYSENTER_CS  0x174u
-#define MSR_SYSENTER_ESP 0x175u
-#define MSR_SYSENTER_EIP 0x176u
-#define MSR_PAT          0x277u
-#define MSR_EFER         0xc0000080u
-#define MSR_STAR         0xc0000081u
-#define MSR_LSTAR        0xc0000082u
-#define MSR_CSTAR        0xc0000083u
-#define MSR_SFMASK       0xc0000084u
-#define MSR_FS_BASE      0xc0000100u
-#define MSR_GS_BASE      0xc0000101u
-#define MSR_KERNEL_GS_BASE 0xc0000102u
-#define MSR_TSC_AUX      0xc0000103u
 #define EFER_SCE (1u << 0)
 #define EFER_NXE (1u << 11)
 

@@ -22,8 +22,6 @@
 #define LAPIC_ICR_LO   0x300u
 #define LAPIC_ICR_HI   0x310u
 #define IOAPIC         0xfec00000u
-#define MSR_APIC_BASE  0x1bu
-#define MSR_X2APIC_ICR 0x830u
 #define APIC_BASE_EXTD (1u << 10)
 #define ICR_NMI        (4u << 8)    /* delivery mode NMI (the vector is ignored) */
 #define ICR_SELF       (1u << 18)   /* destination shorthand: self */

@@ -36,21 +36,6 @@
 #define CPUID81_EDX_RDTSCP (1u << 27)
 #define CPUID7_ECX_RDPID   (1u << 22)
 
-#define MSR_APIC_BASE    0x1bu
-#define MSR_SPEC_CTRL    0x48u
-#define MSR_SYSENTER_CS  0x174u
-#define MSR_SYSENTER_ESP 0x175u
-#define MSR_SYSENTER_EIP 0x176u
-#define MSR_PAT          0x277u
-#define MSR_EFER         0xc0000080u
-#define MSR_STAR         0xc0000081u
-#define MSR_LSTAR        0xc0000082u
-#define MSR_CSTAR        0xc0000083u
-#define MSR_SFMASK       0xc0000084u
-#define MSR_FS_BASE      0xc0000100u
-#define MSR_GS_BASE      0xc0000101u
-#define MSR_KERNEL_GS_BASE 0xc0000102u
-#define MSR_TSC_AUX      0xc0000103u
 
 #define PAT_RESET   0x0007040600070406ull
 #define MXCSR_RESET 0x1f80u

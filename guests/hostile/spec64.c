@@ -25,7 +25,6 @@
  * run; the others are written for a CPU that has them. */
 #include "guests/rt/rt.h"
 
-#define MSR_SPEC_CTRL 0x48u
 #define MSR_PRED_CMD  0x49u
 #define VEC_GP        13u
 #define ROUNDS        250u

@@ -17,12 +17,10 @@
  * the host timer's vector (0x20), and with it the VM's time limit. */
 #include "guests/rt/rt.h"
 
-#define LAPIC          0xfee00000u
 #define LAPIC_TPR      0x080u
 #define LAPIC_EOI      0x0b0u
 #define LAPIC_IRR      0x200u
 #define LAPIC_ICR_LO   0x300u
-#define MSR_APIC_BASE  0x1bu
 #define APIC_BASE_EXTD (1u << 10)
 #define ICR_SELF       (1u << 18)   /* destination shorthand: self */
 #define VEC            0x50u        /* priority class 5 */
@@ -30,20 +28,8 @@
 static bool x2apic;                 /* the APIC is in x2APIC mode */
 static volatile unsigned hits;
 
-static uint32_t apic_read(unsigned off)
-{
-	if (x2apic)
-		return (uint32_t)rdmsr(0x800u + (off >> 4));
-	return *(volatile uint32_t *)(uintptr_t)(LAPIC + off);
-}
-
-static void apic_write(unsigned off, uint32_t val)
-{
-	if (x2apic)
-		wrmsr(0x800u + (off >> 4), val);
-	else
-		*(volatile uint32_t *)(uintptr_t)(LAPIC + off) = val;
-}
+static uint32_t apic_read(unsigned off) { return rt_apic_read(x2apic, off); }
+static void apic_write(unsigned off, uint32_t val) { rt_apic_write(x2apic, off, val); }
 
 static void on_ipi(struct rt_frame *f)
 {
@@ -169,7 +155,7 @@ int guest_main(void)
 			asm volatile("sti; pause" : : : "memory");
 	}
 	tap_begin("tpr64");
-	rt_map_mmio(LAPIC);
+	rt_map_mmio(RT_LAPIC);
 	rt_set_handler(VEC, on_ipi);
 	check_tpr(false);
 	check_tpr(true);

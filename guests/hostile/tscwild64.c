@@ -21,13 +21,6 @@
 #define VEC_GP       13u
 #define VEC_DEADLINE 0x42u
 #define VEC_WAIT     0x43u
-#define MSR_TSC          0x10u
-#define MSR_APIC_BASE    0x1bu
-#define MSR_TSC_ADJUST   0x3bu
-#define MSR_TSC_DEADLINE 0x6e0u
-#define MSR_X2APIC_EOI   0x80bu
-#define MSR_X2APIC_SVR   0x80fu
-#define MSR_X2APIC_LVTT  0x832u
 #define APIC_EN          (1ull << 11)
 #define APIC_EXTD        (1ull << 10)
 #define CR4_OSXSAVE      (1ul << 18)

@@ -14,6 +14,7 @@
 #include "include/lightpath/abi.h"
 #include "lib/printf.h"
 #include "lib/string.h"
+#include "guests/rt/msr.h"
 
 /* Register width: 32 bits in the 32-bit guests, 64 in long mode. */
 typedef unsigned long ureg_t;
@@ -216,6 +217,26 @@ static inline ureg_t read_flags(void)
 	ureg_t f;
 	asm volatile("pushf\n\tpop %0" : "=r"(f));
 	return f;
+}
+
+/* The local APIC at its reset base (identity-mapped in both guest modes). */
+#define RT_LAPIC 0xfee00000u
+
+/* Local APIC register `off` (its xAPIC MMIO offset): through MMIO, or
+ * through its MSR (0x800 + off / 16) when `x2apic`. */
+static inline uint32_t rt_apic_read(bool x2apic, unsigned off)
+{
+	if (x2apic)
+		return (uint32_t)rdmsr(0x800u + (off >> 4));
+	return *(volatile uint32_t *)(uintptr_t)(RT_LAPIC + off);
+}
+
+static inline void rt_apic_write(bool x2apic, unsigned off, uint32_t val)
+{
+	if (x2apic)
+		wrmsr(0x800u + (off >> 4), val);
+	else
+		*(volatile uint32_t *)(uintptr_t)(RT_LAPIC + off) = val;
 }
 
 #endif

@@ -23,15 +23,7 @@
 #define VEC_DEADLINE 0x42u
 #define VEC_WAIT     0x43u
 
-#define MSR_TSC          0x10u
-#define MSR_APIC_BASE    0x1bu
-#define MSR_TSC_ADJUST   0x3bu
 #define MSR_DEBUGCTL     0x1d9u
-#define MSR_TSC_DEADLINE 0x6e0u
-#define MSR_X2APIC_EOI   0x80bu
-#define MSR_X2APIC_SVR   0x80fu
-#define MSR_X2APIC_LVTT  0x832u
-#define MSR_EFER         0xc0000080u
 #define APIC_EN          (1u << 11)
 #define APIC_EXTD        (1u << 10)
 #define CR4_PCE          (1u << 8)

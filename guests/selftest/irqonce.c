@@ -18,7 +18,6 @@
 #define NAME "irqonce32"
 #endif
 
-#define LAPIC          0xfee00000u
 #define LAPIC_TPR      0x080u
 #define LAPIC_EOI      0x0b0u
 #define LAPIC_ISR      0x100u
@@ -27,7 +26,6 @@
 #define LAPIC_LVT_TMR  0x320u
 #define LAPIC_TMR_INIT 0x380u
 #define LAPIC_TMR_DIV  0x3e0u
-#define MSR_APIC_BASE  0x1bu
 #define APIC_BASE_EXTD (1u << 10)
 #define ICR_SELF       (1u << 18)
 #define VEC_FIRST      0x50u        /* 0x50..0x57 and 0x60..0x67... see vec_of */
@@ -41,20 +39,8 @@ static volatile unsigned received, duplicates, timer_armed, timer_hits, timer_du
 /* Eight vectors in four classes: 0x50 0x58 0x60 0x68 0x70 0x78 0x80 0x88. */
 static unsigned vec_of(unsigned i) { return VEC_FIRST + 8 * i; }
 
-static uint32_t apic_read(unsigned off)
-{
-	if (x2apic)
-		return (uint32_t)rdmsr(0x800u + (off >> 4));
-	return *(volatile uint32_t *)(uintptr_t)(LAPIC + off);
-}
-
-static void apic_write(unsigned off, uint32_t val)
-{
-	if (x2apic)
-		wrmsr(0x800u + (off >> 4), val);
-	else
-		*(volatile uint32_t *)(uintptr_t)(LAPIC + off) = val;
-}
+static uint32_t apic_read(unsigned off) { return rt_apic_read(x2apic, off); }
+static void apic_write(unsigned off, uint32_t val) { rt_apic_write(x2apic, off, val); }
 
 static void on_ipi(struct rt_frame *f)
 {
@@ -182,7 +168,7 @@ int guest_main(void)
 {
 	unsigned ops = (unsigned)rt_arg_u64("n", 40000);
 	tap_begin(NAME);
-	rt_map_mmio(LAPIC);
+	rt_map_mmio(RT_LAPIC);
 	for (unsigned i = 0; i < NVEC; i++)
 		rt_set_handler(vec_of(i), on_ipi);
 	rt_set_handler(VEC_TIMER, on_timer);

@@ -529,8 +529,6 @@ static void run_mcase(const struct mcase *c)
 }
 
 #ifdef __x86_64__
-#define MSR_FS_BASE 0xc0000100u
-#define MSR_GS_BASE 0xc0000101u
 
 /* 64-bit FS/GS overrides with the base pointing into the device window
  * (the oracle: the same access without a segment, on RAM). */

@@ -5,12 +5,6 @@
  * legacy-mode SYSCALL must arrive at the target just written. */
 #include "guests/rt/rt.h"
 
-#define MSR_EFER           0xc0000080u
-#define MSR_STAR           0xc0000081u
-#define MSR_LSTAR          0xc0000082u
-#define MSR_CSTAR          0xc0000083u
-#define MSR_SFMASK         0xc0000084u
-#define MSR_KERNEL_GS_BASE 0xc0000102u
 #define EFER_SCE           1u
 #define VEC_GP             13u
 

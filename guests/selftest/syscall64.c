@@ -11,10 +11,6 @@
 #error syscall64 is a 64-bit guest
 #endif
 
-#define MSR_EFER    0xc0000080u
-#define MSR_STAR    0xc0000081u
-#define MSR_LSTAR   0xc0000082u
-#define MSR_SFMASK  0xc0000084u
 #define EFER_SCE    1u
 #define EFER_LME    (1u << 8)
 #define FLAGS_AC    (1u << 18)   /* no effect at CPL 0 */

@@ -30,8 +30,6 @@
 #define DR6_INIT    0xffff0ff0u
 #define FLAGS_TF    0x100u
 #define LAPIC_BASE  0xfee00000u
-#define MSR_APIC_BASE    0x1bu
-#define MSR_TSC_DEADLINE 0x6e0u
 #define UNCLAIMED_PORT   0x1234u
 
 static volatile unsigned db_count, timer_count;

@@ -272,12 +272,6 @@ static void heavy_skip(struct vcpu *v, struct insn_pattern p)
 	}
 }
 
-void exit_insn_completed(struct vcpu *v)
-{
-	if (vendor_guest_tf(v))
-		v->pending |= VCPU_PENDING_STEP;
-}
-
 void heavy_hypercall(struct vcpu *v)
 {
 	uint64_t next = vendor_next_rip_slow(v, insn_hypercall);

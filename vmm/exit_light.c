@@ -51,14 +51,6 @@ static COLD light_ret light_recheck(struct vcpu *v, unsigned reason)
 /* The end of every handled light exit: one test of v->pending (NOVA's
  * hazard check). With light=off (seed 000's "before") every exit goes round
  * the outer loop instead. */
-/* After the guest's instruction was completed here: with RFLAGS.TF set, the
- * single-step #DB is due (the heavy path delivers it). */
-ALWAYS_INLINE void light_insn_completed(struct vcpu *v)
-{
-	if (__builtin_expect(vendor_guest_tf(v), 0))
-		v->pending |= VCPU_PENDING_STEP;
-}
-
 ALWAYS_INLINE light_ret light_done(struct vcpu *v, unsigned reason, const unsigned sw)
 {
 	if (sw & SW_LIGHT_OFF)
@@ -80,7 +72,7 @@ static __attribute__((noinline)) light_ret light_hypercall_other(struct vcpu *v,
 {
 	bool leave = exit_hypercall_slow(v, vendor_rax(v));
 	vendor_skip_insn(v, next);
-	light_insn_completed(v);
+	exit_insn_completed(v);
 	if (leave || light_off)
 		return light_handled_leave(v, LP_EXIT_HYPERCALL);
 	if (v->pending)
@@ -98,7 +90,7 @@ ALWAYS_INLINE light_ret light_hypercall(struct vcpu *v, const unsigned sw)
 		return light_hypercall_other(v, next, sw & SW_LIGHT_OFF);
 	*rax = 0;
 	vendor_skip_insn(v, next);
-	light_insn_completed(v);
+	exit_insn_completed(v);
 	return light_done(v, LP_EXIT_HYPERCALL, sw);
 }
 
@@ -110,7 +102,7 @@ ALWAYS_INLINE light_ret light_cpuid(struct vcpu *v, const unsigned sw)
 		return light_code_miss(v, LP_EXIT_CPUID, LIGHT_CPUID, sw & SW_LIGHT_OFF);
 	exit_do_cpuid(v);
 	vendor_skip_insn(v, next);
-	light_insn_completed(v);
+	exit_insn_completed(v);
 	return light_done(v, LP_EXIT_CPUID, sw);
 }
 
@@ -139,7 +131,7 @@ ALWAYS_INLINE light_ret light_io(struct vcpu *v, const unsigned sw)
 		exit_port_io_at(v, idx, io.port, io.size, io.in, vendor_rax(v));
 	}
 	vendor_set_rip(v, vendor_exit_io_next_rip(v));
-	light_insn_completed(v);
+	exit_insn_completed(v);
 	return light_done(v, LP_EXIT_IO, sw);
 }
 
@@ -155,7 +147,7 @@ ALWAYS_INLINE light_ret light_msr(struct vcpu *v, const unsigned sw,
 		return light_code_miss(v, reason, kind, sw & SW_LIGHT_OFF);
 	if (exit_do_msr(v, wr)) {
 		vendor_skip_insn(v, next);
-		light_insn_completed(v);
+		exit_insn_completed(v);
 	}
 	return light_done(v, reason, sw);
 }
@@ -171,7 +163,7 @@ ALWAYS_INLINE light_ret light_rdtsc(struct vcpu *v, const unsigned sw)
 		return light_code_miss(v, LP_EXIT_RDTSC, LIGHT_RDTSC, sw & SW_LIGHT_OFF);
 	guest_clock_rdtsc(v, false);
 	vendor_skip_insn(v, next);
-	light_insn_completed(v);
+	exit_insn_completed(v);
 	return light_done(v, LP_EXIT_RDTSC, sw);
 }
 
@@ -188,7 +180,7 @@ ALWAYS_INLINE light_ret light_hlt(struct vcpu *v, const unsigned sw)
 		return light_code_miss(v, LP_EXIT_HLT, LIGHT_HLT, sw & SW_LIGHT_OFF);
 	vendor_skip_insn(v, next);
 	vendor_clear_interrupt_shadow(v);   /* an STI shadow ends with the HLT */
-	light_insn_completed(v);
+	exit_insn_completed(v);
 	v->pending |= VCPU_PENDING_RECHECK;
 	return light_done(v, LP_EXIT_HLT, sw);
 }
@@ -282,7 +274,7 @@ static __attribute__((noinline)) bool light_mmio_access(struct vcpu *v)
 		*reg = (uint32_t)data;        /* a 32-bit load zero-extends */
 	rip += len;
 	vendor_set_rip(v, (pg.efer & EFER_LMA) ? rip : (rip & 0xffffffffull));
-	light_insn_completed(v);
+	exit_insn_completed(v);
 	return true;
 }
 

@@ -156,11 +156,6 @@ void exit_heavy(struct vcpu *v);
 void vcpu_state_enter(struct vcpu *v);
 void vcpu_state_leave(struct vcpu *v);
 
-/* After lightpath completed the guest's instruction on the heavy path (RIP
- * advanced, or a REP iteration done): with RFLAGS.TF set the single-step
- * #DB is due, as on a CPU (VCPU_PENDING_STEP). */
-void exit_insn_completed(struct vcpu *v);
-
 /* Interrupt delivery: injects a waiting NMI, and the platform's next vector,
  * when the guest can take them, or asks for an exit when it can (NMI and
  * interrupt windows). at_window: this exit is an interrupt window's. */

@@ -32,10 +32,11 @@ int vendor_cpu_init(const struct lp_options *opt);
 /* Host SMP (core/smp.c). On the boot CPU, before an AP is started: its
  * pages into pc->virt_pa (core/percpu.h); negative when out of memory. */
 int vendor_cpu_alloc(struct percpu *pc);
-/* On the AP itself: turns virtualization on with those pages, as
- * vendor_cpu_init did on the boot CPU. Returns NULL, or why it could not
- * (the boot CPU prints it: APs print nothing). */
-const char *vendor_cpu_init_ap(struct percpu *pc);
+/* On the CPU itself (the boot CPU from vendor_cpu_init, an AP from
+ * core/smp.c): turns virtualization on with those pages and loads the
+ * boot CPU's syscall MSRs. Returns NULL, or why it could not (for an AP the
+ * boot CPU prints it: APs print nothing). */
+const char *vendor_cpu_virt_on(struct percpu *pc);
 /* The backend's name for the banner: "AMD SVM" or "Intel VT-x". */
 const char *vendor_name(void);
 /* Second-stage page tables (guest RAM only) and the I/O and MSR bitmaps. */
@@ -164,5 +165,15 @@ struct npf_info {
  *   VENDOR_TRIPLE_FAULT_EXIT    how the backend names that exit
  */
 #include "arch_exit.h"
+
+/* After lightpath completed the guest's instruction (RIP advanced, or a REP
+ * iteration done), on the light or the heavy path: with RFLAGS.TF set the
+ * single-step #DB is due, as on a CPU (VCPU_PENDING_STEP; the heavy path
+ * delivers it). Inline: the light path pays one test. */
+static inline __attribute__((always_inline)) void exit_insn_completed(struct vcpu *v)
+{
+	if (__builtin_expect(vendor_guest_tf(v), 0))
+		v->pending |= VCPU_PENDING_STEP;
+}
 
 #endif

@@ -121,7 +121,7 @@ void ap_main(void)
 	idt_load();
 	timer_init_ap();
 	spec_init_ap(bsp_state.opt);
-	const char *why = vendor_cpu_init_ap(pc);
+	const char *why = vendor_cpu_virt_on(pc);
 	if (why) {
 		pc->fail_why = why;
 		__atomic_store_n(&pc->state, PERCPU_FAILED, __ATOMIC_RELEASE);
@@ -142,7 +142,13 @@ bool smp_run_on(unsigned cpu, smp_work_fn *fn, void *arg)
 		return false;
 	pc->work_arg = arg;
 	__atomic_store_n(&pc->work, fn, __ATOMIC_RELEASE);
-	return host_lapic_send_ipi(pc->apic_id, LAPIC_ICR_FIXED | LAPIC_ICR_ASSERT | IDT_VECTOR_WAKE);
+	if (host_lapic_send_ipi(pc->apic_id, LAPIC_ICR_FIXED | LAPIC_ICR_ASSERT | IDT_VECTOR_WAKE))
+		return true;
+	/* No wake-up sent: take the job back, unless the AP took it already
+	 * (then it runs there), so that the caller may run it elsewhere. */
+	smp_work_fn *posted = fn;
+	return !__atomic_compare_exchange_n(&pc->work, &posted, (smp_work_fn *)0, false,
+					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
 bool smp_wait_done(unsigned cpu, uint64_t timeout_us)
@@ -223,10 +229,13 @@ static void ap_answer(void *arg)
 
 static bool ap_answers(unsigned cpu)
 {
-	struct ap_answer a = { ~0u, ~0u, false };
-	if (!smp_run_on(cpu, ap_answer, &a) || !smp_wait_done(cpu, AP_ANSWER_TIMEOUT_US))
+	/* Not on this stack: an AP that answers after the time out still writes */
+	static struct ap_answer answers[SMP_MAX_CPUS];
+	struct ap_answer *a = &answers[cpu];
+	*a = (struct ap_answer){ ~0u, ~0u, false };
+	if (!smp_run_on(cpu, ap_answer, a) || !smp_wait_done(cpu, AP_ANSWER_TIMEOUT_US))
 		return false;
-	return a.cpu_id == cpu && a.apic_id == smp_cpus[cpu]->apic_id && a.virt_on;
+	return a->cpu_id == cpu && a->apic_id == smp_cpus[cpu]->apic_id && a->virt_on;
 }
 
 static const char *plural(unsigned n)

@@ -220,7 +220,7 @@ int load_multiboot_elf(uint8_t *ram, uint64_t ram_size, const uint8_t *image, ui
 		       const char *cmdline, const struct mb_module *mods, unsigned nmods,
 		       struct loaded_guest *out, char *err, size_t errlen)
 {
-	static struct layout l;   /* VMs are loaded one at a time */
+	struct layout l;   /* on the stack: VMs side by side load at the same time (under 1 KiB) */
 	struct segment seg[MB_MAX_SEGMENTS];
 	unsigned nseg;
 

@@ -211,11 +211,12 @@ void vm_console_putc(struct vm *vm, char c)
 void vm_console_idle(struct vm *vm)
 {
 	/* an unfinished line (a shell's prompt) that has waited 100 ms goes
-	 * out while no other VM runs: it may then be cut by a later line */
+	 * out while no other VM runs, or when its VM has console input (the
+	 * user is typing to it): it may then be cut by a later line */
 	if (!vm->out_len || ++vm->out_quiet < VM_LINE_QUIET_POLLS)
 		return;
 	console_lock();
-	if (nr_running <= 1)
+	if (nr_running <= 1 || input_vm == (int)vm->id)
 		vm_line_flush(vm);
 	console_unlock();
 }

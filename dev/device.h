@@ -86,11 +86,6 @@ static inline uint64_t clock_now(const struct guest_clock *c)
 	return c->polling ? c->vt : platform_tsc() + (uint64_t)c->offset;
 }
 
-/* The guest read (`read`) or programmed a clock device: its time now. A
- * read that follows the previous one by CLOCK_POLL_GAP_MIN_NS ..
- * CLOCK_POLL_GAP_MAX_NS (a guest polling a clock through slow exits)
- * starts polling. A read costs one range test when not polling (the PM
- * timer read is a light exit that make bench measures). */
 /* The read half of clock_access for a device's light read path: false when
  * the read must take clock_read_slow(c, *now) (then *now is the host TSC),
  * else true with the VM's time in *now. Lets the caller make the slow case
@@ -107,21 +102,21 @@ static inline bool clock_read_fast(struct guest_clock *c, uint64_t *now)
 	return true;
 }
 
+/* The guest read (`read`) or programmed a clock device: its time now. A
+ * read that follows the previous one by CLOCK_POLL_GAP_MIN_NS ..
+ * CLOCK_POLL_GAP_MAX_NS (a guest polling a clock through slow exits)
+ * starts polling. A read costs one range test when not polling (the PM
+ * timer read is a light exit that make bench measures). */
 static inline uint64_t clock_access(struct guest_clock *c, bool read)
 {
-	uint64_t host = platform_tsc();
-	if (read) {
-		uint64_t gap = host - c->last_read;
-		c->last_read = host;
-		if (__builtin_expect(gap - c->gap_min <= c->gap_span, 0))
-			return clock_read_slow(c, host);
-		return host + (uint64_t)c->offset;
-	}
+	uint64_t now;
+	if (read)
+		return clock_read_fast(c, &now) ? now : clock_read_slow(c, now);
 	if (c->polling) {
 		c->touched = true;
 		return c->vt;
 	}
-	return host + (uint64_t)c->offset;
+	return platform_tsc() + (uint64_t)c->offset;
 }
 
 /* Interrupt lines: a device raises or lowers GSI `gsi` (0-23, as on the I/O

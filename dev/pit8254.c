@@ -200,7 +200,6 @@ static void irq_update(struct pit8254 *pit, uint64_t now)
 	uint64_t next = next_rising(c, d);
 	if (!next)
 		return;
-	pit->irq_tick = next;
 	vm_timer_arm(pit->vm, &pit->timer, tsc_at_tick(pit, c, next));
 }
 

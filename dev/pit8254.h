@@ -72,7 +72,6 @@ struct pit8254 {
 	struct pit_channel ch[3];
 	uint8_t port61;          /* the RW bits of port 0x61 */
 	struct vm_timer timer;   /* channel 0's next IRQ0 edge */
-	uint64_t irq_tick;       /* the channel-0 tick (since load) it is armed for */
 	uint64_t irq_edges;      /* rising edges of OUT0 since the load, counted */
 	uint32_t irq_late;       /* of those, edges not sent yet */
 	uint64_t irqs;           /* IRQ0 pulses sent */

@@ -134,6 +134,7 @@ static void tsc_offset_set(struct vcpu *v, int64_t off)
 	uint64_t deadline = v->lapic.tsc_deadline;
 	if (deadline)
 		lapic_msr(&v->lapic, MSR_TSC_DEADLINE, &deadline, true);
+	v->pending |= VCPU_PENDING_RECHECK;   /* the deadline may be due now */
 }
 
 /* IA32_TSC: a read is the TSC RDTSC would give now; a write of any value

@@ -46,7 +46,9 @@ static int64_t lag(const struct vm *vm, uint64_t host)
 /* The CPU's TSC offset: the VM's time plus the guest's own IA32_TSC offset. */
 static void apply_offset(struct vm *vm)
 {
-	vendor_set_tsc_offset(vm->vcpu, vm->clock.offset + vm->vcpu->lapic.tsc_offset);
+	/* modulo 2^64: the guest's part is any value it wrote to IA32_TSC */
+	vendor_set_tsc_offset(vm->vcpu, (int64_t)((uint64_t)vm->clock.offset +
+						  (uint64_t)vm->vcpu->lapic.tsc_offset));
 }
 
 static void set_offset(struct vm *vm, int64_t offset)

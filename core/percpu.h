@@ -22,8 +22,7 @@ struct percpu {
 	const char *fail_why;     /* why an AP could not enable virtualization */
 	/* The backend's own pages for this CPU, allocated by the boot CPU:
 	 * SVM: [0] host save area (VM_HSAVE_PA), [1] the host's VMSAVE area;
-	 * VT-x: [0] VMXON region, [1] a page holding this CPU's GDT and TSS
-	 * (0 on the boot CPU, which uses vmx_host_gdt and vmx_host_tss). */
+	 * VT-x: [0] VMXON region, [1] a page holding this CPU's GDT and TSS. */
 	uint64_t virt_pa[2];
 	/* The mailbox of an idle AP (core/smp.h): non-NULL work is pending;
 	 * the AP clears it when done. */

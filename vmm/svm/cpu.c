@@ -51,18 +51,12 @@ int vendor_cpu_init(const struct lp_options *opt)
 		kprintf("lightpath: SVM is disabled by the firmware (VM_CR.SVMDIS is set)\n");
 		return -1;
 	}
-	wrmsr(MSR_EFER, rdmsr(MSR_EFER) | EFER_SVME);
-	uint64_t hsave = pmem_alloc(4096, 4096);
-	uint64_t vmstate = pmem_alloc(4096, 4096);
-	if (!hsave || !vmstate) {
+	state_switch_init();   /* the host's syscall MSRs, which every CPU loads */
+	if (vendor_cpu_alloc(this_cpu()) < 0) {
 		kprintf("lightpath: error: out of memory setting up SVM\n");
 		return -1;
 	}
-	wrmsr(MSR_VM_HSAVE_PA, hsave);
-	svm_vmsave(vmstate);
-	this_cpu()->virt_pa[0] = hsave;
-	this_cpu()->virt_pa[1] = vmstate;
-	state_switch_init();
+	vendor_cpu_virt_on(this_cpu());   /* SVMDIS is clear: checked above */
 	kprintf("lightpath: AMD SVM with nested paging; next RIP from %s\n",
 		svm_has_nrip ? "the CPU (NRIP save)" : "lightpath's own decoding (no NRIP save)");
 	return 0;
@@ -78,7 +72,7 @@ int vendor_cpu_alloc(struct percpu *pc)
 	return pc->virt_pa[0] && pc->virt_pa[1] ? 0 : -1;
 }
 
-const char *vendor_cpu_init_ap(struct percpu *pc)
+const char *vendor_cpu_virt_on(struct percpu *pc)
 {
 	if (rdmsr(MSR_VM_CR) & (1u << 4))
 		return "SVM is disabled by the firmware on this CPU (VM_CR.SVMDIS is set)";

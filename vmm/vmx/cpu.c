@@ -35,8 +35,8 @@ struct vmx_caps vmx_caps;
 /* VM exits load TR from HOST_TR_SEL, which must not be 0: the boot GDT has
  * no TSS, so the backend installs its own GDT (the boot code/data
  * descriptors plus a TSS) before VMXON. */
-uint8_t vmx_host_tss[104] __attribute__((aligned(16)));
-uint64_t vmx_host_gdt[5] __attribute__((aligned(16)));
+#define HOST_TSS_SIZE    104u   /* a 64-bit TSS without an I/O bitmap */
+#define HOST_GDT_ENTRIES 5u     /* null, code, data, the TSS's two slots */
 
 const char *vendor_name(void)
 {
@@ -51,12 +51,12 @@ static void load_host_gdt(uint64_t *gdt, uint8_t *tss_bytes)
 	gdt[0] = 0;
 	gdt[1] = 0x00AF9B000000FFFFull;      /* 64-bit code, as boot/entry.S */
 	gdt[2] = 0x00CF93000000FFFFull;      /* data */
-	gdt[3] = (sizeof(vmx_host_tss) - 1) | ((tss & 0xffffff) << 16) | (0x89ull << 40) |
+	gdt[3] = (HOST_TSS_SIZE - 1) | ((tss & 0xffffff) << 16) | (0x89ull << 40) |
 		 (((tss >> 24) & 0xff) << 56);  /* available 64-bit TSS */
 	gdt[4] = tss >> 32;
-	*(uint16_t *)(tss_bytes + 102) = sizeof(vmx_host_tss);   /* no I/O bitmap */
+	*(uint16_t *)(tss_bytes + 102) = HOST_TSS_SIZE;   /* no I/O bitmap */
 	struct __attribute__((packed)) { uint16_t limit; uint64_t base; } d = {
-		sizeof(vmx_host_gdt) - 1, (uint64_t)(uintptr_t)gdt
+		HOST_GDT_ENTRIES * 8 - 1, (uint64_t)(uintptr_t)gdt
 	};
 	asm volatile("lgdt %0" ::"m"(d));
 	asm volatile("ltr %w0" ::"r"(VMX_HOST_SEL_TSS));
@@ -176,14 +176,12 @@ int vendor_cpu_init(const struct lp_options *opt)
 			c->pmu_counters = 4;
 	}
 
-	load_host_gdt(vmx_host_gdt, vmx_host_tss);
-	uint64_t region = pmem_alloc(4096, 4096);
-	if (!region)
+	state_switch_init();   /* the host's syscall MSRs, which every CPU loads */
+	if (vendor_cpu_alloc(this_cpu()) < 0)
 		return vmx_fail("error: out of memory setting up VMX");
-	if (!vmx_on(region))
-		return vmx_fail("VMXON failed");
-	this_cpu()->virt_pa[0] = region;
-	state_switch_init();
+	const char *why_not = vendor_cpu_virt_on(this_cpu());
+	if (why_not)
+		return vmx_fail(why_not);
 	kprintf("lightpath: Intel VMX with EPT and unrestricted guest%s; next RIP from the "
 		"VM-exit instruction length; %u PMU counters; %s; svm.vmload has no VMX meaning "
 		"and is ignored\n", c->vpid ? ", VPID" : "", c->pmu_counters,
@@ -195,18 +193,13 @@ int vendor_cpu_init(const struct lp_options *opt)
 /* An AP's VMXON region and the page with its GDT (at 0) and TSS (at 64);
  * the VMCS of a vCPU pinned to it names them (vmx_host_tables). */
 #define AP_TSS_OFFSET 64
-_Static_assert(sizeof(vmx_host_gdt) <= AP_TSS_OFFSET, "GDT and TSS share a page");
+_Static_assert(HOST_GDT_ENTRIES * 8 <= AP_TSS_OFFSET, "GDT and TSS share a page");
 
 void vmx_host_tables(uint64_t *gdt, uint64_t *tss)
 {
 	const struct percpu *pc = this_cpu();
-	if (pc->cpu_id == 0) {
-		*gdt = (uint64_t)(uintptr_t)vmx_host_gdt;
-		*tss = (uint64_t)(uintptr_t)vmx_host_tss;
-	} else {
-		*gdt = pc->virt_pa[1];
-		*tss = pc->virt_pa[1] + AP_TSS_OFFSET;
-	}
+	*gdt = pc->virt_pa[1];
+	*tss = pc->virt_pa[1] + AP_TSS_OFFSET;
 }
 
 int vendor_cpu_alloc(struct percpu *pc)
@@ -216,7 +209,7 @@ int vendor_cpu_alloc(struct percpu *pc)
 	return pc->virt_pa[0] && pc->virt_pa[1] ? 0 : -1;
 }
 
-const char *vendor_cpu_init_ap(struct percpu *pc)
+const char *vendor_cpu_virt_on(struct percpu *pc)
 {
 	uint32_t r[4];
 	cpuid(1, 0, r);

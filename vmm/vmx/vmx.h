@@ -46,9 +46,7 @@ uint64_t vmx_eptp(const struct vm *vm);
 #define VMX_HOST_SEL_CODE 0x08
 #define VMX_HOST_SEL_DATA 0x10
 #define VMX_HOST_SEL_TSS  0x18
-extern uint8_t vmx_host_tss[104];
-extern uint64_t vmx_host_gdt[5];
-/* This CPU's GDT and TSS (the boot CPU's are the two above). */
+/* This CPU's GDT and TSS (a page of its own on every CPU: core/percpu.h). */
 void vmx_host_tables(uint64_t *gdt, uint64_t *tss);
 
 /* After a failed VM entry (VMfail with `insn_error`, or an exit reason with

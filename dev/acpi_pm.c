@@ -3,9 +3,10 @@
 
 #include "dev/acpi.h"
 
-void acpi_pm_init(struct acpi_pm *pm, struct vm *vm)
+void acpi_pm_init(struct acpi_pm *pm, struct dev_host *host, struct irq_line sci)
 {
-	pm->vm = vm;
+	pm->host = host;
+	pm->sci_line = sci;
 	pm->sts = 0;
 	pm->en = 0;
 	pm->cnt = PM1_CNT_SCI_EN;
@@ -27,7 +28,7 @@ static void update_sci(struct acpi_pm *pm)
 	bool level = (pm->sts & pm->en) != 0;
 	if (level != pm->sci) {
 		pm->sci = level;
-		vm_irq_line(pm->vm, ACPI_SCI_IRQ, level);
+		irq_line_set(&pm->sci_line, level);
 	}
 }
 
@@ -54,7 +55,7 @@ static int reg_write(struct acpi_pm *pm, unsigned reg, uint16_t v, uint16_t byte
 		uint16_t n = (uint16_t)((pm->cnt & ~bytes) | (v & bytes));
 		pm->cnt = (uint16_t)((n & PM1_CNT_RW_MASK) | PM1_CNT_SCI_EN);
 		if ((n & PM1_CNT_SLP_EN) && PM1_CNT_SLP_TYP(n) == ACPI_S5_SLP_TYP) {
-			vm_end(pm->vm, 0, "ACPI power-off");
+			dev_vm_end(pm->host, 0, "ACPI power-off");
 			return IO_VM_END;
 		}
 		break;

@@ -34,12 +34,14 @@
 #define PM1_CNT_RW_MASK     0x1c07u  /* SCI_EN, BM_RLD, GBL_RLS, SLP_TYP */
 
 struct acpi_pm {
-	struct vm *vm;
+	struct dev_host *host;
+	struct irq_line sci_line;
 	uint16_t sts, en, cnt;
 	bool sci;            /* SCI level last driven */
 };
 
-void acpi_pm_init(struct acpi_pm *pm, struct vm *vm);
+/* sci: the line the FADT names as SCI_INT */
+void acpi_pm_init(struct acpi_pm *pm, struct dev_host *host, struct irq_line sci);
 int acpi_pm_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
 	       bool is_write, void *opaque);
 void acpi_pm_range(struct acpi_pm *pm, struct io_range *r);

@@ -3,9 +3,9 @@
 
 #include "lightpath/abi.h"
 
-void debug_exit_init(struct debug_exit *dev, struct vm *vm)
+void debug_exit_init(struct debug_exit *dev, struct dev_host *host)
 {
-	dev->vm = vm;
+	dev->host = host;
 	dev->base = LP_DEBUG_EXIT_PORT;
 }
 
@@ -33,6 +33,6 @@ int debug_exit_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
 	uint64_t value = *data;
 	if (size < 8)
 		value &= (1ull << (8 * size)) - 1;
-	vm_end(dev->vm, (unsigned)value, "isa-debug-exit");
+	dev_vm_end(dev->host, (unsigned)value, "isa-debug-exit");
 	return IO_VM_END;
 }

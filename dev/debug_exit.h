@@ -11,13 +11,13 @@
 #define DEBUG_EXIT_PORTS 4u /* QEMU's default iosize */
 
 struct debug_exit {
-	struct vm *vm;
+	struct dev_host *host;
 	uint16_t base;
 };
 
-void debug_exit_init(struct debug_exit *dev, struct vm *vm);
+void debug_exit_init(struct debug_exit *dev, struct dev_host *host);
 
-/* Write: calls vm_end(vm, value of `size` bytes, "isa-debug-exit") and
+/* Write: calls dev_vm_end(host, value of `size` bytes, "isa-debug-exit") and
  * returns IO_VM_END. Read: returns 0, as QEMU does. */
 int debug_exit_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
 		  unsigned size, bool is_write, void *opaque);

@@ -2,7 +2,7 @@
  * one callback shape. A callback returns IO_OK to resume the guest, IO_VM_END
  * when it ended the VM, or a negative error. `light` says the callback may run
  * on the light exit path: it needs no state the heavy path restores, and what
- * it does to interrupts reaches the vCPU through vm_irq_line (or the
+ * it does to interrupts reaches the vCPU through irq_line_set (or the
  * platform's wrappers), which the end of every exit checks. The light path
  * hands accesses to other devices to the heavy path. */
 #ifndef DEV_DEVICE_H
@@ -12,7 +12,6 @@
 #include <stdint.h>
 
 struct vcpu;
-struct vm;
 
 enum io_result {
 	IO_OK = 0,
@@ -35,10 +34,14 @@ struct io_range {
 	const char *name;
 };
 
-/* Services a device may call; the hypervisor implements them in vmm/, the host
- * unit tests provide their own. */
-void vm_console_putc(struct vm *vm, char c);          /* guest serial output */
-void vm_end(struct vm *vm, unsigned status, const char *why); /* stop this VM */
+/* What a device reaches outside itself, handed to it at init: the VM it
+ * belongs to, as an opaque handle (the hypervisor's is the VM's platform,
+ * vmm/platform.c; the host unit tests provide their own), its interrupt
+ * lines (struct irq_line), its timers (struct vm_timer) and the VM's clock.
+ * A device never sees struct vm or another device. */
+struct dev_host;
+void dev_console_putc(struct dev_host *h, char c);          /* guest serial output */
+void dev_vm_end(struct dev_host *h, unsigned status, const char *why); /* stop this VM */
 #if __STDC_HOSTED__
 uint64_t platform_tsc(void);                            /* host TSC now */
 #else
@@ -59,7 +62,7 @@ uint64_t platform_tsc_hz(void);                         /* host TSC frequency */
  * slower than a PC's port reads (under an emulator): then RDTSC exits too,
  * and the guest's time advances by a fixed CLOCK_POLL_STEP per exit, as if
  * each exit cost what it costs on hardware (vmm/guest_clock.h). Devices
- * keep the pointer vm_clock() gives them and read it with clock_now() or,
+ * keep the pointer dev_clock() gives them and read it with clock_now() or,
  * for a guest's access to a clock device, clock_access(). */
 struct guest_clock {
 	int64_t offset;         /* guest time = host TSC + offset, while not polling */
@@ -75,7 +78,7 @@ struct guest_clock {
 	uint64_t gap_span;
 };
 
-struct guest_clock *vm_clock(struct vm *vm);
+struct guest_clock *dev_clock(struct dev_host *h);
 /* A read at host TSC `host` whose gap fell in the range: the guest's time
  * while polling, or polling starts (out of line: it changes the vCPU's
  * intercepts). */
@@ -119,29 +122,41 @@ static inline uint64_t clock_access(struct guest_clock *c, bool read)
 	return platform_tsc() + (uint64_t)c->offset;
 }
 
-/* Interrupt lines: a device raises or lowers GSI `gsi` (0-23, as on the I/O
- * APIC; the interrupt model applies the ISA overrides). */
-void vm_irq_line(struct vm *vm, unsigned gsi, bool level);
+/* An interrupt line the platform wired a device to: GSI `gsi` (0-23, as on
+ * the I/O APIC; the interrupt model applies the ISA overrides). The device
+ * raises or lowers it; where it goes is the platform's business. */
+struct irq_line {
+	struct dev_host *host;
+	uint8_t gsi;
+};
+void irq_line_set(const struct irq_line *l, bool level);
 /* Where the last edge sent on an edge-triggered line stands: the CPU has not
  * taken it yet (a new edge now would merge with it), or no interrupt
  * controller passes the line to the CPU (an edge now would be lost), or
  * neither (an edge now is a new interrupt). */
 enum irq_edge_state { IRQ_EDGE_FREE, IRQ_EDGE_WAITING, IRQ_EDGE_MASKED };
-enum irq_edge_state vm_irq_edge_state(struct vm *vm, unsigned gsi);
+enum irq_edge_state irq_line_edge_state(const struct irq_line *l);
 
 /* Timers: the hypervisor calls fire() at or after deadline_tsc (from its
  * exit path, never from interrupt context). Deadlines and `now_tsc` are in
- * the VM's time (vm_clock), or in host TSC for the hypervisor's own timers
- * (host_clock set). Ending a VM cancels its timers, and arming one for a VM
- * that has ended does nothing. */
+ * the VM's time (dev_clock), or in host TSC for the hypervisor's own timers
+ * (host_clock set). A timer belongs to the VM vm_timer_init gave it. Ending
+ * a VM cancels its timers, and arming one for a VM that has ended does
+ * nothing. */
 struct vm_timer {
 	uint64_t deadline_tsc;
 	void (*fire)(struct vm_timer *t, uint64_t now_tsc);
 	void *opaque;
+	struct dev_host *host;
 	bool armed;
 	bool host_clock;
 };
-void vm_timer_arm(struct vm *vm, struct vm_timer *t, uint64_t deadline_tsc);
-void vm_timer_cancel(struct vm *vm, struct vm_timer *t);
+static inline void vm_timer_init(struct vm_timer *t, struct dev_host *h,
+				 void (*fire)(struct vm_timer *t, uint64_t now_tsc), void *opaque)
+{
+	*t = (struct vm_timer){ .fire = fire, .opaque = opaque, .host = h };
+}
+void vm_timer_arm(struct vm_timer *t, uint64_t deadline_tsc);
+void vm_timer_cancel(struct vm_timer *t);
 
 #endif

@@ -1,9 +1,8 @@
 /* fw_cfg items, built on the fly from the VM's configuration. */
 #include "dev/fwcfg.h"
 
-void fwcfg_init(struct fwcfg *dev, struct vm *vm, uint64_t ram_size, unsigned ncpus)
+void fwcfg_init(struct fwcfg *dev, uint64_t ram_size, unsigned ncpus)
 {
-	dev->vm = vm;
 	dev->selector = 0;
 	dev->offset = 0;
 	dev->ram_size = ram_size;

@@ -23,14 +23,13 @@
 #define FW_CFG_FILE_DIR  0x0019u
 
 struct fwcfg {
-	struct vm *vm;
 	uint16_t selector;
 	uint32_t offset;
 	uint64_t ram_size;
 	uint16_t ncpus, max_cpus;
 };
 
-void fwcfg_init(struct fwcfg *dev, struct vm *vm, uint64_t ram_size, unsigned ncpus);
+void fwcfg_init(struct fwcfg *dev, uint64_t ram_size, unsigned ncpus);
 int fwcfg_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
 	     bool is_write, void *opaque);
 void fwcfg_range(struct fwcfg *dev, struct io_range *r);

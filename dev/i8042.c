@@ -1,9 +1,9 @@
 /* i8042 controller without devices. */
 #include "dev/i8042.h"
 
-void i8042_init(struct i8042 *dev, struct vm *vm)
+void i8042_init(struct i8042 *dev, struct dev_host *host)
 {
-	dev->vm = vm;
+	dev->host = host;
 	dev->status = I8042_STR_SYSFLAG | I8042_STR_UNLOCK;
 	/* keyboard interrupt and translation on, as firmware leaves it;
 	 * system flag set (POST passed) */
@@ -34,7 +34,7 @@ static void reply(struct i8042 *dev, uint8_t v)
 
 static int reset(struct i8042 *dev)
 {
-	vm_end(dev->vm, 0, "reset requested (i8042)");
+	dev_vm_end(dev->host, 0, "reset requested (i8042)");
 	return IO_VM_END;
 }
 

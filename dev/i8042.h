@@ -35,7 +35,7 @@
 #define I8042_STR_UNLOCK  0x10  /* keyboard not inhibited */
 
 struct i8042 {
-	struct vm *vm;
+	struct dev_host *host;
 	uint8_t status;       /* SYSFLAG | CMD | UNLOCK bits */
 	uint8_t config;       /* controller configuration byte */
 	uint8_t out;          /* the queued reply */
@@ -44,7 +44,7 @@ struct i8042 {
 	uint8_t output_port;
 };
 
-void i8042_init(struct i8042 *dev, struct vm *vm);
+void i8042_init(struct i8042 *dev, struct dev_host *host);
 /* One callback for both ports; register r[0] = 0x60 and r[1] = 0x64
  * (0x61 between them belongs to the PIT). */
 int i8042_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,

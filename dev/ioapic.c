@@ -3,11 +3,10 @@
 
 #include "lib/string.h"
 
-void ioapic_init(struct ioapic *io, struct vm *vm, uint8_t id, ioapic_deliver_fn deliver,
+void ioapic_init(struct ioapic *io, uint8_t id, ioapic_deliver_fn deliver,
 		 void *ctx)
 {
 	memset(io, 0, sizeof(*io));
-	io->vm = vm;
 	io->base = IOAPIC_BASE;
 	io->id = id & 0xf;
 	io->deliver = deliver;

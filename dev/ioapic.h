@@ -62,7 +62,6 @@ struct ioapic_irq {
 typedef void (*ioapic_deliver_fn)(void *ctx, const struct ioapic_irq *irq);
 
 struct ioapic {
-	struct vm *vm;
 	uint64_t base;
 	uint8_t id;             /* bits 27:24 of the ID register */
 	uint8_t regsel;
@@ -74,7 +73,7 @@ struct ioapic {
 };
 
 /* All pins masked, edge, vector 0. `deliver` may be 0 (nothing is sent). */
-void ioapic_init(struct ioapic *io, struct vm *vm, uint8_t id, ioapic_deliver_fn deliver,
+void ioapic_init(struct ioapic *io, uint8_t id, ioapic_deliver_fn deliver,
 		 void *ctx);
 
 /* MMIO callback (dev/device.h shape; opaque is the struct ioapic). 32-bit

@@ -36,7 +36,7 @@ static int highest_bit256(const uint32_t *r)
 
 static void reset_registers(struct lapic *a)
 {
-	vm_timer_cancel(a->vm, &a->timer);
+	vm_timer_cancel(&a->timer);
 	a->tpr = 0;
 	a->svr = 0xff;
 	a->ldr = 0;
@@ -55,18 +55,16 @@ static void reset_registers(struct lapic *a)
 	a->nmi_pending = false;
 }
 
-void lapic_init(struct lapic *a, struct vm *vm, uint32_t apic_id, bool bsp)
+void lapic_init(struct lapic *a, struct dev_host *host, uint32_t apic_id, bool bsp)
 {
 	memset(a, 0, sizeof(*a));
-	a->vm = vm;
 	a->id = apic_id;
 	a->apic_base = LAPIC_BASE | APIC_BASE_EN | (bsp ? APIC_BASE_BSP : 0);
-	a->clock = vm_clock(vm);
+	a->clock = dev_clock(host);
 	a->tsc_hz = platform_tsc_hz();
 	if (!a->tsc_hz)
 		a->tsc_hz = TICK_DEFAULT_TSC_HZ;
-	a->timer.fire = timer_fire;
-	a->timer.opaque = a;
+	vm_timer_init(&a->timer, host, timer_fire, a);
 	reset_registers(a);
 }
 
@@ -293,19 +291,19 @@ static void timer_send_late(struct lapic *a, bool taken)
 
 static void timer_start(struct lapic *a, uint64_t now)
 {
-	vm_timer_cancel(a->vm, &a->timer);
+	vm_timer_cancel(&a->timer);
 	a->timer_running = a->timer_init != 0;
 	a->timer_periods = 0;
 	a->timer_late = 0;
 	if (!a->timer_running)
 		return;
 	a->timer_start = now;
-	vm_timer_arm(a->vm, &a->timer, now + tsc_for_ticks(a, timer_period(a)));
+	vm_timer_arm(&a->timer, now + tsc_for_ticks(a, timer_period(a)));
 }
 
 static void deadline_arm(struct lapic *a, uint64_t now)
 {
-	vm_timer_cancel(a->vm, &a->timer);
+	vm_timer_cancel(&a->timer);
 	if (!a->tsc_deadline)
 		return;
 	/* the deadline in the VM's time (the clock without the guest's own
@@ -316,7 +314,7 @@ static void deadline_arm(struct lapic *a, uint64_t now)
 		timer_deliver(a);
 		return;
 	}
-	vm_timer_arm(a->vm, &a->timer, at);
+	vm_timer_arm(&a->timer, at);
 }
 
 static void timer_fire(struct vm_timer *t, uint64_t now)
@@ -334,7 +332,7 @@ static void timer_fire(struct vm_timer *t, uint64_t now)
 	uint64_t period = timer_period(a);
 	uint64_t elapsed = bus_ticks(a, now - a->timer_start);
 	if (elapsed < period) { /* early: wait for the rest */
-		vm_timer_arm(a->vm, t, a->timer_start + tsc_for_ticks(a, period));
+		vm_timer_arm(t, a->timer_start + tsc_for_ticks(a, period));
 		return;
 	}
 	if (mode != LAPIC_TIMER_PERIODIC) {
@@ -348,7 +346,7 @@ static void timer_fire(struct vm_timer *t, uint64_t now)
 	a->timer_periods = k;
 	a->timer_late = late > LAPIC_MAX_LATE ? LAPIC_MAX_LATE : (uint32_t)late;
 	timer_send_late(a, false);
-	vm_timer_arm(a->vm, t, a->timer_start + tsc_for_ticks(a, (k + 1) * period));
+	vm_timer_arm(t, a->timer_start + tsc_for_ticks(a, (k + 1) * period));
 }
 
 static uint32_t timer_current_at(const struct lapic *a, uint64_t now)
@@ -376,7 +374,7 @@ static void write_lvt_timer(struct lapic *a, uint32_t v)
 	 * clears both the initial count and the deadline. One-shot <-> periodic
 	 * keeps counting; the mode applies at the next expiry. */
 	if ((old_mode == LAPIC_TIMER_TSCDEADLINE) != (new_mode == LAPIC_TIMER_TSCDEADLINE)) {
-		vm_timer_cancel(a->vm, &a->timer);
+		vm_timer_cancel(&a->timer);
 		a->timer_running = false;
 		a->timer_init = 0;
 		a->tsc_deadline = 0;
@@ -396,7 +394,7 @@ static void write_divide(struct lapic *a, uint32_t div)
 	a->timer_div = div;
 	if (!cur) {
 		a->timer_running = false;
-		vm_timer_cancel(a->vm, &a->timer);
+		vm_timer_cancel(&a->timer);
 		return;
 	}
 	/* Pretend the count was loaded when, at the new rate, it would have
@@ -404,7 +402,7 @@ static void write_divide(struct lapic *a, uint32_t div)
 	uint64_t done = (uint64_t)(a->timer_init - cur) << divide_shift(div);
 	a->timer_start = now - tsc_for_ticks(a, done);
 	a->timer_periods = 0;   /* within the first period of the new start */
-	vm_timer_arm(a->vm, &a->timer, a->timer_start + tsc_for_ticks(a, timer_period(a)));
+	vm_timer_arm(&a->timer, a->timer_start + tsc_for_ticks(a, timer_period(a)));
 }
 
 /* ---- register file ---- */

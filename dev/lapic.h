@@ -7,7 +7,7 @@
  * SVR, ISR/TMR/IRR, ESR, ICR (self and broadcast-to-self IPIs; one vCPU),
  * the LVT (timer, thermal, perf, LINT0, LINT1, error), the timer (one-shot,
  * periodic, TSC-deadline through MSR 0x6E0; counting in the VM's time, the
- * clock the guest's TSC reads; driven by the vm_timer service; periodic
+ * clock the guest's TSC reads; driven by a vm_timer; periodic
  * expiries that fall due while the last interrupt still waits in IRR are
  * counted and accepted one by one as the CPU takes them, none lost) and
  * SELF IPI (x2APIC).
@@ -105,7 +105,6 @@ struct lapic;
 typedef void (*lapic_eoi_fn)(void *ctx, uint8_t vector);
 
 struct lapic {
-	struct vm *vm;
 	uint32_t id;            /* APIC ID */
 	uint64_t apic_base;     /* IA32_APIC_BASE */
 	uint32_t tpr, svr, ldr, dfr;
@@ -117,13 +116,13 @@ struct lapic {
 	/* timer */
 	uint32_t timer_init;    /* initial count */
 	uint32_t timer_div;     /* divide configuration register */
-	uint64_t timer_start;   /* VM time (vm_clock) at which the current count was loaded */
+	uint64_t timer_start;   /* VM time (dev_clock) at which the current count was loaded */
 	bool timer_running;     /* one-shot/periodic count in progress */
 	uint64_t timer_periods; /* periodic: expiries counted since timer_start */
 	uint32_t timer_late;    /* of those, interrupts not accepted yet (the last
 				   one still waited in IRR) */
 	uint64_t tsc_deadline;  /* IA32_TSC_DEADLINE in guest TSC, 0 = disarmed */
-	int64_t tsc_offset;     /* guest TSC = the VM's time (vm_clock) + tsc_offset:
+	int64_t tsc_offset;     /* guest TSC = the VM's time (dev_clock) + tsc_offset:
 				   the guest's IA32_TSC writes (vmm/exit_msr.c) */
 	struct guest_clock *clock;
 	uint64_t tsc_hz;
@@ -142,7 +141,7 @@ struct lapic {
 /* Power-up state: xAPIC mode, globally enabled, software disabled (SVR =
  * 0xFF), every LVT masked, timer stopped. `bsp` sets APIC_BASE.BSP. The TSC
  * frequency is read with platform_tsc_hz(). */
-void lapic_init(struct lapic *a, struct vm *vm, uint32_t apic_id, bool bsp);
+void lapic_init(struct lapic *a, struct dev_host *host, uint32_t apic_id, bool bsp);
 
 /* The state SeaBIOS leaves for an OS (what Linux expects from firmware):
  * software enabled, LINT0 ExtINT (the 8259 passes through), LINT1 NMI. */

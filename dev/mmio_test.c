@@ -2,10 +2,9 @@
 
 #include "lib/string.h"
 
-void mmio_test_init(struct mmio_test *dev, struct vm *vm, uint64_t base)
+void mmio_test_init(struct mmio_test *dev, uint64_t base)
 {
 	memset(dev, 0, sizeof(*dev));
-	dev->vm = vm;
 	dev->base = base;
 }
 

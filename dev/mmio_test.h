@@ -17,13 +17,12 @@
 #define MMIO_TEST_RESET       0x810u   /* WO: clears the scratch area and the counters */
 
 struct mmio_test {
-	struct vm *vm;
 	uint64_t base;
 	uint64_t count, last;
 	uint8_t scratch[MMIO_TEST_SCRATCH_END];
 };
 
-void mmio_test_init(struct mmio_test *dev, struct vm *vm, uint64_t base);
+void mmio_test_init(struct mmio_test *dev, uint64_t base);
 int mmio_test_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size, bool is_write,
 		 void *opaque);
 void mmio_test_range(struct mmio_test *dev, struct io_range *r);

@@ -1,7 +1,7 @@
 /* The PC interrupt wiring between the device models, as pure glue the
  * hypervisor calls (one vCPU):
  *
- *   devices --vm_irq_line(irq)--> pc_irq_set --> 8259 (ISA IRQ 0-15)
+ *   devices --irq_line_set--> pc_irq_set --> 8259 (ISA IRQ 0-15)
  *                                            \-> I/O APIC (GSI; IRQ0 -> GSI 2,
  *                                                the MADT's override)
  *   I/O APIC --pc_ioapic_deliver--> local APIC (lapic_accept)
@@ -9,7 +9,7 @@
  *   before entering the guest: pc_intr_pending() -> vector to inject,
  *   when it is injected: pc_intr_ack().
  *
- * vm_irq_line() must call pc_irq_set() at once (not just record the level):
+ * irq_line_set() must call pc_irq_set() at once (not just record the level):
  * the PIT sends IRQ0 as a pulse (high then low) and the edge is latched by
  * the 8259 and the I/O APIC during the call. */
 #ifndef DEV_PC_IRQ_H
@@ -36,7 +36,7 @@ void pc_irq_firmware_setup(struct pic8259 *pic, struct ioapic *io, struct lapic 
  * cannot be driven. */
 void pc_irq_set(struct pic8259 *pic, struct ioapic *io, unsigned line, bool level);
 
-/* vm_irq_edge_state for ISA IRQ / GSI `line`: IRQ_EDGE_MASKED when neither
+/* irq_line_edge_state for ISA IRQ / GSI `line`: IRQ_EDGE_MASKED when neither
  * the 8259 (unmasked there and, for the slave, the cascade; its INTR let
  * through by LINT0) nor the I/O APIC (pin unmasked) passes it on;
  * IRQ_EDGE_WAITING when a path that does still holds the last edge (the

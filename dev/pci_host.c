@@ -1,9 +1,8 @@
 /* PCI mechanism #1 on an empty bus. */
 #include "dev/pci_host.h"
 
-void pci_host_init(struct pci_host *dev, struct vm *vm)
+void pci_host_init(struct pci_host *dev)
 {
-	dev->vm = vm;
 	dev->address = 0;
 	dev->config_reads = 0;
 }

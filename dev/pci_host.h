@@ -24,12 +24,11 @@
 #define PCI_HOST_PORTS     8u      /* 0xcf8-0xcff */
 
 struct pci_host {
-	struct vm *vm;
 	uint32_t address;
 	uint64_t config_reads;  /* data-port reads, for statistics and tests */
 };
 
-void pci_host_init(struct pci_host *dev, struct vm *vm);
+void pci_host_init(struct pci_host *dev);
 int pci_host_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
 		bool is_write, void *opaque);
 void pci_host_range(struct pci_host *dev, struct io_range *r);

@@ -13,10 +13,9 @@ static void chip_reset(struct pic_chip *c)
 	c->is_master = master;
 }
 
-void pic_init(struct pic8259 *pic, struct vm *vm)
+void pic_init(struct pic8259 *pic)
 {
 	memset(pic, 0, sizeof(*pic));
-	pic->vm = vm;
 	pic->chip[0].is_master = true;
 	pic->chip[0].elcr_mask = PIC_ELCR_MASK_MASTER;
 	pic->chip[1].elcr_mask = PIC_ELCR_MASK_SLAVE;

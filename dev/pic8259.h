@@ -48,12 +48,11 @@ struct pic_chip {
 };
 
 struct pic8259 {
-	struct vm *vm;
 	struct pic_chip chip[2]; /* [0] master, [1] slave */
 };
 
 /* Power-up state: neither chip initialised (no vector base, nothing masked). */
-void pic_init(struct pic8259 *pic, struct vm *vm);
+void pic_init(struct pic8259 *pic);
 
 /* The state a PC BIOS hands to the OS (SeaBIOS's pic_setup), which every VM
  * starts in: both chips initialised with ICW1 0x11 (edge, cascade, ICW4

@@ -9,17 +9,16 @@ enum { RW_LATCH = 0, RW_LSB = 1, RW_MSB = 2, RW_WORD0 = 3, RW_WORD1 = 4 };
 
 static void irq_timer_fire(struct vm_timer *t, uint64_t now);
 
-void pit_init(struct pit8254 *pit, struct vm *vm)
+void pit_init(struct pit8254 *pit, struct dev_host *host, struct irq_line irq)
 {
 	memset(pit, 0, sizeof(*pit));
-	pit->vm = vm;
-	pit->clock = vm_clock(vm);
+	pit->irq = irq;
+	pit->clock = dev_clock(host);
 	pit->tsc_hz = platform_tsc_hz();
 	if (!pit->tsc_hz)
 		pit->tsc_hz = TICK_DEFAULT_TSC_HZ;
 	pit->tsc_at_init = clock_now(pit->clock);
-	pit->timer.fire = irq_timer_fire;
-	pit->timer.opaque = pit;
+	vm_timer_init(&pit->timer, host, irq_timer_fire, pit);
 	for (unsigned i = 0; i < 3; i++) {
 		struct pit_channel *c = &pit->ch[i];
 		c->mode = 3;
@@ -156,7 +155,7 @@ static void irq_send(struct pit8254 *pit, bool taken)
 {
 	if (!pit->irq_late)
 		return;
-	switch (vm_irq_edge_state(pit->vm, PIT_IRQ)) {
+	switch (irq_line_edge_state(&pit->irq)) {
 	case IRQ_EDGE_MASKED:
 		/* the edge still reaches the pins (a masked 8259 latches it in
 		 * IRR), but the CPU takes none of those: no backlog */
@@ -173,8 +172,8 @@ static void irq_send(struct pit8254 *pit, bool taken)
 	pit->irq_late--;
 	pit->irqs++;
 	/* an edge: the PIC latches it, the I/O APIC delivers it */
-	vm_irq_line(pit->vm, PIT_IRQ, true);
-	vm_irq_line(pit->vm, PIT_IRQ, false);
+	irq_line_set(&pit->irq, true);
+	irq_line_set(&pit->irq, false);
 }
 
 void pit_irq_retry(struct pit8254 *pit)
@@ -187,7 +186,7 @@ void pit_irq_retry(struct pit8254 *pit)
 static void irq_update(struct pit8254 *pit, uint64_t now)
 {
 	struct pit_channel *c = &pit->ch[0];
-	vm_timer_cancel(pit->vm, &pit->timer);
+	vm_timer_cancel(&pit->timer);
 	if (!c->loaded || c->held)
 		return;
 	uint64_t d = ticks(pit, c, now), e = edges_until(c, d);
@@ -200,7 +199,7 @@ static void irq_update(struct pit8254 *pit, uint64_t now)
 	uint64_t next = next_rising(c, d);
 	if (!next)
 		return;
-	vm_timer_arm(pit->vm, &pit->timer, tsc_at_tick(pit, c, next));
+	vm_timer_arm(&pit->timer, tsc_at_tick(pit, c, next));
 }
 
 static void irq_timer_fire(struct vm_timer *t, uint64_t now)
@@ -289,7 +288,7 @@ static void write_control(struct pit8254 *pit, uint8_t v, uint64_t now)
 	c->held = false;
 	c->count_latched = 0;
 	if (n == 0)
-		vm_timer_cancel(pit->vm, &pit->timer);
+		vm_timer_cancel(&pit->timer);
 }
 
 /* Mode 0, the first byte of a two-byte count: the count stops, OUT goes low. */
@@ -304,7 +303,7 @@ static void hold_count(struct pit8254 *pit, unsigned n, uint64_t now)
 	}
 	c->held = true;
 	if (n == 0)
-		vm_timer_cancel(pit->vm, &pit->timer);
+		vm_timer_cancel(&pit->timer);
 }
 
 static void write_data(struct pit8254 *pit, unsigned n, uint8_t v, uint64_t now)

@@ -1,6 +1,6 @@
 /* 8254 programmable interval timer (ports 0x40-0x43) and the PC's port 0x61
  * (system control port B: channel 2 gate, speaker enable, refresh toggle,
- * channel 2 OUT). Counts at 1.193182 MHz of the VM's time (vm_clock), the
+ * channel 2 OUT). Counts at 1.193182 MHz of the VM's time (dev_clock), the
  * clock the guest's TSC reads too: a guest that times the PIT with RDTSC
  * (Linux's TSC calibration) finds exactly platform_tsc_hz().
  *
@@ -10,7 +10,7 @@
  * stops the count and sets OUT low; the gate pauses modes 0 and 4, stops
  * modes 2 and 3 with OUT high and restarts them when it rises, and starts
  * (or restarts) modes 1 and 5. Channel 0's OUT drives ISA IRQ0: at each
- * rising edge the PIT pulses the line (vm_irq_line(vm, 0, true) then
+ * rising edge the PIT pulses the line (irq_line_set(irq, true) then
  * false), scheduled with a vm_timer. Edges that fall due while the last one
  * still waits for the CPU (IF=0, a long exit, a late host timer) are counted
  * and sent one by one as the CPU takes them, so that a guest counting timer
@@ -65,7 +65,7 @@ struct pit_channel {
 };
 
 struct pit8254 {
-	struct vm *vm;
+	struct irq_line irq;     /* channel 0's OUT: IRQ0 on a PC */
 	struct guest_clock *clock;
 	uint64_t tsc_hz;
 	uint64_t tsc_at_init;
@@ -80,7 +80,7 @@ struct pit8254 {
 	uint64_t irqs_dropped;   /* edges no interrupt controller passed on */
 };
 
-void pit_init(struct pit8254 *pit, struct vm *vm);
+void pit_init(struct pit8254 *pit, struct dev_host *host, struct irq_line irq);
 
 /* Port callbacks (dev/device.h shape), opaque = the struct pit8254. */
 int pit_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,

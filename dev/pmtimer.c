@@ -18,11 +18,10 @@ static uint64_t frac64(uint64_t num, uint64_t den)
 	return q;
 }
 
-void pmtimer_init(struct pmtimer *dev, struct vm *vm)
+void pmtimer_init(struct pmtimer *dev, struct guest_clock *clock)
 {
 	uint64_t hz = platform_tsc_hz();
 
-	dev->vm = vm;
 	dev->base = LP_PMTIMER_PORT;
 	if (hz <= LP_PMTIMER_HZ) {
 		/* Ratio 1: the multiplier is just under 1 and the remainder
@@ -33,7 +32,7 @@ void pmtimer_init(struct pmtimer *dev, struct vm *vm)
 		dev->tsc_hz = hz;
 		dev->mult = frac64(LP_PMTIMER_HZ, hz);
 	}
-	dev->clock = vm_clock(vm);
+	dev->clock = clock;
 	dev->tsc_at_init = clock_now(dev->clock);
 }
 

@@ -14,7 +14,6 @@
 #define PMTIMER_MASK  0xffffffu /* 24-bit counter (FADT TMR_VAL_EXT = 0) */
 
 struct pmtimer {
-	struct vm *vm;
 	struct guest_clock *clock;
 	uint16_t base;
 	uint64_t tsc_at_init;     /* the VM's time when the count was 0 */
@@ -24,7 +23,7 @@ struct pmtimer {
 
 /* Samples the VM's clock and platform_tsc_hz(). A TSC slower than the PM
  * timer (or an unknown, zero frequency) makes the timer count at TSC rate. */
-void pmtimer_init(struct pmtimer *dev, struct vm *vm);
+void pmtimer_init(struct pmtimer *dev, struct guest_clock *clock);
 
 /* Read: the 24-bit count (the bytes from addr on, `size` of them). Writes
  * are ignored. */

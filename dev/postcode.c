@@ -3,9 +3,8 @@
 
 #include "lightpath/abi.h"
 
-void postcode_init(struct postcode *dev, struct vm *vm)
+void postcode_init(struct postcode *dev)
 {
-	dev->vm = vm;
 	dev->base = LP_BENCH_PORT_OUT;
 	dev->last = 0;
 }

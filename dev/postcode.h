@@ -13,12 +13,11 @@
 #define POSTCODE_PORTS 1u
 
 struct postcode {
-	struct vm *vm;
 	uint16_t base;
 	uint8_t last; /* last byte written; reads return it */
 };
 
-void postcode_init(struct postcode *dev, struct vm *vm);
+void postcode_init(struct postcode *dev);
 
 /* Write: stores the low byte. Read: returns the last byte written,
  * zero-extended, whatever the access size. */

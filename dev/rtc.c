@@ -56,14 +56,13 @@ static void time_from_secs(int64_t s, struct rtc_time *t, unsigned *dow)
 		*dow = (unsigned)((days % 7 + 7 + 4) % 7) + 1;
 }
 
-void rtc_init(struct rtc *rtc, struct vm *vm, const struct rtc_time *boot)
+void rtc_init(struct rtc *rtc, struct guest_clock *clock, const struct rtc_time *boot)
 {
 	memset(rtc, 0, sizeof(*rtc));
-	rtc->vm = vm;
 	rtc->tsc_hz = platform_tsc_hz();
 	if (!rtc->tsc_hz)
 		rtc->tsc_hz = TICK_DEFAULT_TSC_HZ;
-	rtc->clock = vm_clock(vm);
+	rtc->clock = clock;
 	rtc->base_secs = secs_from_time(boot);
 	rtc->base_tsc = clock_now(rtc->clock);
 	rtc->cmos[RTC_REG_A] = 0x26;

@@ -51,7 +51,6 @@ struct rtc_time {
 };
 
 struct rtc {
-	struct vm *vm;
 	uint64_t tsc_hz;
 	struct guest_clock *clock;
 	int64_t base_secs;   /* seconds since 1970-01-01 at base_tsc (the VM's time) */
@@ -64,7 +63,7 @@ struct rtc {
 
 /* The clock starts at `boot` (UTC); register B = 24-hour BCD (0x02),
  * A = 0x26 (32.768 kHz, 1024 Hz rate), D = VRT. */
-void rtc_init(struct rtc *rtc, struct vm *vm, const struct rtc_time *boot);
+void rtc_init(struct rtc *rtc, struct guest_clock *clock, const struct rtc_time *boot);
 
 /* The CMOS memory-size bytes: base memory 640 KiB (0x15-0x16), KiB above
  * 1 MiB up to 64 MiB (0x17-0x18, 0x30-0x31), 64 KiB units above 16 MiB up

@@ -3,10 +3,11 @@
 
 #include "lib/string.h"
 
-void uart16550_init(struct uart16550 *dev, struct vm *vm)
+void uart16550_init(struct uart16550 *dev, struct dev_host *host, struct irq_line irq)
 {
 	memset(dev, 0, sizeof(*dev));
-	dev->vm = vm;
+	dev->host = host;
+	dev->irq = irq;
 	dev->base = UART16550_COM1_BASE;
 	dev->dll = 12; /* 9600 baud, the usual firmware setting */
 	dev->mcr = UART_MCR_OUT2;
@@ -32,7 +33,7 @@ static void update_irq(struct uart16550 *dev)
 		      ((dev->ier & UART_IER_THRI) && dev->thri_pending));
 	if (level != dev->irq_level) {
 		dev->irq_level = level;
-		vm_irq_line(dev->vm, UART16550_COM1_IRQ, level);
+		irq_line_set(&dev->irq, level);
 	}
 }
 
@@ -139,7 +140,7 @@ static void write_reg(struct uart16550 *dev, unsigned off, uint8_t v)
 			if (dev->mcr & UART_MCR_LOOP)
 				uart16550_receive(dev, v);
 			else
-				vm_console_putc(dev->vm, (char)v);
+				dev_console_putc(dev->host, (char)v);
 			dev->thri_pending = true;
 		}
 		break;

@@ -62,7 +62,8 @@
 #define UART_MSR_DCD   0x80
 
 struct uart16550 {
-	struct vm *vm;
+	struct dev_host *host;   /* its output goes to the VM's console */
+	struct irq_line irq;
 	uint16_t base;
 	uint8_t dll, dlm;
 	uint8_t ier;
@@ -79,7 +80,7 @@ struct uart16550 {
 	uint8_t rx_count;
 };
 
-void uart16550_init(struct uart16550 *dev, struct vm *vm);
+void uart16550_init(struct uart16550 *dev, struct dev_host *host, struct irq_line irq);
 
 /* Port callback (dev/device.h shape); opaque is the struct uart16550.
  * Accesses wider than one byte act as byte accesses to consecutive

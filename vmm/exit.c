@@ -9,7 +9,7 @@
 static void test_timer_fire(struct vm_timer *t, uint64_t now)
 {
 	(void)now;
-	struct vm *vm = (struct vm *)((char *)t - __builtin_offsetof(struct vm, test_timer));
+	struct vm *vm = dev_host_vm(t->host);
 	exit_raise_test_irq(vm->vcpu, (uint8_t)(uintptr_t)t->opaque);
 }
 
@@ -61,10 +61,9 @@ bool exit_hypercall_slow(struct vcpu *v, uint64_t *rax)
 			*rax = (uint64_t)-LP_EINVAL;
 			return false;
 		}
-		vm->test_timer.fire = test_timer_fire;
-		vm->test_timer.opaque = (void *)(uintptr_t)vec;
+		vm_timer_init(&vm->test_timer, vm->pc, test_timer_fire, (void *)(uintptr_t)vec);
 		vm->test_timer.host_clock = true;
-		vm_timer_arm(vm, &vm->test_timer, rdtsc() + us * (platform_tsc_hz() / 1000000));
+		vm_timer_arm(&vm->test_timer, rdtsc() + us * (platform_tsc_hz() / 1000000));
 		*rax = 0;
 		return false;
 	}

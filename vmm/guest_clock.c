@@ -29,11 +29,6 @@ static uint64_t tsc_to_ms(uint64_t t)
 	return muldiv64(t, 1000, tsc_hz());
 }
 
-struct guest_clock *vm_clock(struct vm *vm)
-{
-	return &vm->clock;
-}
-
 /* How far the VM's time is behind the host's: what polling hid. */
 static int64_t lag(const struct vm *vm, uint64_t host)
 {
@@ -87,7 +82,7 @@ static void poll_end(struct vm *vm)
 	c->gap_min = p->gap_min;     /* reads may start it again */
 	c->gap_span = p->gap_span;
 	vendor_rdtsc_exiting(vm->vcpu, false);
-	vm_timer_cancel(vm, &p->idle_timer);
+	vm_timer_cancel(&p->idle_timer);
 	vm_timers_reprogram(vm);   /* device timers count in host time again */
 }
 
@@ -103,7 +98,7 @@ static void idle_fire(struct vm_timer *t, uint64_t now)
 	if (now - p->last_exit >= p->idle)
 		poll_end(vm);
 	else
-		vm_timer_arm(vm, t, p->last_exit + p->idle);
+		vm_timer_arm(t, p->last_exit + p->idle);
 }
 
 void guest_clock_init(struct vm *vm)
@@ -126,8 +121,7 @@ void guest_clock_init(struct vm *vm)
 		p->step = 1;
 	p->idle = ns_to_tsc(CLOCK_POLL_IDLE_NS);
 	p->max_lag = ns_to_tsc(CLOCK_POLL_MAX_LAG_MS * 1000000ull);
-	p->idle_timer.fire = idle_fire;
-	p->idle_timer.opaque = vm;
+	vm_timer_init(&p->idle_timer, vm->pc, idle_fire, vm);
 	p->idle_timer.host_clock = true;
 	p->next_deadline = UINT64_MAX;
 }
@@ -166,7 +160,7 @@ uint64_t clock_read_slow(struct guest_clock *c, uint64_t host)
 	p->polls++;
 	vendor_rdtsc_exiting(vm->vcpu, true);
 	vm->vcpu->pending |= VCPU_PENDING_CLOCK;
-	vm_timer_arm(vm, &p->idle_timer, host + p->idle);   /* reprograms the host timer */
+	vm_timer_arm(&p->idle_timer, host + p->idle);   /* reprograms the host timer */
 	return c->vt;
 }
 

@@ -103,7 +103,7 @@ struct clock_poll {
 };
 
 /* A new VM's clock: the host TSC, offset 0, not polling. Before the devices
- * are created (they keep vm_clock(vm)). */
+ * are created (they keep dev_clock()'s pointer). */
 void guest_clock_init(struct vm *vm);
 /* Once per exit while polling, from exit_inject_interrupts (the light
  * path's hazard check and the heavy path both end there while polling:

@@ -2,15 +2,118 @@
 
 #include "core/console.h"
 #include "core/cpu.h"
+#include "core/pmem.h"
 #include "core/tsc.h"
+#include "dev/acpi.h"
+#include "dev/acpi_pm.h"
+#include "dev/debug_exit.h"
+#include "dev/fwcfg.h"
+#include "dev/i8042.h"
+#include "dev/ioapic.h"
+#include "dev/mmio_test.h"
 #include "dev/pc_irq.h"
+#include "dev/pci_host.h"
+#include "dev/pic8259.h"
+#include "dev/pit8254.h"
+#include "dev/pmtimer.h"
+#include "dev/postcode.h"
+#include "dev/rtc.h"
+#include "dev/uart16550.h"
 #include "lib/string.h"
 #include "vmm/exit.h"
+#include "vmm/guest_clock.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
 
 #define CONSOLE_POLL_US 5000u   /* host serial input is polled this often */
 #define COM1 0x3f8
+#define CONSOLE_BACKLOG 4096u   /* typed bytes held for a guest that is not reading */
+
+/* The PC of one VM (DESIGN.md, "What a guest sees"): its devices, the
+ * wiring of their interrupt lines, and the host console's input for it.
+ * The devices know it only as their opaque struct dev_host: the services
+ * below (interrupt lines, timers, the clock, the console, ending the VM)
+ * are all they reach, and only this file sees the devices. */
+struct dev_host {
+	struct dev_host_head head;   /* first: dev_host_vm() */
+	struct uart16550 uart;
+	struct debug_exit debug_exit;
+	struct pmtimer pmtimer;
+	struct postcode postcode;
+	struct mmio_test mmio_test;
+	struct pic8259 pic;
+	struct ioapic ioapic;
+	struct pit8254 pit;
+	struct rtc rtc;
+	struct pci_host pci;
+	struct i8042 kbd;
+	struct fwcfg fwcfg;
+	struct acpi_pm acpi_pm;
+	struct vm_timer console_timer;
+	/* host console input the guest's UART could not take yet (a ring) */
+	uint8_t console_backlog[CONSOLE_BACKLOG];
+	unsigned console_backlog_head, console_backlog_len;
+};
+_Static_assert(__builtin_offsetof(struct dev_host, head) == 0, "dev_host_vm() reads the head");
+
+#define PLATFORM_BYTES ((sizeof(struct dev_host) + 0xfffull) & ~0xfffull)
+
+bool platform_alloc(struct vm *vm)
+{
+	struct dev_host *pc = (struct dev_host *)(uintptr_t)pmem_alloc(PLATFORM_BYTES, 4096);
+	if (!pc)
+		return false;
+	memset(pc, 0, sizeof(*pc));
+	pc->head.vm = vm;
+	vm->pc = pc;
+	return true;
+}
+
+void platform_free(struct vm *vm)
+{
+	if (vm->pc)
+		pmem_free((uint64_t)(uintptr_t)vm->pc, PLATFORM_BYTES);
+	vm->pc = 0;
+}
+
+/* The services a device reaches (dev/device.h). */
+void dev_console_putc(struct dev_host *h, char c)
+{
+	vm_console_putc(h->head.vm, c);
+}
+
+void dev_vm_end(struct dev_host *h, unsigned status, const char *why)
+{
+	vm_end(h->head.vm, status, why);
+}
+
+struct guest_clock *dev_clock(struct dev_host *h)
+{
+	return &h->head.vm->clock;
+}
+
+/* Every interrupt line of the PC ends here: the 8259s and the I/O APIC
+ * latch it, and the hazard check at the end of the exit injects what
+ * became deliverable. */
+void irq_line_set(const struct irq_line *l, bool level)
+{
+	struct dev_host *pc = l->host;
+	if (l->gsi >= IOAPIC_PINS)
+		return;
+	pc_irq_set(&pc->pic, &pc->ioapic, l->gsi, level);
+	pc->head.vm->vcpu->pending |= VCPU_PENDING_RECHECK;
+}
+
+enum irq_edge_state irq_line_edge_state(const struct irq_line *l)
+{
+	struct dev_host *pc = l->host;
+	return pc_irq_edge_state(&pc->pic, &pc->ioapic, &pc->head.vm->vcpu->lapic, l->gsi);
+}
+
+static struct irq_line pc_line(struct dev_host *pc, unsigned gsi)
+{
+	return (struct irq_line){ .host = pc, .gsi = (uint8_t)gsi };
+}
 
 static void add_port(struct vm *vm, const struct io_range *r)
 {
@@ -90,47 +193,65 @@ static void host_wall_clock(struct rtc_time *t)
 
 void platform_create(struct vm *vm)
 {
+	struct dev_host *pc = vm->pc;
 	struct vcpu *v = vm->vcpu;
 	struct io_range r[3];
 
-	pic_init(&vm->pic, vm);
-	lapic_init(&v->lapic, vm, 0, true);
-	ioapic_init(&vm->ioapic, vm, 0, pc_ioapic_deliver, &v->lapic);
-	lapic_set_eoi_hook(&v->lapic, pc_lapic_eoi, &vm->ioapic);
-	/* as the BIOS leaves them: no device interrupt on an exception vector */
-	pc_irq_firmware_setup(&vm->pic, &vm->ioapic, &v->lapic);
+	memset(vm->port_map, VM_PORT_SLOW, sizeof(vm->port_map));   /* nobody */
+	uart16550_init(&pc->uart, pc, pc_line(pc, UART16550_COM1_IRQ));
+	uart16550_range(&pc->uart, &r[0]);
+	add_port(vm, &r[0]);
+	debug_exit_init(&pc->debug_exit, pc);
+	debug_exit_range(&pc->debug_exit, &r[0]);
+	add_port(vm, &r[0]);
+	pmtimer_init(&pc->pmtimer, &vm->clock);
+	pmtimer_range(&pc->pmtimer, &r[0]);
+	add_port(vm, &r[0]);
+	postcode_init(&pc->postcode);
+	postcode_range(&pc->postcode, &r[0]);
+	add_port(vm, &r[0]);
+	mmio_test_init(&pc->mmio_test, LP_MMIO_TEST_BASE);
+	mmio_test_range(&pc->mmio_test, &r[0]);
+	add_mmio(vm, &r[0]);
 
-	pic_ranges(&vm->pic, r);
+	pic_init(&pc->pic);
+	lapic_init(&v->lapic, pc, 0, true);
+	ioapic_init(&pc->ioapic, 0, pc_ioapic_deliver, &v->lapic);
+	lapic_set_eoi_hook(&v->lapic, pc_lapic_eoi, &pc->ioapic);
+	/* as the BIOS leaves them: no device interrupt on an exception vector */
+	pc_irq_firmware_setup(&pc->pic, &pc->ioapic, &v->lapic);
+
+	pic_ranges(&pc->pic, r);
 	for (int i = 0; i < 3; i++) {
 		if (r[i].fn == pic_io)
 			r[i].fn = pic_io_checked;
 		add_port(vm, &r[i]);
 	}
-	pit_init(&vm->pit, vm);
-	pit_ranges(&vm->pit, r);
+	pit_init(&pc->pit, pc, pc_line(pc, PIT_IRQ));
+	pit_ranges(&pc->pit, r);
 	add_port(vm, &r[0]);
 	add_port(vm, &r[1]);
 	struct rtc_time now;
 	host_wall_clock(&now);
-	rtc_init(&vm->rtc, vm, &now);
-	rtc_set_memory(&vm->rtc, vm->mem_size, 0, 1);
-	rtc_range(&vm->rtc, &r[0]);
+	rtc_init(&pc->rtc, &vm->clock, &now);
+	rtc_set_memory(&pc->rtc, vm->mem_size, 0, 1);
+	rtc_range(&pc->rtc, &r[0]);
 	add_port(vm, &r[0]);
-	pci_host_init(&vm->pci, vm);
-	pci_host_range(&vm->pci, &r[0]);
+	pci_host_init(&pc->pci);
+	pci_host_range(&pc->pci, &r[0]);
 	add_port(vm, &r[0]);
-	i8042_init(&vm->kbd, vm);
-	i8042_ranges(&vm->kbd, r);
+	i8042_init(&pc->kbd, pc);
+	i8042_ranges(&pc->kbd, r);
 	add_port(vm, &r[0]);
 	add_port(vm, &r[1]);
-	fwcfg_init(&vm->fwcfg, vm, vm->mem_size, 1);
-	fwcfg_range(&vm->fwcfg, &r[0]);
+	fwcfg_init(&pc->fwcfg, vm->mem_size, 1);
+	fwcfg_range(&pc->fwcfg, &r[0]);
 	add_port(vm, &r[0]);
-	acpi_pm_init(&vm->acpi_pm, vm);
-	acpi_pm_range(&vm->acpi_pm, &r[0]);
+	acpi_pm_init(&pc->acpi_pm, pc, pc_line(pc, ACPI_SCI_IRQ));
+	acpi_pm_range(&pc->acpi_pm, &r[0]);
 	add_port(vm, &r[0]);
 
-	ioapic_range(&vm->ioapic, &r[0]);
+	ioapic_range(&pc->ioapic, &r[0]);
 	r[0].fn = apic_mmio_checked;
 	add_mmio(vm, &r[0]);
 	lapic_range(&v->lapic, &r[0]);
@@ -159,6 +280,7 @@ void platform_create(struct vm *vm)
 
 static void dump_interrupt_state(struct vm *vm)
 {
+	struct dev_host *pc = vm->pc;
 	struct vcpu *v = vm->vcpu;
 	bool from_pic, test;
 	int pending = platform_intr_pending(v, &from_pic, &test);
@@ -169,32 +291,32 @@ static void dump_interrupt_state(struct vm *vm)
 			break;
 		}
 	kprintf("lightpath: vm%u: ioapic lines 0x%x, uart ier 0x%x rx %u irq %u, ioapic pin4 0x%lx, "
-		"lapic irr %s isr 0x%x tpr 0x%x, pending vector %d, %s\n", vm->id, vm->ioapic.lines,
-		vm->uart.ier, vm->uart.rx_count, vm->uart.irq_level, vm->ioapic.rte[4],
+		"lapic irr %s isr 0x%x tpr 0x%x, pending vector %d, %s\n", vm->id, pc->ioapic.lines,
+		pc->uart.ier, pc->uart.rx_count, pc->uart.irq_level, pc->ioapic.rte[4],
 		lapic_irr_nonempty(&v->lapic) ? "set" : "empty", highest_isr, v->lapic.tpr, pending,
 		vendor_interrupt_state(v));
 }
 
 /* Moves held input into the guest's receive FIFO while it has room. */
-static void console_backlog_feed(struct vm *vm)
+static void console_backlog_feed(struct dev_host *pc)
 {
-	while (vm->console_backlog_len && vm->uart.rx_count < UART16550_RX_FIFO) {
-		uart16550_receive(&vm->uart, vm->console_backlog[vm->console_backlog_head]);
-		vm->console_backlog_head = (vm->console_backlog_head + 1) % VM_CONSOLE_BACKLOG;
-		vm->console_backlog_len--;
+	while (pc->console_backlog_len && pc->uart.rx_count < UART16550_RX_FIFO) {
+		uart16550_receive(&pc->uart, pc->console_backlog[pc->console_backlog_head]);
+		pc->console_backlog_head = (pc->console_backlog_head + 1) % CONSOLE_BACKLOG;
+		pc->console_backlog_len--;
 	}
 }
 
 /* One typed byte for the guest, in order behind what is held already. */
-static void console_to_guest(struct vm *vm, uint8_t ch)
+static void console_to_guest(struct dev_host *pc, uint8_t ch)
 {
-	if (!vm->console_backlog_len && vm->uart.rx_count < UART16550_RX_FIFO)
-		uart16550_receive(&vm->uart, ch);
-	else if (vm->console_backlog_len < VM_CONSOLE_BACKLOG)
-		vm->console_backlog[(vm->console_backlog_head + vm->console_backlog_len++) %
-				    VM_CONSOLE_BACKLOG] = ch;
+	if (!pc->console_backlog_len && pc->uart.rx_count < UART16550_RX_FIFO)
+		uart16550_receive(&pc->uart, ch);
+	else if (pc->console_backlog_len < CONSOLE_BACKLOG)
+		pc->console_backlog[(pc->console_backlog_head + pc->console_backlog_len++) %
+				    CONSOLE_BACKLOG] = ch;
 	else
-		uart16550_receive(&vm->uart, ch);   /* both full: lost, the guest sees an overrun */
+		uart16550_receive(&pc->uart, ch);   /* both full: lost, the guest sees an overrun */
 }
 
 /* Host console input: bytes typed on COM1 go to the guest's UART as fast as
@@ -204,7 +326,7 @@ static void console_to_guest(struct vm *vm, uint8_t ch)
 static void console_poll(struct vm_timer *t, uint64_t now)
 {
 	struct vm *vm = t->opaque;
-	console_backlog_feed(vm);
+	console_backlog_feed(vm->pc);
 	vm_console_idle(vm);
 	/* only the VM that has the console reads the host UART */
 	for (unsigned n = 0; n < CONSOLE_POLL_MAX && vm_console_input_mine(vm) &&
@@ -218,24 +340,24 @@ static void console_poll(struct vm_timer *t, uint64_t now)
 			vm_fault(vm, "Ctrl-^ typed on the console");
 			return;                   /* an ended VM has no timers */
 		} else {
-			console_to_guest(vm, ch);
+			console_to_guest(vm->pc, ch);
 		}
 	}
-	vm_timer_arm(vm, t, now + tsc_hz() / (1000000 / CONSOLE_POLL_US));
+	vm_timer_arm(t, now + tsc_hz() / (1000000 / CONSOLE_POLL_US));
 }
 
 void platform_start(struct vm *vm)
 {
-	vm->console_backlog_head = vm->console_backlog_len = 0;
-	vm->console_timer.fire = console_poll;
-	vm->console_timer.opaque = vm;
-	vm->console_timer.host_clock = true;
-	vm_timer_arm(vm, &vm->console_timer, rdtsc() + tsc_hz() / (1000000 / CONSOLE_POLL_US));
+	struct dev_host *pc = vm->pc;
+	pc->console_backlog_head = pc->console_backlog_len = 0;
+	vm_timer_init(&pc->console_timer, pc, console_poll, vm);
+	pc->console_timer.host_clock = true;
+	vm_timer_arm(&pc->console_timer, rdtsc() + tsc_hz() / (1000000 / CONSOLE_POLL_US));
 }
 
 int platform_intr_pending(struct vcpu *v, bool *from_pic, bool *test)
 {
-	const struct pic8259 *pic = &v->vm->pic;
+	const struct pic8259 *pic = &v->vm->pc->pic;
 	*test = false;
 	*from_pic = false;
 	if (v->test_irq) {
@@ -246,7 +368,7 @@ int platform_intr_pending(struct vcpu *v, bool *from_pic, bool *test)
 	if (!lapic_irr_nonempty(&v->lapic) && !(pic->chip[0].irr & ~pic->chip[0].imr) &&
 	    !(pic->chip[1].irr & ~pic->chip[1].imr))
 		return -1;
-	return pc_intr_pending(&v->lapic, &v->vm->pic, from_pic);
+	return pc_intr_pending(&v->lapic, &v->vm->pc->pic, from_pic);
 }
 
 int platform_intr_ack(struct vcpu *v, int vector, bool from_pic, bool test)
@@ -255,14 +377,14 @@ int platform_intr_ack(struct vcpu *v, int vector, bool from_pic, bool test)
 		v->test_irq = 0;
 		return vector;
 	}
-	int ret = pc_intr_ack(&v->lapic, &v->vm->pic, vector, from_pic);
-	pit_irq_taken(&v->vm->pit);   /* a late IRQ0 edge can go now */
+	int ret = pc_intr_ack(&v->lapic, &v->vm->pc->pic, vector, from_pic);
+	pit_irq_taken(&v->vm->pc->pit);   /* a late IRQ0 edge can go now */
 	return ret;
 }
 
 bool platform_nmi_source(struct vcpu *v)
 {
-	return ioapic_nmi_pin(&v->vm->ioapic);
+	return ioapic_nmi_pin(&v->vm->pc->ioapic);
 }
 
 int platform_cr8_write(struct vcpu *v, uint64_t val)

@@ -11,7 +11,12 @@
 
 #include "vmm/vm.h"
 
-/* Registers every device of the platform. Call once the VM has its RAM. */
+/* Allocates the VM's platform object (vm->pc, struct dev_host): false when
+ * out of memory. platform_free gives it back (nothing if there is none). */
+bool platform_alloc(struct vm *vm);
+void platform_free(struct vm *vm);
+/* Creates and registers every device of the platform. Call once the VM has
+ * its RAM and its clock. */
 void platform_create(struct vm *vm);
 /* Starts polling the host console for input (a periodic VM timer). */
 void platform_start(struct vm *vm);

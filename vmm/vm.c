@@ -100,7 +100,7 @@ void vm_end(struct vm *vm, unsigned status, const char *why)
 	/* An ended VM has no timers (vm_timer_arm refuses them): a heavy-path
 	 * wait for the next timer, such as a blocking HLT, ends too. */
 	while (vm->nr_timers)
-		vm_timer_cancel(vm, vm->timers[0]);
+		vm_timer_cancel(vm->timers[0]);
 }
 
 void vm_fault(struct vm *vm, const char *fmt, ...)
@@ -326,8 +326,9 @@ static void timer_unlink(struct vm *vm, struct vm_timer *t)
 	}
 }
 
-void vm_timer_arm(struct vm *vm, struct vm_timer *t, uint64_t deadline_tsc)
+void vm_timer_arm(struct vm_timer *t, uint64_t deadline_tsc)
 {
+	struct vm *vm = dev_host_vm(t->host);
 	if (vm->ended)
 		return;      /* nothing runs for a VM that has ended */
 	if (!t->armed) {
@@ -340,10 +341,11 @@ void vm_timer_arm(struct vm *vm, struct vm_timer *t, uint64_t deadline_tsc)
 	vm_timers_reprogram(vm);
 }
 
-void vm_timer_cancel(struct vm *vm, struct vm_timer *t)
+void vm_timer_cancel(struct vm_timer *t)
 {
 	if (!t->armed)
 		return;
+	struct vm *vm = dev_host_vm(t->host);
 	t->armed = false;
 	timer_unlink(vm, t);
 	vm_timers_reprogram(vm);
@@ -381,52 +383,14 @@ bool vm_timers_run(struct vm *vm)
 	return any;
 }
 
-void vm_irq_line(struct vm *vm, unsigned gsi, bool level)
-{
-	if (gsi >= 24)
-		return;
-	pc_irq_set(&vm->pic, &vm->ioapic, gsi, level);
-	/* the hazard check at the end of the exit injects it */
-	vm->vcpu->pending |= VCPU_PENDING_RECHECK;
-}
-
-enum irq_edge_state vm_irq_edge_state(struct vm *vm, unsigned gsi)
-{
-	return pc_irq_edge_state(&vm->pic, &vm->ioapic, &vm->vcpu->lapic, gsi);
-}
-
 uint64_t platform_tsc_hz(void)
 {
 	return tsc_hz();
 }
 
-static void add_device(struct vm *vm, const struct io_range *r)
-{
-	if (vm_register_io(vm, r))
-		panic("too many device ranges");
-}
-
 static void vm_create_devices(struct vm *vm)
 {
-	struct io_range r;
-	memset(vm->port_map, VM_PORT_SLOW, sizeof(vm->port_map));   /* nobody */
-	uart16550_init(&vm->uart, vm);
-	uart16550_range(&vm->uart, &r);
-	add_device(vm, &r);
-	debug_exit_init(&vm->debug_exit, vm);
-	debug_exit_range(&vm->debug_exit, &r);
-	add_device(vm, &r);
-	guest_clock_init(vm);          /* first: the timer devices keep vm_clock(vm) */
-	pmtimer_init(&vm->pmtimer, vm);
-	pmtimer_range(&vm->pmtimer, &r);
-	add_device(vm, &r);
-	postcode_init(&vm->postcode, vm);
-	postcode_range(&vm->postcode, &r);
-	add_device(vm, &r);
-	mmio_test_init(&vm->mmio_test, vm, LP_MMIO_TEST_BASE);
-	mmio_test_range(&vm->mmio_test, &r);
-	if (vm_register_mmio(vm, &r))
-		panic("too many MMIO ranges");
+	guest_clock_init(vm);          /* first: the timer devices keep its address */
 	platform_create(vm);
 }
 
@@ -444,11 +408,10 @@ static void time_limit_start(struct vm *vm, unsigned seconds)
 	if (!seconds)
 		return;
 	vm->time_limit_s = seconds;
-	vm->time_limit.fire = time_limit_fire;
-	vm->time_limit.opaque = vm;
+	vm_timer_init(&vm->time_limit, vm->pc, time_limit_fire, vm);
 	vm->time_limit.host_clock = true;
 	kprintf("lightpath: vm%u: time limit %u s\n", vm->id, seconds);
-	vm_timer_arm(vm, &vm->time_limit, rdtsc() + (uint64_t)seconds * tsc_hz());
+	vm_timer_arm(&vm->time_limit, rdtsc() + (uint64_t)seconds * tsc_hz());
 }
 
 /* vcpu_run: the outer (heavy) loop around the backend's light loop
@@ -556,6 +519,12 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	v->vm = vm;
 
 	unsigned status;
+	if (!platform_alloc(vm)) {
+		kprintf("lightpath: vm%u: not enough memory for its devices (%lu MiB free)\n", id,
+			pmem_free_bytes() >> 20);
+		status = LP_STATUS_HV_ERROR;
+		goto out;
+	}
 	exit_register_msrs(vm);      /* first: the MSR lookup is a scan in this order */
 	spec_register_msrs(vm);
 	vm_create_devices(vm);
@@ -583,7 +552,7 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	vm_running_add(vm);
 	vcpu_run(v);
 	while (vm->nr_timers)
-		vm_timer_cancel(vm, vm->timers[0]);
+		vm_timer_cancel(vm->timers[0]);
 	console_lock();              /* its last lines and table together */
 	vm_line_flush(vm);           /* its unfinished line; kprintf ends it */
 	report_end(vm);
@@ -595,6 +564,7 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	vendor_vm_destroy(vm);
 	status = vm->status;
 out:
+	platform_free(vm);
 	pmem_free(mem_hpa, mem);
 	pmem_free((uint64_t)(uintptr_t)v, sizeof(*v));
 	pmem_free((uint64_t)(uintptr_t)vm, vm_pages);

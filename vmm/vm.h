@@ -6,21 +6,8 @@
 #include <stdint.h>
 
 #include "core/options.h"
-#include "dev/acpi_pm.h"
-#include "dev/debug_exit.h"
-#include "dev/fwcfg.h"
-#include "dev/i8042.h"
-#include "dev/ioapic.h"
-#include "dev/lapic.h"
-#include "dev/mmio_test.h"
 #include "dev/device.h"
-#include "dev/pci_host.h"
-#include "dev/pic8259.h"
-#include "dev/pit8254.h"
-#include "dev/pmtimer.h"
-#include "dev/postcode.h"
-#include "dev/rtc.h"
-#include "dev/uart16550.h"
+#include "dev/lapic.h"
 #include "include/lightpath/abi.h"
 #include "vmm/guest_clock.h"
 #include "vmm/light.h"
@@ -33,9 +20,8 @@
 #define VM_MAX_MMIO_RANGES 8
 #define VM_MAX_TIMERS     16
 #define VM_MAX_MSR_RANGES 24
-#define VM_CONSOLE_BACKLOG 4096
 #define VM_LINE_MAX       256     /* a guest line held while VMs run side by side */
-#define VM_LINE_QUIET_POLLS 20    /* 100 ms of console polls */   /* typed bytes held for a guest that is not reading */
+#define VM_LINE_QUIET_POLLS 20    /* 100 ms of console polls */
 
 /* Guest GPRs the exit stub moves. On SVM, RAX and RSP live in the VMCB.
  * In the light loop only rbx, rcx, rdx and rdi are valid here; the others
@@ -151,23 +137,9 @@ struct vm {
 	uint64_t nb_cfg;            /* AMD NB_CFG, remembered only */
 	bool unclaimed_stop;        /* unclaimed=stop: an access nobody claims stops the VM */
 
-	struct uart16550 uart;
-	struct debug_exit debug_exit;
-	struct pmtimer pmtimer;
-	struct postcode postcode;
-	struct mmio_test mmio_test;
-	struct pic8259 pic;
-	struct ioapic ioapic;
-	struct pit8254 pit;
-	struct rtc rtc;
-	struct pci_host pci;
-	struct i8042 kbd;
-	struct fwcfg fwcfg;
-	struct acpi_pm acpi_pm;
-	struct vm_timer console_timer;
-	/* host console input the guest's UART could not take yet (a ring) */
-	uint8_t console_backlog[VM_CONSOLE_BACKLOG];
-	unsigned console_backlog_head, console_backlog_len;
+	/* the PC: devices, their interrupt wiring, console input (vmm/platform.c);
+	 * its devices see it as their struct dev_host, and nothing else of the VM */
+	struct dev_host *pc;
 	struct vm_timer time_limit;  /* timeout = / vm.timeout=: stops the VM when it fires */
 	unsigned time_limit_s;       /* 0 = none */
 
@@ -185,6 +157,16 @@ struct vm {
 	unsigned out_len;
 	unsigned out_quiet;         /* console polls since its last byte */
 };
+
+/* The platform (struct dev_host, vmm/platform.c) begins with this: the
+ * VM's timers find their VM from the handle a device arms them with. */
+struct dev_host_head {
+	struct vm *vm;
+};
+static inline struct vm *dev_host_vm(const struct dev_host *h)
+{
+	return ((const struct dev_host_head *)(const void *)h)->vm;
+}
 
 /* port_map entries: the index of the port's range in io[], with this bit set
  * when the light path must not call it: nobody is there (index 0), or the
@@ -235,6 +217,13 @@ bool vm_timers_run(struct vm *vm);
 /* Programs the host timer for the next deadline (after the VM's clock
  * changed its offset or stopped polling). */
 void vm_timers_reprogram(struct vm *vm);
+
+/* Ends the VM with `status` (the first end stands); `why` goes in its end
+ * line. Devices reach it through dev_vm_end. */
+void vm_end(struct vm *vm, unsigned status, const char *why);
+/* One byte of the guest's serial output to the console (the lines of VMs
+ * side by side kept apart). Devices reach it through dev_console_putc. */
+void vm_console_putc(struct vm *vm, char c);
 
 /* Stops the VM for misbehaving: one report line, status LP_STATUS_VM_FAULT.
  * A VM that has already ended is left alone (the first reason stands). */

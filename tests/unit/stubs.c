@@ -3,16 +3,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-int fake_vm_storage;
+int fake_host_storage;
+
+struct irq_line stub_irq(unsigned gsi)
+{
+	return (struct irq_line){ .host = FAKE_HOST, .gsi = (uint8_t)gsi };
+}
 
 char stub_console[4096];
 unsigned stub_console_len;
-struct vm *stub_console_vm;
+struct dev_host *stub_console_host;
 
 unsigned stub_vm_end_calls;
 unsigned stub_vm_end_status;
 const char *stub_vm_end_why;
-struct vm *stub_vm_end_vm;
+struct dev_host *stub_vm_end_host;
 
 uint64_t stub_tsc;
 uint64_t stub_tsc_hz;
@@ -32,11 +37,11 @@ void stubs_reset(void)
 {
 	memset(stub_console, 0, sizeof(stub_console));
 	stub_console_len = 0;
-	stub_console_vm = NULL;
+	stub_console_host = NULL;
 	stub_vm_end_calls = 0;
 	stub_vm_end_status = 0;
 	stub_vm_end_why = NULL;
-	stub_vm_end_vm = NULL;
+	stub_vm_end_host = NULL;
 	stub_tsc = 0;
 	stub_tsc_hz = 0;
 	memset(&stub_clock, 0, sizeof(stub_clock));
@@ -53,17 +58,17 @@ void stubs_reset(void)
 	stub_timer_arms = 0;
 }
 
-void vm_console_putc(struct vm *vm, char c)
+void dev_console_putc(struct dev_host *h, char c)
 {
-	stub_console_vm = vm;
+	stub_console_host = h;
 	if (stub_console_len + 1 < sizeof(stub_console))
 		stub_console[stub_console_len++] = c;
 }
 
-void vm_end(struct vm *vm, unsigned status, const char *why)
+void dev_vm_end(struct dev_host *h, unsigned status, const char *why)
 {
 	stub_vm_end_calls++;
-	stub_vm_end_vm = vm;
+	stub_vm_end_host = h;
 	stub_vm_end_status = status;
 	stub_vm_end_why = why;
 }
@@ -78,9 +83,9 @@ uint64_t platform_tsc_hz(void)
 	return stub_tsc_hz;
 }
 
-struct guest_clock *vm_clock(struct vm *vm)
+struct guest_clock *dev_clock(struct dev_host *h)
 {
-	(void)vm;
+	(void)h;
 	return &stub_clock;
 }
 
@@ -90,16 +95,15 @@ uint64_t clock_read_slow(struct guest_clock *c, uint64_t host)
 	return host + (uint64_t)c->offset;
 }
 
-enum irq_edge_state vm_irq_edge_state(struct vm *vm, unsigned gsi)
+enum irq_edge_state irq_line_edge_state(const struct irq_line *l)
 {
-	(void)vm;
-	(void)gsi;
+	(void)l;
 	return stub_irq_edge_state;
 }
 
-void vm_irq_line(struct vm *vm, unsigned gsi, bool level)
+void irq_line_set(const struct irq_line *l, bool level)
 {
-	(void)vm;
+	unsigned gsi = l->gsi;
 	stub_irq_calls++;
 	if (gsi >= STUB_IRQ_LINES)
 		return;
@@ -118,9 +122,8 @@ static void timer_unlink(struct vm_timer *t)
 	}
 }
 
-void vm_timer_arm(struct vm *vm, struct vm_timer *t, uint64_t deadline_tsc)
+void vm_timer_arm(struct vm_timer *t, uint64_t deadline_tsc)
 {
-	(void)vm;
 	stub_timer_arms++;
 	if (!t->armed) {
 		if (stub_nr_timers == STUB_MAX_TIMERS)
@@ -131,9 +134,8 @@ void vm_timer_arm(struct vm *vm, struct vm_timer *t, uint64_t deadline_tsc)
 	t->deadline_tsc = deadline_tsc ? deadline_tsc : 1;
 }
 
-void vm_timer_cancel(struct vm *vm, struct vm_timer *t)
+void vm_timer_cancel(struct vm_timer *t)
 {
-	(void)vm;
 	if (!t->armed)
 		return;
 	t->armed = false;

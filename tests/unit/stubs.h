@@ -8,28 +8,30 @@
 
 #include "dev/device.h"
 
-/* A struct vm is opaque to devices; tests hand them the address of this. */
-extern int fake_vm_storage;
-#define FAKE_VM ((struct vm *)&fake_vm_storage)
+/* A struct dev_host is opaque to devices; tests hand them the address of
+ * this, and interrupt lines made by stub_irq(). */
+extern int fake_host_storage;
+#define FAKE_HOST ((struct dev_host *)&fake_host_storage)
+struct irq_line stub_irq(unsigned gsi);
 
-extern char stub_console[4096];   /* vm_console_putc output, NUL-terminated */
+extern char stub_console[4096];   /* dev_console_putc output, NUL-terminated */
 extern unsigned stub_console_len;
-extern struct vm *stub_console_vm; /* vm of the last vm_console_putc */
+extern struct dev_host *stub_console_host; /* host of the last dev_console_putc */
 
 extern unsigned stub_vm_end_calls;
 extern unsigned stub_vm_end_status;
 extern const char *stub_vm_end_why;
-extern struct vm *stub_vm_end_vm;
+extern struct dev_host *stub_vm_end_host;
 
 extern uint64_t stub_tsc;          /* what platform_tsc() returns */
-/* vm_clock(): the VM's time is stub_tsc (offset 0), never polling */
+/* dev_clock(): the VM's time is stub_tsc (offset 0), never polling */
 extern struct guest_clock stub_clock;
 extern unsigned stub_clock_polls;   /* clock_read_slow calls */
-/* what vm_irq_edge_state() answers (IRQ_EDGE_FREE after stubs_reset) */
+/* what irq_line_edge_state() answers (IRQ_EDGE_FREE after stubs_reset) */
 extern enum irq_edge_state stub_irq_edge_state;
 extern uint64_t stub_tsc_hz;       /* what platform_tsc_hz() returns */
 
-/* vm_irq_line: the level each line was last driven to, how many times it
+/* irq_line_set: the level each line was last driven to, how many times it
  * was raised (a call with level = true), and the calls in order. */
 #define STUB_IRQ_LINES 24
 extern bool stub_irq_level[STUB_IRQ_LINES];

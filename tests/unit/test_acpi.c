@@ -261,7 +261,7 @@ static void test_pm1_power_off(void **state)
 {
 	(void)state;
 	struct acpi_pm pm;
-	acpi_pm_init(&pm, FAKE_VM);
+	acpi_pm_init(&pm, FAKE_HOST, stub_irq(9));
 	struct io_range r;
 	acpi_pm_range(&pm, &r);
 	assert_int_equal(r.base, 0x600);
@@ -275,11 +275,11 @@ static void test_pm1_power_off(void **state)
 	assert_int_equal(stub_vm_end_calls, 1);
 	assert_int_equal(stub_vm_end_status, 0);
 	assert_string_equal(stub_vm_end_why, "ACPI power-off");
-	assert_ptr_equal(stub_vm_end_vm, FAKE_VM);
+	assert_ptr_equal(stub_vm_end_host, FAKE_HOST);
 
 	/* another sleep type is ignored; SLP_EN reads 0 */
 	stubs_reset();
-	acpi_pm_init(&pm, FAKE_VM);
+	acpi_pm_init(&pm, FAKE_HOST, stub_irq(9));
 	assert_int_equal(pm_out(&pm, 0x604, 1u << 10 | 0x2000, 2), IO_OK);
 	assert_int_equal(stub_vm_end_calls, 0);
 	assert_int_equal(pm_in(&pm, 0x604, 2) & 0x2000, 0);
@@ -288,7 +288,7 @@ static void test_pm1_power_off(void **state)
 	assert_int_equal(stub_vm_end_calls, 1);
 	/* a 32-bit write at 0x604 reaches past the block harmlessly */
 	stubs_reset();
-	acpi_pm_init(&pm, FAKE_VM);
+	acpi_pm_init(&pm, FAKE_HOST, stub_irq(9));
 	assert_int_equal(pm_out(&pm, 0x604, 0xffff0000u | 5u << 10 | 0x2000, 4), IO_VM_END);
 }
 
@@ -296,7 +296,7 @@ static void test_pm1_status_enable_sci(void **state)
 {
 	(void)state;
 	struct acpi_pm pm;
-	acpi_pm_init(&pm, FAKE_VM);
+	acpi_pm_init(&pm, FAKE_HOST, stub_irq(9));
 	pm_out(&pm, 0x602, 0xffff, 2);
 	assert_int_equal(pm_in(&pm, 0x602, 2), PM1_EN_MASK);
 	assert_int_equal(stub_irq_calls, 0);

@@ -42,7 +42,7 @@ static void test_items(void **state)
 {
 	(void)state;
 	stubs_reset();
-	fwcfg_init(&fw, FAKE_VM, 256ull << 20, 2);
+	fwcfg_init(&fw, 256ull << 20, 2);
 	struct io_range r;
 	fwcfg_range(&fw, &r);
 	assert_int_equal(r.base, 0x510);

@@ -15,7 +15,7 @@ static int setup(void **state)
 {
 	(void)state;
 	stubs_reset();
-	i8042_init(&kbc, FAKE_VM);
+	i8042_init(&kbc, FAKE_HOST);
 	return 0;
 }
 
@@ -84,10 +84,10 @@ static void test_reset(void **state)
 	assert_int_equal(out(0x64, 0xfe), IO_VM_END);
 	assert_int_equal(stub_vm_end_calls, 1);
 	assert_int_equal(stub_vm_end_status, 0);
-	assert_ptr_equal(stub_vm_end_vm, FAKE_VM);
+	assert_ptr_equal(stub_vm_end_host, FAKE_HOST);
 	assert_string_equal(stub_vm_end_why, "reset requested (i8042)");
 	/* the output port's reset line too */
-	i8042_init(&kbc, FAKE_VM);
+	i8042_init(&kbc, FAKE_HOST);
 	out(0x64, 0xd0);
 	assert_int_equal(in(0x60) & 1, 1);
 	out(0x64, 0xd1);

@@ -27,7 +27,7 @@ static int setup(void **state)
 	stub_tsc_hz = 1000000000ull;
 	stub_tsc = 1000;
 	neoi = 0;
-	lapic_init(&apic, FAKE_VM, 0, true);
+	lapic_init(&apic, FAKE_HOST, 0, true);
 	lapic_set_eoi_hook(&apic, eoi_hook, &apic);
 	return 0;
 }
@@ -264,7 +264,7 @@ static void test_timer_oneshot(void **state)
 	/* 2 GHz TSC, divide by 16: 100 counts = 1600 ns = 3200 cycles */
 	stubs_reset();
 	stub_tsc_hz = 2000000000ull;
-	lapic_init(&apic, FAKE_VM, 0, true);
+	lapic_init(&apic, FAKE_HOST, 0, true);
 	enable();
 	mw(LAPIC_TIMER_DIV, 0x3);
 	assert_int_equal(mr(LAPIC_TIMER_DIV), 3);
@@ -312,7 +312,7 @@ static void test_timer_periodic_and_mask(void **state)
 	assert_true(irr_has(0x42));
 	/* a late expiry (the vCPU did not run for six periods): all counted */
 	stub_tsc = 10500;
-	vm_timer_cancel(FAKE_VM, &apic.timer);
+	vm_timer_cancel(&apic.timer);
 	apic.timer.fire(&apic.timer, 10500);
 	assert_int_equal(apic.timer_late, 6);   /* 4000..10000, the first still in IRR */
 	assert_int_equal(apic.timer.deadline_tsc, 11000);
@@ -425,7 +425,7 @@ static void test_x2apic_msrs(void **state)
 {
 	(void)state;
 	uint64_t v;
-	lapic_init(&apic, FAKE_VM, 3, true);
+	lapic_init(&apic, FAKE_HOST, 3, true);
 	/* not in x2APIC mode: every x2APIC MSR is #GP */
 	assert_int_equal(msr_r(0x802, &v), LAPIC_GP);
 	assert_int_equal(msr_w(0x808, 0), LAPIC_GP);

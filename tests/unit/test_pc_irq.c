@@ -22,9 +22,9 @@ static int setup(void **state)
 	(void)state;
 	stubs_reset();
 	stub_tsc_hz = 1000000000ull;
-	pic_init(&pic, FAKE_VM);
-	ioapic_init(&io, FAKE_VM, 0, pc_ioapic_deliver, &apic);
-	lapic_init(&apic, FAKE_VM, 0, true);
+	pic_init(&pic);
+	ioapic_init(&io, 0, pc_ioapic_deliver, &apic);
+	lapic_init(&apic, FAKE_HOST, 0, true);
 	lapic_set_eoi_hook(&apic, pc_lapic_eoi, &io);
 	lapic_firmware_setup(&apic);
 	/* the 8259 as Linux programs it */
@@ -48,9 +48,9 @@ static int setup_firmware(void **state)
 	(void)state;
 	stubs_reset();
 	stub_tsc_hz = 1000000000ull;
-	pic_init(&pic, FAKE_VM);
-	ioapic_init(&io, FAKE_VM, 0, pc_ioapic_deliver, &apic);
-	lapic_init(&apic, FAKE_VM, 0, true);
+	pic_init(&pic);
+	ioapic_init(&io, 0, pc_ioapic_deliver, &apic);
+	lapic_init(&apic, FAKE_HOST, 0, true);
 	lapic_set_eoi_hook(&apic, pc_lapic_eoi, &io);
 	pc_irq_firmware_setup(&pic, &io, &apic);
 	return 0;
@@ -124,14 +124,14 @@ static void test_ioapic_path_with_pit(void **state)
 	lapic_write(&apic, LAPIC_LVT_LINT0, LAPIC_LVT_MASKED | 0x700);
 	ioapic_write_reg(&io, 0x10 + 2 * 2, 0x40);   /* GSI 2 (IRQ0) -> vector 0x40 */
 	ioapic_write_reg(&io, 0x11 + 2 * 2, 0);
-	pit_init(&pit, FAKE_VM);
+	pit_init(&pit, FAKE_HOST, stub_irq(0));
 	uint64_t d = 0x34;                           /* mode 2, 1000 ticks */
 	pit_io(NULL, 0x43, &d, 1, true, &pit);
 	d = 1000 & 0xff;
 	pit_io(NULL, 0x40, &d, 1, true, &pit);
 	d = 1000 >> 8;
 	pit_io(NULL, 0x40, &d, 1, true, &pit);
-	/* the stub vm_irq_line only records; route what it saw by hand */
+	/* the stub irq_line_set only records; route what it saw by hand */
 	uint64_t deadline = stubs_next_deadline();
 	assert_true(deadline > 0);
 	stubs_advance_to(deadline);

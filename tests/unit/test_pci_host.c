@@ -22,7 +22,7 @@ static void test_empty_bus(void **state)
 {
 	(void)state;
 	stubs_reset();
-	pci_host_init(&pci, FAKE_VM);
+	pci_host_init(&pci);
 	struct io_range r;
 	pci_host_range(&pci, &r);
 	assert_int_equal(r.base, 0xcf8);

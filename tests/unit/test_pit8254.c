@@ -19,7 +19,7 @@ static int setup(void **state)
 	stubs_reset();
 	stub_tsc_hz = PIT_HZ * 10;
 	stub_tsc = 0;
-	pit_init(&pit, FAKE_VM);
+	pit_init(&pit, FAKE_HOST, stub_irq(0));
 	stub_tsc = T0;
 	return 0;
 }
@@ -147,7 +147,7 @@ static void test_mode2_irq0(void **state)
 	pit_irq_taken(&pit);                    /* nothing late: nothing sent */
 	assert_int_equal(stub_irq_raises[0], 10);
 	/* a late timer (the guest did not run): every edge counts */
-	vm_timer_cancel(FAKE_VM, &pit.timer);
+	vm_timer_cancel(&pit.timer);
 	stub_tsc = T0 + 10 * 1234 + 5;
 	pit.timer.fire(&pit.timer, stub_tsc);
 	assert_int_equal(stub_irq_raises[0], 11);
@@ -161,7 +161,7 @@ static void test_mode2_irq0(void **state)
 	stubs_advance_to(T0 + 10 * 1500);
 	assert_int_equal(stub_irq_raises[0], 15);
 	assert_int_equal(pit.irq_late, 0);
-	vm_timer_cancel(FAKE_VM, &pit.timer);
+	vm_timer_cancel(&pit.timer);
 	stub_tsc = T0 + 10 * 1800;              /* three at once: one sent */
 	pit.timer.fire(&pit.timer, stub_tsc);
 	assert_int_equal(stub_irq_raises[0], 16);

@@ -18,7 +18,7 @@ static void start(uint64_t tsc_hz, uint64_t tsc0)
 	stubs_reset();
 	stub_tsc_hz = tsc_hz;
 	stub_tsc = tsc0;
-	pmtimer_init(&pm, FAKE_VM);
+	pmtimer_init(&pm, &stub_clock);
 }
 
 /* floor(delta * HZ / hz) mod 2^24, the definition. */
@@ -47,7 +47,7 @@ static void test_range(void **state)
 	assert_ptr_equal(r.opaque, &pm);
 	assert_true(r.light);
 	assert_string_equal(r.name, "acpi-pm-timer");
-	assert_ptr_equal(pm.vm, FAKE_VM);
+	assert_ptr_equal(pm.clock, &stub_clock);
 }
 
 static void test_exact_values(void **state)

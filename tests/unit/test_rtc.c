@@ -21,7 +21,7 @@ static int setup(void **state)
 	stub_tsc = 5000;
 	/* a Thursday, the last seconds of a leap day */
 	struct rtc_time boot = { 2024, 2, 29, 23, 59, 58 };
-	rtc_init(&rtc, FAKE_VM, &boot);
+	rtc_init(&rtc, &stub_clock, &boot);
 	return 0;
 }
 

@@ -22,7 +22,7 @@ static void test_debug_exit_range(void **state)
 	(void)state;
 	struct debug_exit dev;
 	struct io_range r;
-	debug_exit_init(&dev, FAKE_VM);
+	debug_exit_init(&dev, FAKE_HOST);
 	debug_exit_range(&dev, &r);
 	assert_int_equal(r.base, 0xf4);
 	assert_int_equal(r.len, 4);
@@ -36,12 +36,12 @@ static void test_debug_exit_write(void **state)
 {
 	(void)state;
 	struct debug_exit dev;
-	debug_exit_init(&dev, FAKE_VM);
+	debug_exit_init(&dev, FAKE_HOST);
 	uint64_t v = 0x31;
 	assert_int_equal(debug_exit_io(NULL, 0xf4, &v, 1, true, &dev), IO_VM_END);
 	assert_int_equal(stub_vm_end_calls, 1);
 	assert_int_equal(stub_vm_end_status, 0x31);
-	assert_ptr_equal(stub_vm_end_vm, FAKE_VM);
+	assert_ptr_equal(stub_vm_end_host, FAKE_HOST);
 	assert_string_equal(stub_vm_end_why, "isa-debug-exit");
 }
 
@@ -49,7 +49,7 @@ static void test_debug_exit_sizes(void **state)
 {
 	(void)state;
 	struct debug_exit dev;
-	debug_exit_init(&dev, FAKE_VM);
+	debug_exit_init(&dev, FAKE_HOST);
 	/* Only the low `size` bytes of the register are the value written. */
 	uint64_t v = 0xffffff10;
 	assert_int_equal(debug_exit_io(NULL, 0xf4, &v, 1, true, &dev), IO_VM_END);
@@ -70,7 +70,7 @@ static void test_debug_exit_read(void **state)
 {
 	(void)state;
 	struct debug_exit dev;
-	debug_exit_init(&dev, FAKE_VM);
+	debug_exit_init(&dev, FAKE_HOST);
 	uint64_t v = ~0ull;
 	assert_int_equal(debug_exit_io(NULL, 0xf4, &v, 4, false, &dev), IO_OK);
 	assert_int_equal(v, 0);
@@ -82,7 +82,7 @@ static void test_postcode(void **state)
 	(void)state;
 	struct postcode dev;
 	struct io_range r;
-	postcode_init(&dev, FAKE_VM);
+	postcode_init(&dev);
 	postcode_range(&dev, &r);
 	assert_int_equal(r.base, 0x80);
 	assert_int_equal(r.len, 1);

@@ -17,7 +17,7 @@ static int setup(void **state)
 {
 	(void)state;
 	stubs_reset();
-	uart16550_init(&uart, FAKE_VM);
+	uart16550_init(&uart, FAKE_HOST, stub_irq(4));
 	return 0;
 }
 
@@ -48,7 +48,8 @@ static void test_range(void **state)
 	assert_ptr_equal(r.opaque, &uart);
 	assert_true(r.light);
 	assert_string_equal(r.name, "uart16550");
-	assert_ptr_equal(uart.vm, FAKE_VM);
+	assert_ptr_equal(uart.host, FAKE_HOST);
+	assert_int_equal(uart.irq.gsi, 4);
 }
 
 static void test_reset_values(void **state)
@@ -73,7 +74,7 @@ static void test_thr_output(void **state)
 	for (const char *p = msg; *p; p++)
 		outb(UART_THR, (uint8_t)*p);
 	assert_string_equal(stub_console, msg);
-	assert_ptr_equal(stub_console_vm, FAKE_VM);
+	assert_ptr_equal(stub_console_host, FAKE_HOST);
 	/* High bytes pass through unchanged. */
 	outb(UART_THR, 0xe9);
 	assert_int_equal((uint8_t)stub_console[stub_console_len - 1], 0xe9);

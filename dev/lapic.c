@@ -198,46 +198,63 @@ bool lapic_pic_intr_allowed(const struct lapic *a)
 	return !(lint0 & LAPIC_LVT_MASKED) && LAPIC_LVT_DM(lint0) == LAPIC_DM_EXTINT;
 }
 
-/* ---- IPIs (one vCPU: only messages that include this APIC do anything) ---- */
+/* ---- IPIs: the message goes on the VM's APIC bus ---- */
+
+void lapic_set_send_hook(struct lapic *a, lapic_send_fn fn, void *ctx)
+{
+	a->send_hook = fn;
+	a->send_ctx = ctx;
+}
+
+bool lapic_msg_targets(const struct lapic *a, const struct lapic *from, const struct apic_msg *m)
+{
+	switch (m->shorthand) {
+	case LAPIC_SH_SELF:
+		return a == from;
+	case LAPIC_SH_ALL:
+		return true;
+	case LAPIC_SH_OTHERS:
+		return a != from;
+	default:
+		return lapic_match_dest(a, m->dest, m->logical);
+	}
+}
+
+void lapic_msg_receive(struct lapic *a, const struct apic_msg *m)
+{
+	switch (m->delivery_mode) {
+	case LAPIC_DM_FIXED:
+	case LAPIC_DM_LOWEST:
+		lapic_accept(a, m->vector, m->level);
+		break;
+	case LAPIC_DM_NMI:
+		a->nmi_pending = true;
+		break;
+	default: /* SMI, INIT, SIPI, ExtINT: see lapic.h */
+		break;
+	}
+}
 
 static void send_ipi(struct lapic *a)
 {
 	uint32_t lo = a->icr_lo;
-	unsigned shorthand = (lo >> 18) & 3, dm = (lo >> 8) & 7;
-	uint8_t vector = (uint8_t)lo;
-	bool logical = lo & (1u << 11);
-	uint32_t dest = lapic_x2apic(a) ? a->icr_hi : a->icr_hi >> 24;
-	bool to_self;
-
-	switch (shorthand) {
-	case 1: /* self */
-	case 2: /* all including self */
-		to_self = true;
-		break;
-	case 3: /* all excluding self */
-		to_self = false;
-		break;
-	default:
-		to_self = lapic_match_dest(a, dest, logical);
-		break;
-	}
-	if ((dm == 0 || dm == 1) && vector < 16) {
+	struct apic_msg m = {
+		.dest = lapic_x2apic(a) ? a->icr_hi : a->icr_hi >> 24,
+		.vector = (uint8_t)lo,
+		.delivery_mode = (uint8_t)((lo >> 8) & 7),
+		.shorthand = (uint8_t)((lo >> 18) & 3),
+		.logical = lo & (1u << 11),
+		.level = false,   /* an IPI is never routed back to the I/O APIC */
+	};
+	if ((m.delivery_mode == LAPIC_DM_FIXED || m.delivery_mode == LAPIC_DM_LOWEST) &&
+	    m.vector < 16) {
 		record_error(a, LAPIC_ESR_SEND_ILLEGAL);
 		return;
 	}
-	if (!to_self)
-		return;
-	switch (dm) {
-	case 0: /* fixed */
-	case 1: /* lowest priority */
-		lapic_accept(a, vector, false);
-		break;
-	case 4: /* NMI */
-		a->nmi_pending = true;
-		break;
-	default: /* SMI, INIT, SIPI: nothing to do with one vCPU */
-		break;
-	}
+	if (a->send_hook)
+		a->send_hook(a->send_ctx, a, &m);
+	else if (lapic_msg_targets(a, a, &m))
+		lapic_msg_receive(a, &m);
 }
 
 /* ---- timer ---- */

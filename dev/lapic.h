@@ -80,8 +80,18 @@
 #define LAPIC_LVT_DELIVS     (1u << 12)
 #define LAPIC_LVT_DM(v)      (((v) >> 8) & 7)
 #define LAPIC_DM_FIXED       0u
+#define LAPIC_DM_LOWEST      1u
+#define LAPIC_DM_SMI         2u
 #define LAPIC_DM_NMI         4u
+#define LAPIC_DM_INIT        5u
+#define LAPIC_DM_SIPI        6u
 #define LAPIC_DM_EXTINT      7u
+
+/* ICR destination shorthands */
+#define LAPIC_SH_NONE        0u
+#define LAPIC_SH_SELF        1u
+#define LAPIC_SH_ALL         2u
+#define LAPIC_SH_OTHERS      3u
 
 #define LAPIC_TIMER_ONESHOT     0u
 #define LAPIC_TIMER_PERIODIC    1u
@@ -103,6 +113,22 @@ struct lapic;
 /* EOI of a vector that was accepted level-triggered (TMR set): the
  * hypervisor passes it on to ioapic_eoi(). */
 typedef void (*lapic_eoi_fn)(void *ctx, uint8_t vector);
+
+/* One interrupt message on a VM's APIC bus: an IPI (an ICR write) or an
+ * I/O APIC redirection. `dest` is as the sender means it: 8 bits from an
+ * xAPIC or the I/O APIC, 32 from an x2APIC. */
+struct apic_msg {
+	uint32_t dest;
+	uint8_t vector;
+	uint8_t delivery_mode;  /* LAPIC_DM_* */
+	uint8_t shorthand;      /* LAPIC_SH_* (the I/O APIC sends none) */
+	bool logical;           /* destination mode */
+	bool level;             /* level-triggered: TMR set, the EOI goes back to the I/O APIC */
+};
+/* Where an APIC's IPIs go: the VM's APIC bus, which hands each message to
+ * the APICs it names (vmm/platform.c). An APIC without one is alone on its
+ * bus (the unit tests). */
+typedef void (*lapic_send_fn)(void *ctx, struct lapic *from, const struct apic_msg *m);
 
 struct lapic {
 	uint32_t id;            /* APIC ID */
@@ -130,6 +156,8 @@ struct lapic {
 	/* hooks */
 	lapic_eoi_fn eoi_hook;
 	void *eoi_ctx;
+	lapic_send_fn send_hook;
+	void *send_ctx;
 	bool nmi_pending;       /* an NMI IPI to self was sent; the hypervisor clears it */
 	uint64_t timer_fires;   /* interrupts the timer sent, for statistics and tests */
 	uint64_t timer_fires_late; /* of those, sent after their time (a periodic
@@ -148,6 +176,15 @@ void lapic_init(struct lapic *a, struct dev_host *host, uint32_t apic_id, bool b
 void lapic_firmware_setup(struct lapic *a);
 
 void lapic_set_eoi_hook(struct lapic *a, lapic_eoi_fn fn, void *ctx);
+void lapic_set_send_hook(struct lapic *a, lapic_send_fn fn, void *ctx);
+
+/* Is APIC `a` among the destinations of message m? `from` is the APIC that
+ * sent it (for the shorthands), or 0 (the I/O APIC). */
+bool lapic_msg_targets(const struct lapic *a, const struct lapic *from, const struct apic_msg *m);
+/* APIC `a` takes message m: fixed and lowest priority go to IRR, an NMI
+ * waits in nmi_pending. SMI, INIT, SIPI and ExtINT messages are dropped:
+ * a VM has one vCPU, which they would reset or start. */
+void lapic_msg_receive(struct lapic *a, const struct apic_msg *m);
 
 /* Register file by xAPIC offset (0x000-0x3F0), mode-independent; value is
  * 32 bits except the x2APIC ICR (64). These do not apply the x2APIC access

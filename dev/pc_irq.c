@@ -53,22 +53,29 @@ enum irq_edge_state pc_irq_edge_state(const struct pic8259 *pic, const struct io
 	return !open ? IRQ_EDGE_MASKED : waiting ? IRQ_EDGE_WAITING : IRQ_EDGE_FREE;
 }
 
+_Static_assert(IOAPIC_DM_FIXED == LAPIC_DM_FIXED && IOAPIC_DM_LOWEST == LAPIC_DM_LOWEST &&
+	       IOAPIC_DM_SMI == LAPIC_DM_SMI && IOAPIC_DM_NMI == LAPIC_DM_NMI &&
+	       IOAPIC_DM_INIT == LAPIC_DM_INIT && IOAPIC_DM_EXTINT == LAPIC_DM_EXTINT,
+	       "one numbering of delivery modes on the APIC bus");
+
+struct apic_msg pc_ioapic_msg(const struct ioapic_irq *irq)
+{
+	return (struct apic_msg){
+		.dest = irq->dest,
+		.vector = irq->vector,
+		.delivery_mode = irq->delivery_mode,
+		.shorthand = LAPIC_SH_NONE,
+		.logical = irq->logical,
+		.level = irq->level,
+	};
+}
+
 void pc_ioapic_deliver(void *lapic, const struct ioapic_irq *irq)
 {
 	struct lapic *a = lapic;
-	switch (irq->delivery_mode) {
-	case IOAPIC_DM_FIXED:
-	case IOAPIC_DM_LOWEST:
-		if (lapic_match_dest(a, irq->dest, irq->logical))
-			lapic_accept(a, irq->vector, irq->level);
-		break;
-	case IOAPIC_DM_NMI:
-		if (lapic_match_dest(a, irq->dest, irq->logical))
-			a->nmi_pending = true;
-		break;
-	default:
-		break;
-	}
+	struct apic_msg m = pc_ioapic_msg(irq);
+	if (lapic_msg_targets(a, 0, &m))
+		lapic_msg_receive(a, &m);
 }
 
 void pc_lapic_eoi(void *ioapic, uint8_t vector)

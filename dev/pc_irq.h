@@ -4,7 +4,7 @@
  *   devices --irq_line_set--> pc_irq_set --> 8259 (ISA IRQ 0-15)
  *                                            \-> I/O APIC (GSI; IRQ0 -> GSI 2,
  *                                                the MADT's override)
- *   I/O APIC --pc_ioapic_deliver--> local APIC (lapic_accept)
+ *   I/O APIC --pc_ioapic_msg--> the VM's APIC bus --> local APICs (lapic_msg_receive)
  *   local APIC EOI of a level vector --pc_lapic_eoi--> ioapic_eoi
  *   before entering the guest: pc_intr_pending() -> vector to inject,
  *   when it is injected: pc_intr_ack().
@@ -45,10 +45,15 @@ void pc_irq_set(struct pic8259 *pic, struct ioapic *io, unsigned line, bool leve
 enum irq_edge_state pc_irq_edge_state(const struct pic8259 *pic, const struct ioapic *io,
 				      const struct lapic *a, unsigned line);
 
-/* ioapic_deliver_fn for ioapic_init(..., pc_ioapic_deliver, lapic): fixed and
- * lowest-priority messages addressed to this APIC go to lapic_accept(), NMI
- * sets lapic->nmi_pending; ExtINT is the 8259's business (pc_intr_pending),
- * SMI/INIT are ignored. */
+/* The I/O APIC's message as the APIC bus carries it (no shorthand; the
+ * delivery modes are numbered alike). */
+struct apic_msg pc_ioapic_msg(const struct ioapic_irq *irq);
+
+/* ioapic_deliver_fn for an I/O APIC with one local APIC on its bus
+ * (ioapic_init(..., pc_ioapic_deliver, lapic)): a message addressed to it
+ * goes to lapic_msg_receive() (fixed and lowest priority to IRR, NMI to
+ * nmi_pending; ExtINT is the 8259's business, pc_intr_pending). A VM's
+ * platform routes them over its APIC bus instead (vmm/platform.c). */
 void pc_ioapic_deliver(void *lapic, const struct ioapic_irq *irq);
 
 /* lapic_eoi_fn for lapic_set_eoi_hook(lapic, pc_lapic_eoi, ioapic). */

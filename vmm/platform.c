@@ -110,6 +110,39 @@ enum irq_edge_state irq_line_edge_state(const struct irq_line *l)
 	return pc_irq_edge_state(&pc->pic, &pc->ioapic, &pc->head.vm->vcpu->lapic, l->gsi);
 }
 
+/* The VM's APIC bus: an interrupt message (an IPI, an I/O APIC
+ * redirection) reaches the local APICs of this VM's vCPUs that it names,
+ * and no other: nothing a guest sends leaves its VM. Lowest priority goes
+ * to one of them, the lowest TPR (the first on a tie). */
+static void apic_deliver(struct vcpu *t, const struct apic_msg *m)
+{
+	lapic_msg_receive(&t->lapic, m);
+	t->pending |= VCPU_PENDING_RECHECK;   /* the hazard check injects it */
+}
+
+static void apic_bus_send(void *ctx, struct lapic *from, const struct apic_msg *m)
+{
+	struct vm *vm = ((struct dev_host *)ctx)->head.vm;
+	struct vcpu *lowest = 0;
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+		struct vcpu *t = vm->vcpus[i];
+		if (!lapic_msg_targets(&t->lapic, from, m))
+			continue;
+		if (m->delivery_mode != LAPIC_DM_LOWEST)
+			apic_deliver(t, m);
+		else if (!lowest || (t->lapic.tpr & 0xf0) < (lowest->lapic.tpr & 0xf0))
+			lowest = t;
+	}
+	if (lowest)
+		apic_deliver(lowest, m);
+}
+
+static void ioapic_to_bus(void *ctx, const struct ioapic_irq *irq)
+{
+	struct apic_msg m = pc_ioapic_msg(irq);
+	apic_bus_send(ctx, 0, &m);
+}
+
 static struct irq_line pc_line(struct dev_host *pc, unsigned gsi)
 {
 	return (struct irq_line){ .host = pc, .gsi = (uint8_t)gsi };
@@ -216,8 +249,9 @@ void platform_create(struct vm *vm)
 
 	pic_init(&pc->pic);
 	lapic_init(&v->lapic, pc, 0, true);
-	ioapic_init(&pc->ioapic, 0, pc_ioapic_deliver, &v->lapic);
+	ioapic_init(&pc->ioapic, 0, ioapic_to_bus, pc);
 	lapic_set_eoi_hook(&v->lapic, pc_lapic_eoi, &pc->ioapic);
+	lapic_set_send_hook(&v->lapic, apic_bus_send, pc);
 	/* as the BIOS leaves them: no device interrupt on an exception vector */
 	pc_irq_firmware_setup(&pc->pic, &pc->ioapic, &v->lapic);
 

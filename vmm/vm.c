@@ -516,6 +516,8 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	vm->mem_hpa = mem_hpa;
 	vm->mem_size = mem;
 	vm->vcpu = v;
+	vm->vcpus[0] = v;
+	vm->nr_vcpus = 1;
 	v->vm = vm;
 
 	unsigned status;

@@ -12,6 +12,7 @@
 #include "vmm/guest_clock.h"
 #include "vmm/light.h"
 #include "vmm/loader.h"
+#include "vmm/vmconfig.h"
 #include "arch_vcpu.h"   /* the backend's: -Ivmm/svm or -Ivmm/vmx */
 
 #define CPUID_CACHED_LEAVES 0x20
@@ -19,6 +20,7 @@
 #define VM_MAX_IO_RANGES  32
 #define VM_MAX_MMIO_RANGES 8
 #define VM_MAX_TIMERS     16
+#define VM_MAX_VCPUS      VMCONFIG_CPUS_MAX
 #define VM_MAX_MSR_RANGES 24
 #define VM_LINE_MAX       256     /* a guest line held while VMs run side by side */
 #define VM_LINE_QUIET_POLLS 20    /* 100 ms of console polls */
@@ -150,7 +152,11 @@ struct vm {
 	unsigned nr_timers;
 	struct vm_timer test_timer; /* LP_HC_TIMER */
 
-	struct vcpu *vcpu;
+	struct vcpu *vcpu;          /* the boot vCPU, vcpus[0] */
+	/* every vCPU, by APIC ID: the APIC bus (vmm/platform.c) reaches these
+	 * and no other (one per VM until several are implemented) */
+	struct vcpu *vcpus[VM_MAX_VCPUS];
+	unsigned nr_vcpus;
 	bool console_after_cr;      /* its last console byte was '\r' */
 	/* output held while other VMs run (vm_console_putc) */
 	char out_line[VM_LINE_MAX];

@@ -240,6 +240,73 @@ static void test_xapic_ipis(void **state)
 	assert_false(irr_has(0x58));
 }
 
+/* With a send hook, an ICR write is one message on the bus, as sent; a
+ * bus with two APICs delivers by lapic_msg_targets/lapic_msg_receive. */
+static struct lapic other;
+static struct apic_msg sent[4];
+static unsigned nsent;
+
+static void two_apic_bus(void *ctx, struct lapic *from, const struct apic_msg *m)
+{
+	assert_ptr_equal(ctx, &other);
+	sent[nsent++ & 3] = *m;
+	struct lapic *all[2] = { &apic, &other };
+	for (unsigned i = 0; i < 2; i++)
+		if (lapic_msg_targets(all[i], from, m))
+			lapic_msg_receive(all[i], m);
+}
+
+static bool other_irr(uint8_t v)
+{
+	return other.irr[v >> 5] & (1u << (v & 31));
+}
+
+static void test_ipi_bus(void **state)
+{
+	(void)state;
+	nsent = 0;
+	lapic_init(&other, FAKE_HOST, 1, false);
+	lapic_msr(&other, MSR_APIC_BASE, &(uint64_t){ 0xfee00800ull }, true);
+	uint64_t svr = 0x1ff;
+	lapic_write(&other, LAPIC_SVR, svr);
+	lapic_set_send_hook(&apic, two_apic_bus, &other);
+	enable();
+	mw(LAPIC_ICR_HI, 0x01000000);
+	mw(LAPIC_ICR_LO, 0x00004851);        /* fixed, logical, assert, dest 1 */
+	assert_int_equal(nsent, 1);
+	assert_int_equal(sent[0].dest, 1);
+	assert_int_equal(sent[0].vector, 0x51);
+	assert_int_equal(sent[0].delivery_mode, LAPIC_DM_FIXED);
+	assert_int_equal(sent[0].shorthand, LAPIC_SH_NONE);
+	assert_true(sent[0].logical);
+	assert_false(sent[0].level);
+	mw(LAPIC_ICR_LO, 0x00000052);        /* physical APIC 1: the other one only */
+	assert_true(other_irr(0x52));
+	assert_false(irr_has(0x52));
+	mw(LAPIC_ICR_LO, 0x000c0053);        /* all excluding self */
+	assert_true(other_irr(0x53));
+	assert_false(irr_has(0x53));
+	mw(LAPIC_ICR_LO, 0x00040054);        /* self */
+	assert_false(other_irr(0x54));
+	assert_true(irr_has(0x54));
+	mw(LAPIC_ICR_LO, 0x00080055);        /* all including self */
+	assert_true(other_irr(0x55));
+	assert_true(irr_has(0x55));
+	mw(LAPIC_ICR_LO, 0x000c0400);        /* NMI to the others */
+	assert_true(other.nmi_pending);
+	assert_false(apic.nmi_pending);
+	unsigned before = nsent;
+	mw(LAPIC_ICR_LO, 0x00000005);        /* illegal vector: never on the bus */
+	assert_int_equal(nsent, before);
+	mw(LAPIC_ESR, 0);                    /* latches the errors since */
+	assert_true(mr(LAPIC_ESR) & LAPIC_ESR_SEND_ILLEGAL);
+	/* INIT and SIPI are carried but not taken (one vCPU per VM) */
+	mw(LAPIC_ICR_LO, 0x00000500);
+	mw(LAPIC_ICR_LO, 0x00000608);
+	assert_int_equal(sent[(nsent - 1) & 3].delivery_mode, LAPIC_DM_SIPI);
+	assert_false(other_irr(0x08));
+}
+
 static void test_timer_oneshot(void **state)
 {
 	(void)state;
@@ -537,6 +604,7 @@ int main(void)
 		cmocka_unit_test_setup(test_level_eoi_hook, setup),
 		cmocka_unit_test_setup(test_illegal_vector_and_esr, setup),
 		cmocka_unit_test_setup(test_xapic_ipis, setup),
+		cmocka_unit_test_setup(test_ipi_bus, setup),
 		cmocka_unit_test_setup(test_timer_oneshot, setup),
 		cmocka_unit_test_setup(test_timer_periodic_and_mask, setup),
 		cmocka_unit_test_setup(test_timer_divide_change, setup),

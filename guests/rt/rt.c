@@ -197,6 +197,11 @@ static void idt_init(void)
 		g->off_hi = (uint16_t)(a >> 16);
 #endif
 	}
+	rt_idt_load();
+}
+
+void rt_idt_load(void)
+{
 	struct idt_ptr p = { sizeof(idt) - 1, (uintptr_t)idt };
 	asm volatile("lidt %0" : : "m"(p));
 }
@@ -369,11 +374,117 @@ bool tap_ok(bool cond, uint64_t got, const char *expected, const char *fmt, ...)
 	return ok;
 }
 
+void tap_skip(const char *fmt, ...)
+{
+	char why[200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	tap_ok(true, 0, "", "# SKIP %s", why);
+}
+
 int tap_end(void)
 {
 	rt_printf("selftest %s: %u passed, %u failed\n",
 		  tap_name ? tap_name : "?", tap_pass, tap_fail);
 	return tap_fail ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------- ACPI */
+
+/* A pointer to a physical address; the asm hides the constant from the
+ * compiler's bounds checks (addresses below 4 KiB look like NULL + n). */
+static const volatile uint8_t *acpi_phys(uint64_t a)
+{
+	uintptr_t p = (uintptr_t)a;
+	asm("" : "+r"(p));
+	return (const volatile uint8_t *)p;
+}
+
+static uint32_t acpi_rd32(uint64_t a)
+{
+	const volatile uint8_t *p = acpi_phys(a);
+	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static bool acpi_sum_ok(uint64_t a, uint32_t len)
+{
+	const volatile uint8_t *p = acpi_phys(a);
+	uint8_t sum = 0;
+	for (uint32_t i = 0; i < len; i++)
+		sum = (uint8_t)(sum + p[i]);
+	return sum == 0;
+}
+
+static bool acpi_sig(uint64_t a, const char *sig, unsigned n)
+{
+	const volatile uint8_t *p = acpi_phys(a);
+	for (unsigned i = 0; i < n; i++)
+		if (p[i] != (uint8_t)sig[i])
+			return false;
+	return true;
+}
+
+/* Reachable: paging off, or the first GiB that entry64 maps. */
+static bool acpi_reachable(uint64_t a, uint64_t len)
+{
+#ifdef __x86_64__
+	return a && a + len <= (1ull << 30);
+#else
+	return a && a + len <= (1ull << 32);
+#endif
+}
+
+static uint64_t rsdp_scan(uint64_t from, uint64_t to)
+{
+	for (uint64_t a = from; a + 20 <= to; a += 16)
+		if (acpi_sig(a, "RSD PTR ", 8) && acpi_sum_ok(a, 20))
+			return a;
+	return 0;
+}
+
+uint64_t rt_acpi_rsdp(void)
+{
+	const volatile uint8_t *bda = acpi_phys(0x40e);
+	uint64_t ebda = (uint64_t)(bda[0] | bda[1] << 8) << 4;
+	uint64_t a = 0;
+	if (ebda >= 0x80000 && ebda < 0xa0000)
+		a = rsdp_scan(ebda, ebda + 1024);
+	return a ? a : rsdp_scan(0xe0000, 0x100000);
+}
+
+uint64_t rt_acpi_table(const char *sig)
+{
+	uint64_t rsdp = rt_acpi_rsdp();
+	if (!rsdp)
+		return 0;
+	const volatile uint8_t *r = acpi_phys(rsdp);
+	uint64_t root = acpi_rd32(rsdp + 16);
+	unsigned width = 4;
+	if (r[15] >= 2 && acpi_sum_ok(rsdp, acpi_rd32(rsdp + 20))) {
+		uint64_t x = acpi_rd32(rsdp + 24) | (uint64_t)acpi_rd32(rsdp + 28) << 32;
+		if (x) {
+			root = x;
+			width = 8;
+		}
+	}
+	if (!acpi_reachable(root, 36) || !acpi_sig(root, width == 8 ? "XSDT" : "RSDT", 4))
+		return 0;
+	uint32_t len = acpi_rd32(root + 4);
+	if (len < 36 || !acpi_reachable(root, len) || !acpi_sum_ok(root, len))
+		return 0;
+	for (uint32_t off = 36; off + width <= len; off += width) {
+		uint64_t t = acpi_rd32(root + off);
+		if (width == 8)
+			t |= (uint64_t)acpi_rd32(root + off + 4) << 32;
+		if (!acpi_reachable(t, 36) || !acpi_sig(t, sig, 4))
+			continue;
+		uint32_t tlen = acpi_rd32(t + 4);
+		if (tlen >= 36 && acpi_reachable(t, tlen) && acpi_sum_ok(t, tlen))
+			return t;
+	}
+	return 0;
 }
 
 /* ---------------------------------------------------------------- start */

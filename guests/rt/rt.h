@@ -73,6 +73,10 @@ uint64_t rt_arg_u64(const char *key, uint64_t def);
 typedef void (*rt_handler_t)(struct rt_frame *f);
 /* Installs a C handler for one vector (exceptions and interrupts). */
 void rt_set_handler(unsigned vector, rt_handler_t fn);
+/* Loads the runtime's IDT on the calling CPU: an application processor
+ * shares the boot CPU's gates and handlers (which must then be safe to run
+ * on several CPUs at once). */
+void rt_idt_load(void);
 
 /* What the last unhandled-but-expected exception was. A test clears it,
  * runs one instruction with RT_ARM_RESUME in front (so a fault continues at
@@ -121,6 +125,16 @@ void rt_map_mmio_test(void);
 /* The same for any device page in the 4th GiB (the I/O APIC, the local
  * APIC): an identity, uncached 2 MiB page around pa in 64-bit mode. */
 void rt_map_mmio(uint64_t pa);
+
+/* ---- ACPI: the firmware's tables, found the way an OS finds them ---- */
+/* The RSDP (signature and checksum checked): the first KiB of the EBDA, then
+ * 0xe0000-0xfffff; 0 if there is none. */
+uint64_t rt_acpi_rsdp(void);
+/* The table with signature sig ("APIC", "FACP", ...) listed in the XSDT when
+ * the RSDP has one, else in the RSDT, with a good checksum; 0 if none (or,
+ * in 64-bit mode, if it lies beyond the identity-mapped first GiB). */
+uint64_t rt_acpi_table(const char *sig);
+
 /* The guest image as linked (guests/rt/guest.ld). */
 extern char __image_start[], __image_end[];
 
@@ -133,6 +147,8 @@ bool tap_ge(uint64_t got, uint64_t min, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 bool tap_ok(bool cond, uint64_t got, const char *expected, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* "ok N - # SKIP why": counts as passed. */
+void tap_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "selftest NAME: P passed, F failed"; returns the exit status. */
 int tap_end(void);
 

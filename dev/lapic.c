@@ -323,15 +323,19 @@ static void deadline_arm(struct lapic *a, uint64_t now)
 	vm_timer_cancel(&a->timer);
 	if (!a->tsc_deadline)
 		return;
-	/* the deadline in the VM's time (the clock without the guest's own
-	 * IA32_TSC writes), in which the timer service counts */
-	uint64_t at = a->tsc_deadline - (uint64_t)a->tsc_offset;
-	if (at <= now) {
+	/* Due once the guest's TSC has reached it: an unsigned compare in guest
+	 * TSC, as the CPU makes it (around a wrap of the guest's TSC, which its
+	 * IA32_TSC writes can bring near, not of the VM's time). Armed in the
+	 * VM's time (the clock without those writes), in which the timer
+	 * service counts; one beyond its range never fires. */
+	uint64_t guest_now = now + (uint64_t)a->tsc_offset;
+	if (a->tsc_deadline <= guest_now) {
 		a->tsc_deadline = 0;
 		timer_deliver(a);
 		return;
 	}
-	vm_timer_arm(&a->timer, at);
+	uint64_t ahead = a->tsc_deadline - guest_now;
+	vm_timer_arm(&a->timer, ahead > UINT64_MAX - now ? UINT64_MAX : now + ahead);
 }
 
 static void timer_fire(struct vm_timer *t, uint64_t now)

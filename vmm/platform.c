@@ -329,6 +329,18 @@ static void dump_interrupt_state(struct vm *vm)
 		pc->uart.ier, pc->uart.rx_count, pc->uart.irq_level, pc->ioapic.rte[4],
 		lapic_irr_nonempty(&v->lapic) ? "set" : "empty", highest_isr, v->lapic.tpr, pending,
 		vendor_interrupt_state(v));
+	/* the timers: a guest that waits for one that never comes shows it here */
+	const struct lapic *a = &v->lapic;
+	uint64_t now = clock_now(&vm->clock), next = 0;
+	for (unsigned i = 0; i < vm->nr_timers; i++)
+		if (!vm->timers[i]->host_clock && (!next || vm->timers[i]->deadline_tsc < next))
+			next = vm->timers[i]->deadline_tsc;
+	long next_us = next ? (long)((int64_t)(next - now) / (int64_t)(tsc_hz() / 1000000)) : 0;
+	kprintf("lightpath: vm%u: lapic timer lvt 0x%x init %u %s%s, %u fires; vm timers %u, next "
+		"device timer %ld us from now%s\n", vm->id, a->lvt[LVT_TIMER], a->timer_init,
+		a->timer_running ? "running" : "stopped", a->timer.armed ? " armed" : "",
+		(unsigned)a->timer_fires, vm->nr_timers, next_us,
+		vm->clock.polling ? " (the clock polls)" : "");
 }
 
 /* Moves held input into the guest's receive FIFO while it has room. */

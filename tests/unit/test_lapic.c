@@ -479,6 +479,30 @@ static void test_tsc_deadline(void **state)
 	assert_false(apic.timer.armed);
 	lapic_ack(&apic, 0x43);
 	lapic_eoi(&apic);
+	/* around a wrap of the guest's TSC the CPU compares unsigned in guest
+	 * TSC: 2^64 - 100 has passed 50, and 2^64 - 50 is 50 ticks ahead */
+	uint64_t vm_now = stub_tsc + (uint64_t)stub_clock.offset;
+	apic.tsc_offset = (int64_t)(0 - vm_now - 100);     /* guest TSC = 2^64 - 100 */
+	msr_w(MSR_TSC_DEADLINE, 50);
+	assert_true(irr_has(0x43));
+	lapic_ack(&apic, 0x43);
+	lapic_eoi(&apic);
+	msr_w(MSR_TSC_DEADLINE, 0 - 50ull);
+	assert_true(apic.timer.armed);
+	assert_int_equal(apic.timer.deadline_tsc, vm_now + 50);
+	stubs_advance_to(vm_now + 49);   /* the stub's timers count the VM's time */
+	assert_false(irr_has(0x43));
+	stubs_advance_to(vm_now + 50);
+	assert_true(irr_has(0x43));
+	lapic_ack(&apic, 0x43);
+	lapic_eoi(&apic);
+	/* once the guest's TSC wrapped to 100, 2^64 - 50 is far ahead: never */
+	apic.tsc_offset = (int64_t)(100 - stub_tsc - (uint64_t)stub_clock.offset);
+	msr_w(MSR_TSC_DEADLINE, 0 - 50ull);
+	assert_false(irr_has(0x43));
+	assert_true(apic.timer.armed);
+	assert_int_equal(apic.timer.deadline_tsc, UINT64_MAX);
+	msr_w(MSR_TSC_DEADLINE, 0);
 	apic.tsc_offset = 0;
 	mw(LAPIC_LVT_TIMER, 0x40043);
 	/* leaving TSC-deadline mode disarms and clears */

@@ -40,13 +40,16 @@ void vcpu_state_leave(struct vcpu *v)
 
 /* ---- interrupts ---- */
 
-/* An interrupt that arrives with RIP at a HLT is taken after the HLT, as if
- * it had come a moment later, while the CPU halted: the guest returns past
- * the HLT instead of halting again. An interrupt window's exit needs this:
- * QEMU 7.2 takes the virtual interrupt of a window inside an STI shadow,
- * between `sti` and `hlt`, which left `sti; hlt` halted with its interrupt
- * already handled (the irqonce guest, issue 11 item 8). */
-static void window_completes_hlt(struct vcpu *v)
+/* An interrupt injected with RIP at a HLT is taken after the HLT, as if it
+ * had come a moment later, while the CPU halted (a timing a CPU may always
+ * choose): the guest returns past the HLT instead of halting again. `sti;
+ * hlt` needs it: QEMU 7.2 takes the virtual interrupt of a window inside the
+ * STI shadow, and takes a host interrupt's exit there too, reporting no
+ * shadow (an INTR exit with RIP at the HLT, shadow 0, whose timer then fired
+ * the guest's one-shot); injected at the HLT, the handler returned to it and
+ * the guest halted with its wake-up already handled (the irqonce guest
+ * under host load, issue 11 item 8). */
+static void inject_completes_hlt(struct vcpu *v)
 {
 	struct guest_paging pg;
 	vendor_guest_paging(v, &pg);
@@ -60,7 +63,7 @@ static void window_completes_hlt(struct vcpu *v)
 	exit_insn_completed(v);
 }
 
-void exit_inject_interrupts(struct vcpu *v, bool at_window)
+void exit_inject_interrupts(struct vcpu *v)
 {
 	if (v->vm->clock.polling)   /* every exit while the guest polls its clocks */
 		guest_clock_after_exit(v);
@@ -90,8 +93,7 @@ void exit_inject_interrupts(struct vcpu *v, bool at_window)
 		vec = platform_intr_ack(v, vec, from_pic, test);
 		if (vec < 0)
 			return;
-		if (at_window)
-			window_completes_hlt(v);
+		inject_completes_hlt(v);
 		vendor_inject_intr(v, (uint8_t)vec);
 		vendor_intr_window(v, false);
 		return;
@@ -374,7 +376,7 @@ void heavy_host_intr(struct vcpu *v)
 void heavy_intr_window(struct vcpu *v)
 {
 	vendor_intr_window(v, false);
-	v->pending |= VCPU_PENDING_RECHECK | VCPU_PENDING_WINDOW;
+	v->pending |= VCPU_PENDING_RECHECK;
 }
 
 /* The guest can take an NMI now (VT-x NMI-window exiting). */
@@ -510,6 +512,6 @@ void exit_heavy(struct vcpu *v)
 		v->pending = 0;
 		if (p & VCPU_PENDING_STEP)   /* a trap outranks NMIs and interrupts */
 			vendor_single_step_trap(v);
-		exit_inject_interrupts(v, p & VCPU_PENDING_WINDOW);
+		exit_inject_interrupts(v);
 	}
 }

@@ -42,9 +42,8 @@ static COLD light_ret light_recheck(struct vcpu *v, unsigned reason)
 {
 	if (v->vm->ended || (v->pending & VCPU_PENDING_STEP))
 		return light_handled_leave(v, reason);   /* (the DRs are the heavy path's) */
-	unsigned p = v->pending;
 	v->pending = 0;
-	exit_inject_interrupts(v, p & VCPU_PENDING_WINDOW);
+	exit_inject_interrupts(v);
 	return light_resume(v);
 }
 
@@ -203,7 +202,7 @@ ALWAYS_INLINE light_ret light_intr_window(struct vcpu *v, const unsigned sw)
 {
 	v->stats.exits[LP_EXIT_VINTR]++;
 	vendor_intr_window(v, false);
-	v->pending |= VCPU_PENDING_RECHECK | VCPU_PENDING_WINDOW;
+	v->pending |= VCPU_PENDING_RECHECK;
 	return light_done(v, LP_EXIT_VINTR, sw);
 }
 

@@ -158,8 +158,9 @@ void vcpu_state_leave(struct vcpu *v);
 
 /* Interrupt delivery: injects a waiting NMI, and the platform's next vector,
  * when the guest can take them, or asks for an exit when it can (NMI and
- * interrupt windows). at_window: this exit is an interrupt window's. */
-void exit_inject_interrupts(struct vcpu *v, bool at_window);
+ * interrupt windows). An interrupt injected with RIP at a HLT completes the
+ * HLT (exit_heavy.c, inject_completes_hlt). */
+void exit_inject_interrupts(struct vcpu *v);
 /* Queues the test facility's vector (LP_HC_RAISE_IRQ, LP_HC_TIMER); returns
  * negative if one is still queued. */
 int exit_raise_test_irq(struct vcpu *v, uint8_t vector);

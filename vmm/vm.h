@@ -57,9 +57,6 @@ struct exit_stats {
 #define VCPU_PENDING_STEP    (1u << 1)  /* lightpath completed an instruction for a
 					   guest with RFLAGS.TF set: the single-step
 					   #DB is due (delivered on the heavy path) */
-#define VCPU_PENDING_WINDOW  (1u << 2)  /* an interrupt window opened at this exit: an
-					   interrupt injected now at a HLT completes it
-					   (exit_inject_interrupts) */
 #define VCPU_PENDING_CLOCK   (1u << 3)  /* the guest polls its clocks: every exit
 					   advances its time (vmm/guest_clock.h) */
 

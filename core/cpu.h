@@ -2,6 +2,7 @@
 #ifndef CORE_CPU_H
 #define CORE_CPU_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define MSR_IA32_TSC         0x010u
@@ -87,6 +88,19 @@ static inline void wrmsr(uint32_t msr, uint64_t v)
 static inline void cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
 {
 	asm volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(sub));
+}
+
+/* CPUID leaf 0's vendor string of an Intel CPU ("GenuineIntel" in EBX, EDX, ECX). */
+static inline bool cpuid_vendor_is_intel(const uint32_t leaf0[4])
+{
+	return leaf0[1] == 0x756e6547u && leaf0[3] == 0x49656e69u && leaf0[2] == 0x6c65746eu;
+}
+
+static inline bool cpu_is_intel(void)
+{
+	uint32_t r[4];
+	cpuid(0, 0, r);
+	return cpuid_vendor_is_intel(r);
 }
 
 static inline uint64_t rdtsc(void)

@@ -17,8 +17,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/limits.h"
+
 /* The most CPUs lightpath takes (keep in step with core/smp.h). */
-#define MADT_MAX_CPUS 64u
+#define MADT_MAX_CPUS LP_MAX_CPUS
 /* No table this code reads is longer: a MADT of 4096 x2APIC entries is 64 KiB. */
 #define MADT_MAX_TABLE_LEN (1u << 20)
 

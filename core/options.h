@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/limits.h"
+
 struct lp_options {
 	bool light;        /* light=on|off         seed 000 */
 	bool vmload_lazy;  /* svm.vmload=lazy|always  seed 003 */
@@ -23,7 +25,7 @@ struct lp_options {
 };
 
 /* cpus= accepts 1..this many (= SMP_MAX_CPUS, core/smp.h). */
-#define OPTIONS_CPUS_MAX 64u
+#define OPTIONS_CPUS_MAX LP_MAX_CPUS
 
 /* vm.timeout= and a VM description's `timeout =` accept 0..this many seconds. */
 #define OPTIONS_VM_TIMEOUT_MAX_S 86400u

@@ -19,9 +19,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/limits.h"
 #include "core/percpu.h"
 
-#define SMP_MAX_CPUS 64u   /* = MADT_MAX_CPUS (core/madt.h) */
+#define SMP_MAX_CPUS LP_MAX_CPUS
 
 struct boot_info;
 struct lp_options;

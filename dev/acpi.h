@@ -35,6 +35,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/limits.h"
+
 #define ACPI_PM1A_EVT_PORT   0x600u
 #define ACPI_PM1A_CNT_PORT   0x604u
 #define ACPI_PM_TMR_PORT     0x608u
@@ -46,7 +48,7 @@
 #define ACPI_RSDP_SCAN_START 0xe0000ull
 #define ACPI_RSDP_SCAN_END   0x100000ull
 
-#define ACPI_MAX_CPUS        64u
+#define ACPI_MAX_CPUS        LP_MAX_CPUS
 
 #define ACPI_S5_AML_LEN      15u
 extern const uint8_t acpi_s5_aml[ACPI_S5_AML_LEN];

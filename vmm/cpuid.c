@@ -36,7 +36,7 @@ const struct cpuid_host *cpuid_host(void)
 	uint32_t r[4];
 	cpuid(0, 0, r);
 	host.max_basic = r[0];
-	host.intel = r[1] == 0x756e6547u && r[3] == 0x49656e69u && r[2] == 0x6c65746eu;
+	host.intel = cpuid_vendor_is_intel(r);
 	cpuid(0x80000000u, 0, r);
 	host.max_ext = r[0] >= 0x80000000u ? r[0] : 0x80000000u;
 	host.spec_leaf7_edx = host.intel ? spec_leaf7_edx() : 0;

@@ -11,13 +11,6 @@ uint64_t host_spec_ctrl;
 
 
 
-static bool cpu_is_intel(void)
-{
-	uint32_t r[4];
-	cpuid(0, 0, r);
-	return r[1] == 0x756e6547u && r[3] == 0x49656e69u && r[2] == 0x6c65746eu;
-}
-
 static uint32_t cpuid_reg(uint32_t leaf, unsigned reg)
 {
 	uint32_t r[4] = { 0 };

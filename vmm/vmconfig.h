@@ -42,11 +42,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/limits.h"
+
 #define VMCONFIG_MAGIC           "# lightpath vm"
 #define VMCONFIG_MEMORY_MIN_MB   16u
 #define VMCONFIG_MEMORY_MAX_MB   3072u
 #define VMCONFIG_MEMORY_DEFAULT  256u
-#define VMCONFIG_CPUS_MAX        64u     /* = SMP_MAX_CPUS (core/smp.h) */
+#define VMCONFIG_CPUS_MAX        LP_MAX_CPUS
 #define VMCONFIG_TIMEOUT_MAX_S   86400u   /* as the boot option vm.timeout= */
 #define VMCONFIG_MODULES_MAX     8u
 #define VMCONFIG_MODULE_NAME_MAX 128u     /* with the NUL, as kernel and initrd */

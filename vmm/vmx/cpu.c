@@ -94,13 +94,6 @@ static struct vmx_ctl_cap ctl_cap(uint32_t msr)
 	return (struct vmx_ctl_cap){ (uint32_t)v, (uint32_t)(v >> 32) };
 }
 
-static bool cpu_is_intel(void)
-{
-	uint32_t r[4];
-	cpuid(0, 0, r);
-	return r[1] == 0x756e6547u && r[3] == 0x49656e69u && r[2] == 0x6c65746eu; /* GenuineIntel */
-}
-
 static int vmx_fail(const char *what)
 {
 	kprintf("lightpath: %s\n", what);

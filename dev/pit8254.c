@@ -156,6 +156,11 @@ static void irq_send(struct pit8254 *pit, bool taken)
 {
 	if (!pit->irq_late)
 		return;
+	if (pit->irq_replaced) {   /* the HPET drives IRQ0 */
+		pit->irqs_dropped += pit->irq_late;
+		pit->irq_late = 0;
+		return;
+	}
 	switch (vm_irq_edge_state(pit->vm, PIT_IRQ)) {
 	case IRQ_EDGE_MASKED:
 		/* the edge still reaches the pins (a masked 8259 latches it in
@@ -175,6 +180,13 @@ static void irq_send(struct pit8254 *pit, bool taken)
 	/* an edge: the PIC latches it, the I/O APIC delivers it */
 	vm_irq_line(pit->vm, PIT_IRQ, true);
 	vm_irq_line(pit->vm, PIT_IRQ, false);
+}
+
+void pit_irq_replace(struct pit8254 *pit, bool replaced)
+{
+	pit->irq_replaced = replaced;
+	if (replaced)
+		irq_send(pit, false);   /* drops what was late */
 }
 
 void pit_irq_retry(struct pit8254 *pit)

@@ -61,6 +61,12 @@ static int pic_io_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsigne
 	return ret;
 }
 
+/* The HPET's legacy replacement route takes IRQ0 from the PIT. */
+static void hpet_legacy_pit(void *pit, bool on)
+{
+	pit_irq_replace(pit, on);
+}
+
 /* Reads the host's CMOS clock once per VM: the guest's RTC starts there. */
 static uint8_t host_cmos(uint8_t reg)
 {
@@ -135,6 +141,10 @@ void platform_create(struct vm *vm)
 	add_mmio(vm, &r[0]);
 	lapic_range(&v->lapic, &r[0]);
 	r[0].fn = apic_mmio_checked;
+	add_mmio(vm, &r[0]);
+	/* last: the light path's MMIO lookup finds the APICs first */
+	hpet_init(&vm->hpet, vm, hpet_legacy_pit, &vm->pit);
+	hpet_range(&vm->hpet, &r[0]);
 	add_mmio(vm, &r[0]);
 
 	vm_register_msr(vm, MSR_APIC_BASE, 1, lapic_msr_handler);
@@ -257,6 +267,7 @@ int platform_intr_ack(struct vcpu *v, int vector, bool from_pic, bool test)
 	}
 	int ret = pc_intr_ack(&v->lapic, &v->vm->pic, vector, from_pic);
 	pit_irq_taken(&v->vm->pit);   /* a late IRQ0 edge can go now */
+	hpet_irq_taken(&v->vm->hpet); /* and a late HPET edge */
 	return ret;
 }
 

@@ -9,6 +9,7 @@
 #include "dev/acpi_pm.h"
 #include "dev/debug_exit.h"
 #include "dev/fwcfg.h"
+#include "dev/hpet.h"
 #include "dev/i8042.h"
 #include "dev/ioapic.h"
 #include "dev/lapic.h"
@@ -164,6 +165,7 @@ struct vm {
 	struct i8042 kbd;
 	struct fwcfg fwcfg;
 	struct acpi_pm acpi_pm;
+	struct hpet hpet;
 	struct vm_timer console_timer;
 	/* host console input the guest's UART could not take yet (a ring) */
 	uint8_t console_backlog[VM_CONSOLE_BACKLOG];

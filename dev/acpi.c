@@ -1,6 +1,7 @@
 /* ACPI table builder: plain byte layouts (ACPI 6.4), little-endian stores. */
 #include "dev/acpi.h"
 
+#include "dev/hpet.h"
 #include "lib/string.h"
 
 const uint8_t acpi_s5_aml[ACPI_S5_AML_LEN] = {
@@ -13,6 +14,9 @@ const uint8_t acpi_s5_aml[ACPI_S5_AML_LEN] = {
 #define FADT_LEN  276u  /* revision 6 */
 #define FADT_REV  6u
 #define MADT_REV  3u
+#define HPET_LEN  56u
+#define HPET_REV  1u
+#define NTABLES   3u    /* in the RSDT and XSDT: FADT, MADT, HPET */
 
 static void put8(uint8_t *p, unsigned off, uint8_t v) { p[off] = v; }
 static void put16(uint8_t *p, unsigned off, uint16_t v)
@@ -152,6 +156,23 @@ static unsigned build_madt(uint8_t *t, const struct acpi_config *cfg)
 	return off;
 }
 
+/* IA-PC HPET 1.0a, 3.2.4: the event timer block's ID is its capabilities
+ * register's low half; its registers are a 4 KiB page of memory. */
+static void build_hpet(uint8_t *t)
+{
+	header(t, "HPET", HPET_LEN, HPET_REV);
+	put32(t, 36, HPET_CAP_LOW);           /* event timer block ID */
+	put8(t, 40, 0);                       /* base address: GAS, SystemMemory */
+	put8(t, 41, 64);                      /* register width */
+	put8(t, 42, 0);                       /* bit offset */
+	put8(t, 43, 0);                       /* access size: undefined (32 or 64) */
+	put64(t, 44, HPET_BASE);
+	put8(t, 52, 0);                       /* HPET number */
+	put16(t, 53, HPET_MIN_TICK);          /* minimum clock tick in periodic mode */
+	put8(t, 55, 0);                       /* page protection: no guarantee */
+	fix_checksum(t, HPET_LEN, 9);
+}
+
 int acpi_build(uint8_t *mem, uint64_t mem_gpa_base, size_t len, const struct acpi_config *cfg,
 	       uint64_t *rsdp_gpa)
 {
@@ -194,20 +215,25 @@ int acpi_build(uint8_t *mem, uint64_t mem_gpa_base, size_t len, const struct acp
 	uint32_t madt = (uint32_t)(tb + off);
 	off = align_up(off + build_madt(base + off, cfg), 16);
 
+	uint32_t hpet = (uint32_t)(tb + off);
+	build_hpet(base + off);
+	off = align_up(off + HPET_LEN, 16);
+
+	const uint32_t tables[NTABLES] = { fadt, madt, hpet };
 	uint32_t rsdt = (uint32_t)(tb + off);
 	t = base + off;
-	header(t, "RSDT", HDR_LEN + 2 * 4, 1);
-	put32(t, HDR_LEN, fadt);
-	put32(t, HDR_LEN + 4, madt);
-	fix_checksum(t, HDR_LEN + 2 * 4, 9);
-	off = align_up(off + HDR_LEN + 2 * 4, 16);
+	header(t, "RSDT", HDR_LEN + NTABLES * 4, 1);
+	for (unsigned i = 0; i < NTABLES; i++)
+		put32(t, HDR_LEN + 4 * i, tables[i]);
+	fix_checksum(t, HDR_LEN + NTABLES * 4, 9);
+	off = align_up(off + HDR_LEN + NTABLES * 4, 16);
 
 	uint64_t xsdt = tb + off;
 	t = base + off;
-	header(t, "XSDT", HDR_LEN + 2 * 8, 1);
-	put64(t, HDR_LEN, fadt);
-	put64(t, HDR_LEN + 8, madt);
-	fix_checksum(t, HDR_LEN + 2 * 8, 9);
+	header(t, "XSDT", HDR_LEN + NTABLES * 8, 1);
+	for (unsigned i = 0; i < NTABLES; i++)
+		put64(t, HDR_LEN + 8 * i, tables[i]);
+	fix_checksum(t, HDR_LEN + NTABLES * 8, 9);
 
 	uint8_t *p = mem + (r - mem_gpa_base);
 	memset(p, 0, 36);

@@ -1,7 +1,7 @@
 /* ACPI tables lightpath writes into guest memory for an unmodified OS:
  * RSDP (revision 2) in the BIOS area 0xE0000-0xFFFFF where the standard
- * scan finds it, RSDT and XSDT, FADT (revision 6), FACS, MADT and a DSDT
- * whose only object is \_S5 (what Linux needs to power off).
+ * scan finds it, RSDT and XSDT, FADT (revision 6), FACS, MADT, HPET and a
+ * DSDT whose only object is \_S5 (what Linux needs to power off).
  *
  * The platform it describes (each value is one of this file's constants):
  *  - PM1a event block 0x600 (4 bytes: status, enable), PM1a control 0x604
@@ -14,6 +14,10 @@
  *    local APIC per CPU (IDs 0..n-1), one I/O APIC at 0xFEC00000 with GSI
  *    base 0, interrupt source overrides IRQ0 -> GSI 2 (bus default
  *    polarity/trigger) and IRQ9 -> GSI 9 level, active high; LINT1 = NMI;
+ *  - HPET (IA-PC HPET 1.0a): event timer block ID = the HPET's capabilities
+ *    register's low half (dev/hpet.h), registers at 0xFED00000 (SystemMemory),
+ *    HPET number 0, minimum tick HPET_MIN_TICK; RSDT and XSDT list FADT,
+ *    MADT, HPET in that order;
  *  - FACS through FIRMWARE_CTRL only (X_FIRMWARE_CTRL = 0); DSDT through
  *    both DSDT and X_DSDT; the PM blocks through both the 32-bit and X_ fields;
  *  - DSDT: Name(\_S5, Package(){5, 5, 0, 0}): writing SLP_TYP 5 with SLP_EN

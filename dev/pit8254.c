@@ -155,6 +155,11 @@ static void irq_send(struct pit8254 *pit, bool taken)
 {
 	if (!pit->irq_late)
 		return;
+	if (pit->irq_replaced) {   /* the HPET drives IRQ0 */
+		pit->irqs_dropped += pit->irq_late;
+		pit->irq_late = 0;
+		return;
+	}
 	switch (irq_line_edge_state(&pit->irq)) {
 	case IRQ_EDGE_MASKED:
 		/* the edge still reaches the pins (a masked 8259 latches it in
@@ -174,6 +179,13 @@ static void irq_send(struct pit8254 *pit, bool taken)
 	/* an edge: the PIC latches it, the I/O APIC delivers it */
 	irq_line_set(&pit->irq, true);
 	irq_line_set(&pit->irq, false);
+}
+
+void pit_irq_replace(struct pit8254 *pit, bool replaced)
+{
+	pit->irq_replaced = replaced;
+	if (replaced)
+		irq_send(pit, false);   /* drops what was late */
 }
 
 void pit_irq_retry(struct pit8254 *pit)

@@ -17,6 +17,9 @@
  * interrupts (Linux's jiffies) loses none; edges on a line no interrupt
  * controller passes on are dropped, as on a PC. Channel 2's OUT is port 0x61
  * bit 5, its gate port 0x61 bit 0; channels 0 and 1 are always gated on.
+ * While the HPET's legacy replacement route is on (pit_irq_replace), channel
+ * 0 keeps counting but its IRQ0 edges are dropped: the HPET's timer 0 owns
+ * IRQ0 then, as on a PC.
  * BCD counting is recorded in the status but counts are binary (as in QEMU).
  *
  * After reset every channel is in mode 3 with count 65536 and counting, as
@@ -78,6 +81,7 @@ struct pit8254 {
 	uint64_t irqs_late;      /* of those, sent after their time (the CPU had not
 				    taken the previous one) */
 	uint64_t irqs_dropped;   /* edges no interrupt controller passed on */
+	bool irq_replaced;       /* the HPET's legacy route cut IRQ0 off */
 };
 
 void pit_init(struct pit8254 *pit, struct dev_host *host, struct irq_line irq);
@@ -94,6 +98,10 @@ void pit_ranges(struct pit8254 *pit, struct io_range r[2]);
 /* Channel n's counter and OUT at `now` (the VM's time). */
 uint16_t pit_get_count(struct pit8254 *pit, unsigned n, uint64_t now);
 bool pit_get_out(struct pit8254 *pit, unsigned n, uint64_t now);
+
+/* The HPET's LEG_RT_CNF: `replaced` cuts channel 0 off IRQ0 (its late
+ * edges are dropped), clear connects it again. */
+void pit_irq_replace(struct pit8254 *pit, bool replaced);
 
 /* The CPU took an interrupt: if IRQ0 edges are late, send the next one now
  * that the last may have been taken (called on every interrupt the

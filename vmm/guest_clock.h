@@ -1,5 +1,5 @@
 /* The VM's clock (struct guest_clock, dev/device.h): the guest's TSC and the
- * time every timer device counts (PIT, ACPI PM timer, local APIC timer and
+ * time every timer device counts (PIT, ACPI PM timer, HPET, local APIC timer and
  * TSC deadline, RTC), one clock for all of them.
  *
  * Normally it is the host TSC plus an offset (the VMCB's or VMCS's TSC

@@ -8,6 +8,7 @@
 #include "dev/acpi_pm.h"
 #include "dev/debug_exit.h"
 #include "dev/fwcfg.h"
+#include "dev/hpet.h"
 #include "dev/i8042.h"
 #include "dev/ioapic.h"
 #include "dev/mmio_test.h"
@@ -49,6 +50,7 @@ struct dev_host {
 	struct i8042 kbd;
 	struct fwcfg fwcfg;
 	struct acpi_pm acpi_pm;
+	struct hpet hpet;
 	struct vm_timer console_timer;
 	/* host console input the guest's UART could not take yet (a ring) */
 	uint8_t console_backlog[CONSOLE_BACKLOG];
@@ -197,6 +199,12 @@ static int pic_io_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsigne
 	return ret;
 }
 
+/* The HPET's legacy replacement route takes IRQ0 from the PIT. */
+static void hpet_legacy_pit(void *pit, bool on)
+{
+	pit_irq_replace(pit, on);
+}
+
 /* Reads the host's CMOS clock once per VM: the guest's RTC starts there. */
 static uint8_t host_cmos(uint8_t reg)
 {
@@ -290,6 +298,10 @@ void platform_create(struct vm *vm)
 	add_mmio(vm, &r[0]);
 	lapic_range(&v->lapic, &r[0]);
 	r[0].fn = apic_mmio_checked;
+	add_mmio(vm, &r[0]);
+	/* last: the light path's MMIO lookup finds the APICs first */
+	hpet_init(&pc->hpet, pc, hpet_legacy_pit, &pc->pit);
+	hpet_range(&pc->hpet, &r[0]);
 	add_mmio(vm, &r[0]);
 
 	vm_register_msr(vm, MSR_APIC_BASE, 1, lapic_msr_handler);
@@ -424,7 +436,8 @@ int platform_intr_ack(struct vcpu *v, int vector, bool from_pic, bool test)
 		return vector;
 	}
 	int ret = pc_intr_ack(&v->lapic, &v->vm->pc->pic, vector, from_pic);
-	pit_irq_taken(&v->vm->pc->pit);   /* a late IRQ0 edge can go now */
+	pit_irq_taken(&v->vm->pc->pit);    /* a late IRQ0 edge can go now */
+	hpet_irq_taken(&v->vm->pc->hpet);  /* and a late HPET edge */
 	return ret;
 }
 

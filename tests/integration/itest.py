@@ -45,9 +45,11 @@ MBINFO_GUESTS = ("mbinfo32", "mbinfo64", "mbinfo-low32")
 CPUMSR_GUESTS = ("cpumsr32", "cpumsr64")
 # The PC's timers as Linux relies on them (guests/selftest/timers.c, issue 11 item 7).
 TIMERS_GUESTS = ("timers",)
+# The HPET as an OS finds and uses it (guests/selftest/hpet.c).
+HPET_GUESTS = ("hpet32", "hpet64")
 SELFTESTS = ("cpuid", "ports", "msrs", "virtinsn", "stats", "dr", "hlt", "nextrip64",
              "mmio32", "mmio64", "irqstate", "tfstep32", "tfstep64", "irqonce32", "irqonce64") + MBINFO_GUESTS + CPUMSR_GUESTS + \
-            TIMERS_GUESTS
+            TIMERS_GUESTS + HPET_GUESTS
 # Guests whose results must not depend on the lazy/always code paths.
 SWITCHED_GUESTS = ("msrs", "dr", "hlt", "nextrip64", "ports", "tfstep32", "tfstep64")
 # The instruction emulator self-tests, under the switches that change its path.

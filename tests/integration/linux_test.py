@@ -15,6 +15,8 @@ initrd.cpio.gz" (the kernel command line gets lp.test=1), waits for the shell
   date +%s; sleep 1; date +%s               1 or 2 s apart (the guest's clock)
   dmesg | grep -iE 'apic|timer|clocksource' no line with error/failed/bug/not working
                                             or unstable
+  dmesg | grep -iE 'hpet|...tsc-early'      'hpet0: at MMIO 0xfed00000', and
+                                            'clocksource: hpet' before tsc-early
   dmesg | grep 'tsc: '                      a successful TSC calibration (one of
                                             TSC_CALIBRATED) and 'tsc: Detected ...
                                             MHz processor'; nothing failed, no
@@ -143,6 +145,22 @@ def run_test(direct):
         check(lines, "dmesg | grep -iE 'apic|timer|clocksource' printed nothing (dmesg broken?)")
         bad = [l.strip() for l in lines if BAD_DMESG.search(l) or UNSTABLE.search(l)]
         check(not bad, "dmesg reports an APIC/timer problem: " + " | ".join(bad[:3]))
+
+        # The HPET (dev/hpet.h): found, and its clocksource registered before
+        # tsc-early, so that the clocksource watchdog counts with it.
+        out, rc = g.run("dmesg | grep -iE 'hpet|clocksource: tsc-early'", kernel_lines=True)
+        hl = [PRINTK_TIME.sub("", l).strip() for l in out.splitlines() if l.strip()]
+        say("  %s: dmesg | grep -iE 'hpet|clocksource: tsc-early':" % NAME)
+        for l in out.splitlines():
+            if l.strip():
+                say("    " + l)
+        check(any(l.startswith("hpet0: at MMIO 0xfed00000") for l in hl),
+              "no 'hpet0: at MMIO 0xfed00000' in dmesg")
+        at = lambda p: next((i for i, l in enumerate(hl) if l.startswith(p)), None)
+        i_hpet, i_early = at("clocksource: hpet:"), at("clocksource: tsc-early:")
+        check(i_hpet is not None, "no 'clocksource: hpet' in dmesg")
+        check(i_early is None or i_hpet < i_early,
+              "the HPET clocksource registered after tsc-early")
 
         out, rc = g.run("dmesg | grep 'tsc: '", kernel_lines=True)
         tsc = [PRINTK_TIME.sub("", l).strip() for l in out.splitlines() if l.strip()]

@@ -36,7 +36,7 @@ TIMEOUT = int(os.environ.get("LP_VMX_TIMEOUT", "120"))
 
 SELFTESTS = ("cpuid", "ports", "msrs", "virtinsn", "stats", "dr", "hlt", "nextrip64", "syscall64",
              "mmio32", "mmio64", "tfstep32", "tfstep64", "irqonce32", "irqonce64") + itest.UNCLAIMED_GUESTS + itest.MBINFO_GUESTS + \
-            itest.CPUMSR_GUESTS + itest.TIMERS_GUESTS
+            itest.CPUMSR_GUESTS + itest.TIMERS_GUESTS + itest.HPET_GUESTS
 # Guests run together (one VM each) in the switched-configuration boots.
 MULTI_GUESTS = ("msrs", "dr", "hlt", "ports", "nextrip64", "syscall64")
 ALL_OFF = " ".join("%s=%s" % (k, off) for k, _, off in bench.SWITCHES)

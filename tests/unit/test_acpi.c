@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "dev/acpi.h"
+#include "dev/hpet.h"
 #include "dev/acpi_pm.h"
 #include "tests/unit/stubs.h"
 
@@ -84,16 +85,39 @@ static void test_rsdp_scan_and_roots(void **state)
 
 	const uint8_t *rsdt = table(r32(rsdp + 16), "RSDT");
 	const uint8_t *xsdt = table(r64(rsdp + 24), "XSDT");
-	assert_int_equal(r32(rsdt + 4), 36 + 2 * 4);
-	assert_int_equal(r32(xsdt + 4), 36 + 2 * 8);
-	/* both list FADT and MADT, at the same addresses */
+	assert_int_equal(r32(rsdt + 4), 36 + 3 * 4);
+	assert_int_equal(r32(xsdt + 4), 36 + 3 * 8);
+	/* both list FADT, MADT and HPET, at the same addresses */
 	assert_int_equal(r32(rsdt + 36), r64(xsdt + 36));
 	assert_int_equal(r32(rsdt + 40), r64(xsdt + 44));
+	assert_int_equal(r32(rsdt + 44), r64(xsdt + 52));
 	table(r32(rsdt + 36), "FACP");
 	table(r32(rsdt + 40), "APIC");
+	table(r32(rsdt + 44), "HPET");
 	/* OEM fields */
 	assert_memory_equal(rsdt + 10, "LPATH ", 6);
 	assert_memory_equal(rsdp + 9, "LPATH ", 6);
+}
+
+/* IA-PC HPET 1.0a, 3.2.4: 56 bytes, the block ID the device's
+ * capabilities give, its page in a SystemMemory GAS, number 0. */
+static void test_hpet_table(void **state)
+{
+	(void)state;
+	build(4);
+	const uint8_t *rsdp = find_rsdp();
+	const uint8_t *rsdt = table(r32(rsdp + 16), "RSDT");
+	const uint8_t *h = table(r32(rsdt + 44), "HPET");
+	assert_int_equal(r32(h + 4), 56);
+	assert_int_equal(h[8], 1);                     /* revision */
+	assert_int_equal(r32(h + 36), 0x8086a201u);    /* rev 1, 3 timers, 64-bit, legacy */
+	assert_int_equal(r32(h + 36), HPET_CAP_LOW);
+	assert_int_equal(h[40], 0);                    /* SystemMemory */
+	assert_int_equal(r64(h + 44), 0xfed00000u);
+	assert_int_equal(h[52], 0);                    /* HPET number */
+	assert_int_equal(h[53] | h[54] << 8, HPET_MIN_TICK);
+	assert_int_equal(h[55], 0);
+	assert_true(r32(rsdt + 44) % 16 == 0);
 }
 
 static const uint8_t *fadt_of(void)
@@ -320,6 +344,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_rsdp_scan_and_roots, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fadt_facs_dsdt, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hpet_table, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_madt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_configs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pm1_power_off, setup, teardown),

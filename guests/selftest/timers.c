@@ -464,12 +464,14 @@ static void check_slow_calibration(void)
 			polls++;
 		}
 		khz = (t2 - t1) / 10;
-		ok = polls >= 1000 && hi <= 10 * lo;
+		/* Linux tries up to three times too (native_calibrate_tsc): a try a
+		 * host stall disturbed is taken again, not failed */
+		ok = polls >= 1000 && hi <= 10 * lo && diff(khz, tsc_khz) * 100 <= tsc_khz;
 	}
 	rt_printf("timers: slow PIT calibration: %u polls of port 0x61 in 10 ms, steps %llu..%llu "
 		  "TSC ticks, %llu kHz (try %u)\n", polls, (unsigned long long)lo,
 		  (unsigned long long)hi, (unsigned long long)khz, try);
-	tap_ok(ok, polls, ">= 1000 polls, none 10 times the shortest",
+	tap_ok(polls >= 1000 && hi <= 10 * lo, polls, ">= 1000 polls, none 10 times the shortest",
 	       "slow PIT calibration (Linux's pit_calibrate_tsc) accepts a 10 ms window");
 	tap_ok(diff(khz, tsc_khz) * 100 <= tsc_khz, khz, "within 1% of the PM timer's rate",
 	       "slow PIT calibration agrees with the PM timer (%llu kHz)", (unsigned long long)khz);

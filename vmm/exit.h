@@ -133,14 +133,9 @@ static inline int exit_port_io(struct vcpu *v, uint16_t port, unsigned size, boo
 static inline __attribute__((always_inline)) int
 exit_msr(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
 {
+	/* one lookup whatever the MSR; nobody's goes to vm_msr_denied */
 	struct vm *vm = v->vm;
-	for (unsigned i = 0; i < vm->nr_msr; i++) {
-		const struct msr_range *m = &vm->msr[i];
-		if (msr - m->base < m->count)
-			return m->fn(v, msr, val, is_write);
-	}
-	v->stats.denied_msrs++;
-	return -1;
+	return vm->msr_fn[msr_map_get(&vm->msr_map, msr)](v, msr, val, is_write);
 }
 
 /* RDMSR/WRMSR with the guest's registers (ECX, EDX:EAX; RAX lives where the
@@ -166,8 +161,7 @@ static inline __attribute__((always_inline)) bool exit_do_msr(struct vcpu *v, bo
 void exit_register_msrs(struct vm *vm);
 
 /* Registers the CPU's own MSRs a guest rarely touches (IA32_TSC,
- * IA32_TSC_ADJUST where CPUID shows it, the performance counters, DEBUGCTL):
- * after the devices', whose MSRs are hot. */
+ * IA32_TSC_ADJUST where CPUID shows it, the performance counters, DEBUGCTL). */
 void exit_register_cpu_msrs(struct vm *vm);
 
 /* RDPMC with the guest's ECX: 0 and the counter's value (always 0: a VM

@@ -239,7 +239,6 @@ void exit_register_cpu_msrs(struct vm *vm)
 
 void exit_register_msrs(struct vm *vm)
 {
-	/* first: the benchmark's MSR is looked up first */
 	vm->mtrr_def_type = 0;
 	vm_register_msr(vm, MSR_IA32_MTRR_DEF_TYPE, 1, msr_mtrr_def_type);
 	vm_register_msr(vm, MSR_EFER, 5, msr_cpu_state);              /* EFER, STAR..SFMASK */

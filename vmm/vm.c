@@ -81,11 +81,35 @@ int vm_mmio_access(struct vcpu *v, uint64_t gpa, uint64_t *data, unsigned size, 
 	return r->fn(v, gpa, data, size, is_write, r->opaque);
 }
 
+int vm_msr_denied(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
+{
+	(void)msr;
+	(void)val;
+	(void)is_write;
+	v->stats.denied_msrs++;
+	return -1;
+}
+
+void vm_msrs_init(struct vm *vm)
+{
+	vm->msr_fn[0] = vm_msr_denied;   /* msr_map's 0 */
+	vm->nr_msr_fn = 1;
+}
+
 int vm_register_msr(struct vm *vm, uint32_t base, uint32_t count, msr_handler_fn fn)
 {
-	if (vm->nr_msr == VM_MAX_MSR_RANGES)
+	/* one index per function: a function serves several ranges */
+	unsigned h = 1;
+	while (h < vm->nr_msr_fn && vm->msr_fn[h] != fn)
+		h++;
+	if (h == VM_MAX_MSR_HANDLERS || msr_map_set(&vm->msr_map, base, count, h)) {
+		/* lightpath's own mistake: say so; those MSRs #GP */
+		kprintf("lightpath: vm%u: MSRs 0x%x..+%u not registered (%s)\n", vm->id, base,
+			count, h == VM_MAX_MSR_HANDLERS ? "too many handlers" : "not inside one block");
 		return -1;
-	vm->msr[vm->nr_msr++] = (struct msr_range){ base, count, fn };
+	}
+	if (h == vm->nr_msr_fn)
+		vm->msr_fn[vm->nr_msr_fn++] = fn;
 	return 0;
 }
 
@@ -527,10 +551,11 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 		status = LP_STATUS_HV_ERROR;
 		goto out;
 	}
-	exit_register_msrs(vm);      /* first: the MSR lookup is a scan in this order */
+	vm_msrs_init(vm);
+	exit_register_msrs(vm);
 	spec_register_msrs(vm);
 	vm_create_devices(vm);
-	exit_register_cpu_msrs(vm);  /* last: rarely used */
+	exit_register_cpu_msrs(vm);
 	if (vendor_vm_init(vm)) {
 		kprintf("lightpath: vm%u: cannot set up the VM (out of memory)\n", id);
 		status = LP_STATUS_HV_ERROR;

@@ -12,6 +12,7 @@
 #include "vmm/guest_clock.h"
 #include "vmm/light.h"
 #include "vmm/loader.h"
+#include "vmm/msr_map.h"
 #include "vmm/vmconfig.h"
 #include "arch_vcpu.h"   /* the backend's: -Ivmm/svm or -Ivmm/vmx */
 
@@ -21,7 +22,7 @@
 #define VM_MAX_MMIO_RANGES 8
 #define VM_MAX_TIMERS     16
 #define VM_MAX_VCPUS      VMCONFIG_CPUS_MAX
-#define VM_MAX_MSR_RANGES 24
+#define VM_MAX_MSR_HANDLERS 32     /* distinct handler functions, 0 = the #GP one */
 #define VM_LINE_MAX       256     /* a guest line held while VMs run side by side */
 #define VM_LINE_QUIET_POLLS 20    /* 100 ms of console polls */
 
@@ -36,11 +37,6 @@ struct guest_regs {
 
 /* Registered MSR handler: returns 0, or negative to raise #GP in the guest. */
 typedef int (*msr_handler_fn)(struct vcpu *vcpu, uint32_t msr, uint64_t *val, bool is_write);
-
-struct msr_range {
-	uint32_t base, count;
-	msr_handler_fn fn;
-};
 
 struct exit_stats {
 	uint64_t exits[LP_EXIT_COUNT];   /* counted once per exit */
@@ -130,8 +126,11 @@ struct vm {
 	struct io_range io[VM_MAX_IO_RANGES];
 	unsigned nr_mmio;
 	struct io_range mmio[VM_MAX_MMIO_RANGES];   /* guest-physical, above RAM */
-	unsigned nr_msr;
-	struct msr_range msr[VM_MAX_MSR_RANGES];
+	/* MSRs: msr_map names each registered MSR's handler in msr_fn[];
+	 * msr_fn[0] is the one of every other MSR (#GP, counted as denied) */
+	unsigned nr_msr_fn;
+	msr_handler_fn msr_fn[VM_MAX_MSR_HANDLERS];
+	struct msr_map msr_map;
 	uint64_t mtrr_def_type;
 	uint64_t nb_cfg;            /* AMD NB_CFG, remembered only */
 	bool unclaimed_stop;        /* unclaimed=stop: an access nobody claims stops the VM */
@@ -213,7 +212,15 @@ const struct io_range *vm_find_mmio(const struct vm *vm, uint64_t gpa);
  * size 1/2/4(/8 for MMIO). Nobody there: reads all-ones, writes dropped
  * (counted as denied). Returns IO_OK, IO_VM_END or a negative error. */
 int vm_mmio_access(struct vcpu *v, uint64_t gpa, uint64_t *data, unsigned size, bool is_write);
+/* Before any vm_register_msr: every MSR #GPs (vm_msr_denied). */
+void vm_msrs_init(struct vm *vm);
+/* MSRs base .. base+count-1 go to fn, except those an earlier call already
+ * gave a handler (the first registration wins). Returns 0, or -1 with
+ * nothing registered when the range is not inside one architectural block
+ * (vmm/msr_map.h) or VM_MAX_MSR_HANDLERS distinct functions are taken. */
 int vm_register_msr(struct vm *vm, uint32_t base, uint32_t count, msr_handler_fn fn);
+/* The handler of the MSRs nobody registered: counts the access, #GP. */
+int vm_msr_denied(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write);
 /* Fires every armed timer whose deadline has passed and reprograms the host
  * timer for the next one. Returns true if any fired. */
 bool vm_timers_run(struct vm *vm);

@@ -6,6 +6,7 @@
  * where the instruction takes EAX/EDX inputs that RDTSC clobbers, the moves
  * that load them (see guests/README.md). Built as bench32.elf (flat 32-bit,
  * paging off) and bench64.elf (long mode, paging on) from this one file. */
+#include "guests/rt/msr.h"
 #include "guests/rt/rt.h"
 
 #ifdef __x86_64__
@@ -15,6 +16,15 @@
 #endif
 
 #define MTRR_TEST_VALUE 0x806u	/* E=1, default type WB: a valid value */
+
+/* The local APIC rows (xapic_eoi, x2apic_eoi, wrmsr_tsc_deadline): MSRs
+ * registered after the 0x2ff of the wrmsr row, and the light MMIO path. */
+#define LAPIC_EOI_OFF      0x0b0u
+#define LAPIC_SVR_OFF      0x0f0u
+#define APIC_BASE_EXTD     (1u << 10)
+#define CPUID1_ECX_X2APIC  (1u << 21)
+#define CPUID1_ECX_TSCDL   (1u << 24)
+#define LVTT_MASKED_TSCDL  ((1u << 16) | (2u << 17) | 0xeeu)	/* masked: never delivers */
 
 /* host=kvm (tools/compare/kvmrun): the same measurements, with the checks
  * that are right under KVM. KVM's CPUID 0x40000000 signature is
@@ -37,6 +47,9 @@ enum exit_type {
 	EX_MMIO_READ,
 	EX_MMIO_WRITE,
 	EX_PIO_REP_OUTSB,
+	EX_XAPIC_EOI,
+	EX_X2APIC_EOI,
+	EX_WRMSR_TSC_DEADLINE,
 	EX_COUNT
 };
 
@@ -52,6 +65,9 @@ static const char *const names[EX_COUNT] = {
 	[EX_MMIO_READ] = "mmio_read",
 	[EX_MMIO_WRITE] = "mmio_write",
 	[EX_PIO_REP_OUTSB] = "pio_rep_outsb",
+	[EX_XAPIC_EOI] = "xapic_eoi",
+	[EX_X2APIC_EOI] = "x2apic_eoi",
+	[EX_WRMSR_TSC_DEADLINE] = "wrmsr_tsc_deadline",
 };
 
 /* The emulator's rows: a 4-byte read and write of the MMIO test device's
@@ -59,6 +75,10 @@ static const char *const names[EX_COUNT] = {
 #define MMIO_SCRATCH (LP_MMIO_TEST_BASE + 0x10u)
 #define REP_OUTSB_LEN 64u
 static uint8_t outsb_buf[REP_OUTSB_LEN];
+
+/* The deadline wrmsr_tsc_deadline writes again and again: far enough ahead
+ * that it never fires (and its LVT entry is masked besides). */
+static uint64_t far_deadline;
 
 struct result {
 	bool done;
@@ -162,6 +182,25 @@ static inline uint32_t measure(enum exit_type t)
 			     : "=&r"(t0), "=a"(t1), "=d"(hi), "+S"(b), "+c"(c)
 			     : "i"(LP_BENCH_PORT_OUT) : "memory");
 		break;
+	case EX_XAPIC_EOI:	/* MOV r32 to memory: the light MMIO decode's form */
+		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+			     "mov %%esi, (%3)\n\trdtsc"
+			     : "=&r"(t0), "=a"(t1), "=d"(hi)
+			     : "D"((ureg_t)(RT_LAPIC + LAPIC_EOI_OFF)), "S"(0u) : "memory");
+		break;
+	case EX_X2APIC_EOI:
+		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+			     "xor %%eax, %%eax\n\txor %%edx, %%edx\n\twrmsr\n\trdtsc"
+			     : "=&r"(t0), "=a"(t1), "=d"(hi)
+			     : "c"(MSR_X2APIC_EOI) : "memory");
+		break;
+	case EX_WRMSR_TSC_DEADLINE:
+		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+			     "mov %4, %%eax\n\tmov %5, %%edx\n\twrmsr\n\trdtsc"
+			     : "=&r"(t0), "=a"(t1), "=d"(hi)
+			     : "c"(MSR_TSC_DEADLINE), "S"((uint32_t)far_deadline),
+			       "D"((uint32_t)(far_deadline >> 32)) : "memory");
+		break;
 	default:
 		return 0;
 	}
@@ -237,6 +276,30 @@ static void enable_breakpoint(void)
 {
 	asm volatile("mov %0, %%dr0" ::"r"((ureg_t)(uintptr_t)never_called));
 	asm volatile("mov %0, %%dr7" ::"r"((ureg_t)1));
+}
+
+/* The local APIC rows, lightpath only (CPUID.1 shows x2APIC and the
+ * TSC-deadline timer there). xapic_eoi first: x2APIC mode, once on, stays
+ * (leaving it goes through a disabled APIC). EOI with nothing in service
+ * changes nothing. */
+static __attribute__((noinline)) void apic_rows(uint32_t n)
+{
+	uint32_t ecx = cpuid(1, 0).ecx;
+	rt_map_mmio(RT_LAPIC);
+	rt_apic_write(false, LAPIC_SVR_OFF, 0x1ff);	/* software-enabled */
+	run(EX_XAPIC_EOI, n);
+	if (!(ecx & CPUID1_ECX_X2APIC) || !(ecx & CPUID1_ECX_TSCDL)) {
+		check(false, "CPUID.1:ECX shows no x2APIC or no TSC-deadline timer");
+		return;
+	}
+	wrmsr(MSR_APIC_BASE, rdmsr(MSR_APIC_BASE) | APIC_BASE_EXTD);
+	run(EX_X2APIC_EOI, n);
+	wrmsr(MSR_X2APIC_LVTT, LVTT_MASKED_TSCDL);
+	far_deadline = rdtsc() + (1ull << 52);
+	run(EX_WRMSR_TSC_DEADLINE, n);
+	check(rdmsr(MSR_TSC_DEADLINE) == far_deadline,
+	      "IA32_TSC_DEADLINE did not keep the deadline the loop wrote");
+	wrmsr(MSR_TSC_DEADLINE, 0);	/* disarmed */
 }
 
 static __attribute__((noinline)) bool sig_ok(void)
@@ -317,6 +380,7 @@ int guest_main(void)
 		run(EX_PIO_REP_OUTSB, n);
 		check(inb(LP_BENCH_PORT_OUT) == REP_OUTSB_LEN - 1,
 		      "port 0x80 did not hold the last byte of the rep outsb");
+		apic_rows(n);
 	}
 
 	for (int t = 0; t < EX_COUNT; t++) {

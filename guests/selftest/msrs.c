@@ -59,6 +59,35 @@ static void check_syscall_msrs(const char *when)
 	}
 }
 
+/* Hostile ECX: lightpath finds an MSR's handler in a table over three
+ * blocks of 8192 (0, 0xC0000000, 0xC0010000; vmm/msr_map.h). Numbers at and
+ * past their edges, and across the whole 32-bit space, none of them an MSR
+ * lightpath has: each RDMSR and WRMSR must #GP(0) and nothing else. */
+static void msr_sweep(void)
+{
+	static const uint32_t edges[] = { 0x1fff, 0x2000, 0xbfffffff, 0xc0000000, 0xc0001fff,
+					  0xc0002000, 0xc000ffff, 0xc0011fff, 0xc0012000,
+					  0x00010000, 0x40000000, 0x80000000, 0xfffe1fff,
+					  0xffffffff };
+	static const uint32_t lows[] = { 0x1fff, 0x2000, 0xffff };
+	unsigned tried = 0, gp = 0;
+	for (unsigned i = 0; i < sizeof(edges) / sizeof(edges[0]) + 256 * 3; i++) {
+		uint32_t msr = i < sizeof(edges) / sizeof(edges[0]) ? edges[i] :
+			       (i - sizeof(edges) / sizeof(edges[0])) / 3 << 24 |
+			       lows[(i - sizeof(edges) / sizeof(edges[0])) % 3];
+		uint64_t v;
+		unsigned r = rdmsr_safe(msr, &v);
+		gp += r == VEC_GP && rt_trap.error == 0;
+		unsigned w = wrmsr_safe(msr, 0);
+		gp += w == VEC_GP && rt_trap.error == 0;
+		tried += 2;
+		if (r != VEC_GP || w != VEC_GP)
+			rt_printf("msrs: MSR 0x%x: rdmsr vector %u, wrmsr vector %u\n", msr, r, w);
+	}
+	tap_eq(gp, tried, "RDMSR and WRMSR of %u numbers at the lookup's block edges and "
+	       "across the 32-bit space raise #GP(0)", tried / 2);
+}
+
 int guest_main(void)
 {
 	tap_begin("msrs");
@@ -66,6 +95,7 @@ int guest_main(void)
 
 	check_gp(rdmsr_safe(0x12345678u, &v), "rdmsr of unknown MSR 0x12345678");
 	check_gp(wrmsr_safe(0xc0011234u, 0x1), "wrmsr of unknown MSR 0xc0011234");
+	msr_sweep();
 	/* reserved bits of MSRs lightpath forwards to the CPU: #GP in the guest,
 	 * never a fault in the hypervisor */
 	check_gp(wrmsr_safe(0xc0000084u, 1ull << 32), "wrmsr SFMASK with a reserved high bit");

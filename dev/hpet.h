@@ -155,7 +155,8 @@ void hpet_init(struct hpet *h, struct dev_host *host, hpet_legacy_fn legacy, voi
 /* MMIO callback (dev/device.h shape; opaque is the struct hpet). */
 int hpet_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
 	      bool is_write, void *opaque);
-/* The page at HPET_BASE, heavy path only. */
+/* The page at HPET_BASE; a light device (its 32-bit MOVs are decoded on the
+ * light path, anything else goes to the emulator). */
 void hpet_range(struct hpet *h, struct io_range *r);
 
 /* The main counter at `now` (the VM's time). */

@@ -22,7 +22,6 @@
 #include "guests/rt/rt.h"
 
 #define HPET         0xfed00000u
-#define IOAPIC_MMIO  0xfec00000u
 #define LAPIC_MMIO   0xfee00000u
 #define PM_HZ        3579545ull
 #define PM_MASK      0xffffffu
@@ -65,23 +64,6 @@ static uint32_t rd(unsigned off) { return *(volatile uint32_t *)(uintptr_t)(HPET
 static void wr(unsigned off, uint32_t v) { *(volatile uint32_t *)(uintptr_t)(HPET + off) = v; }
 
 static volatile unsigned storm_limit;
-static void ioapic_write(uint8_t index, uint32_t v)
-{
-	*(volatile uint32_t *)(uintptr_t)IOAPIC_MMIO = index;
-	*(volatile uint32_t *)(uintptr_t)(IOAPIC_MMIO + 0x10) = v;
-}
-
-static void ioapic_route(unsigned pin, uint8_t vector, bool level)
-{
-	ioapic_write((uint8_t)(0x11 + 2 * pin), 0);
-	ioapic_write((uint8_t)(0x10 + 2 * pin), vector | (level ? 1u << 15 : 0));
-}
-
-static void ioapic_mask(unsigned pin)
-{
-	ioapic_write((uint8_t)(0x10 + 2 * pin), 1u << 16);
-}
-
 #define STORM_IRQS 1000u
 
 /* EOI only: a level interrupt's status is left set, and the I/O APIC
@@ -151,7 +133,7 @@ static void quiet(void)
 static void storms(void)
 {
 	wr(CONFIG, CFG_ENABLE);
-	ioapic_route(PIN, VEC, false);
+	rt_ioapic_route(PIN, VEC, false);
 	irqs[VEC] = 0;
 	storm_limit = STORM_IRQS;
 	timer0_periodic(0, 1);
@@ -166,7 +148,7 @@ static void storms(void)
 	tap_ok(ran && irqs[VEC] <= 1, irqs[VEC], "at most one interrupt",
 	       "periodic timer 0 with a period of 0: one match, no loop");
 	quiet();
-	ioapic_route(PIN, VEC, true);
+	rt_ioapic_route(PIN, VEC, true);
 	irqs[VEC] = 0;
 	storm_limit = STORM_IRQS;
 	timer0_periodic(TN_LEVEL, 1);
@@ -175,7 +157,7 @@ static void storms(void)
 	       "level, every tick, the status left set: delivered at every EOI, 1000 times");
 	wr(TCFG(0), 0);
 	wr(STATUS, 7);
-	ioapic_route(PIN, VEC, false);
+	rt_ioapic_route(PIN, VEC, false);
 }
 
 static void routes(void)
@@ -183,7 +165,7 @@ static void routes(void)
 	static const unsigned bad[] = { 0, 1, 2, 5, 8, 16, 19, 24, 31 };
 	for (unsigned p = 0; p < 24; p++)
 		if (p != 2 && p != PIN)
-			ioapic_route(p, VEC_BAD, false);
+			rt_ioapic_route(p, VEC_BAD, false);
 	bool kept = true;
 	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		wr(TCFG(1), TN_INT_ENB | TN_ROUTE(PIN));
@@ -197,8 +179,8 @@ static void routes(void)
 	wait_us(5000);
 	tap_eq(irqs[VEC_BAD], 0, "a timer with no valid route interrupts no pin");
 	for (unsigned p = 0; p < 24; p++)
-		ioapic_mask(p);
-	ioapic_route(PIN, VEC, false);
+		rt_ioapic_mask(p);
+	rt_ioapic_route(PIN, VEC, false);
 	wr(TCFG(1), 0);
 	wr(TCFG(2), 0);
 }
@@ -270,8 +252,8 @@ static void counter_games(void)
 
 static void random_writes(void)
 {
-	ioapic_route(PIN, VEC, false);
-	ioapic_route(2, VEC, false);
+	rt_ioapic_route(PIN, VEC, false);
+	rt_ioapic_route(2, VEC, false);
 	for (unsigned i = 0; i < STORM; i++) {
 		unsigned off = (next_rand() % 0x180) & ~3u;
 		uint32_t v = next_rand();
@@ -306,14 +288,14 @@ static int check_mode(void)
 		reset &= (rd(TCFG(n)) & 0xffff & ~0x30u) == 0 && rd(TCMP(n)) == 0xffffffffu &&
 			 rd(TCMP(n) + 4) == 0xffffffffu;
 	tap_ok(reset, rd(TCFG(0)), "off, comparators all ones", "the timers are as at reset");
-	ioapic_route(2, VEC_PIT, false);
+	rt_ioapic_route(2, VEC_PIT, false);
 	irqs[VEC_PIT] = 0;
 	outb(0x43, 0x34);
 	outb(0x40, (uint8_t)1193);
 	outb(0x40, (uint8_t)(1193 >> 8));
 	wait_us(20000);
 	outb(0x43, 0x30);
-	ioapic_mask(2);
+	rt_ioapic_mask(2);
 	tap_ok(irqs[VEC_PIT] >= 5, irqs[VEC_PIT], "5 or more in 20 ms",
 	       "the PIT's IRQ0 reaches the I/O APIC (no legacy route left behind)");
 	return tap_end();
@@ -326,8 +308,8 @@ static int storm_mode(void)
 	rt_printf("hpetwild: timer 0 every tick and a level interrupt never cleared, "
 		  "interrupts on, forever\n");
 	wr(CONFIG, CFG_ENABLE);
-	ioapic_route(PIN, VEC, false);
-	ioapic_route(PIN + 1, VEC, true);
+	rt_ioapic_route(PIN, VEC, false);
+	rt_ioapic_route(PIN + 1, VEC, true);
 	wr(TCFG(2), TN_LEVEL | TN_INT_ENB | TN_ROUTE(PIN + 1));
 	wr(TCMP(2), rd(COUNTER) + 100000);
 	timer0_periodic(0, 1);

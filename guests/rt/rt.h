@@ -255,4 +255,26 @@ static inline void rt_apic_write(bool x2apic, unsigned off, uint32_t val)
 		*(volatile uint32_t *)(uintptr_t)(RT_LAPIC + off) = val;
 }
 
+/* The I/O APIC at the PC's address (a 64-bit guest maps its page with
+ * rt_map_mmio first): register `index` through IOREGSEL/IOWIN. */
+#define RT_IOAPIC 0xfec00000u
+
+static inline void rt_ioapic_write(uint8_t index, uint32_t val)
+{
+	*(volatile uint32_t *)(uintptr_t)RT_IOAPIC = index;
+	*(volatile uint32_t *)(uintptr_t)(RT_IOAPIC + 0x10) = val;
+}
+
+/* Pin `pin` to `vector`: fixed, physical to APIC 0, unmasked, edge or level. */
+static inline void rt_ioapic_route(unsigned pin, uint8_t vector, bool level)
+{
+	rt_ioapic_write((uint8_t)(0x11 + 2 * pin), 0);
+	rt_ioapic_write((uint8_t)(0x10 + 2 * pin), vector | (level ? 1u << 15 : 0));
+}
+
+static inline void rt_ioapic_mask(unsigned pin)
+{
+	rt_ioapic_write((uint8_t)(0x10 + 2 * pin), 1u << 16);
+}
+
 #endif

@@ -17,7 +17,6 @@
 #include "guests/rt/rt.h"
 
 #define HPET_EXPECTED_BASE 0xfed00000u
-#define IOAPIC_MMIO  0xfec00000u
 #define LAPIC_MMIO   0xfee00000u
 #define LAPIC_EOI    0x0b0
 #define PM_HZ        3579545ull
@@ -70,24 +69,6 @@ static uint64_t counter64(void)
 		if (rd(COUNTER + 4) == hi)
 			return (uint64_t)hi << 32 | lo;
 	}
-}
-
-static void ioapic_write(uint8_t index, uint32_t v)
-{
-	*(volatile uint32_t *)(uintptr_t)IOAPIC_MMIO = index;
-	*(volatile uint32_t *)(uintptr_t)(IOAPIC_MMIO + 0x10) = v;
-}
-
-/* Pin `pin`: `vector`, fixed, physical to APIC 0, unmasked, edge or level. */
-static void ioapic_route(unsigned pin, uint8_t vector, bool level)
-{
-	ioapic_write((uint8_t)(0x11 + 2 * pin), 0);
-	ioapic_write((uint8_t)(0x10 + 2 * pin), vector | (level ? 1u << 15 : 0));
-}
-
-static void ioapic_mask(unsigned pin)
-{
-	ioapic_write((uint8_t)(0x10 + 2 * pin), 1u << 16);
 }
 
 static void lapic_eoi(void)
@@ -272,7 +253,7 @@ static void pick_pins(void)
 
 static void check_one_shot(void)
 {
-	ioapic_route(pin_a, VEC_EDGE, false);
+	rt_ioapic_route(pin_a, VEC_EDGE, false);
 	irqs[VEC_EDGE] = 0;
 	wr(TCFG(0), TN_INT_ENB | TN_ROUTE(pin_a));
 	uint64_t cmp = counter64() + 1000000000000ull / period_fs;   /* 1 ms */
@@ -340,7 +321,7 @@ static void check_32bit_wrap(void)
 	tap_ok(counter64() >> 32 >= 2, counter64(), "high half 2 or more",
 	       "32-bit mode: the 64-bit counter went on past 2^33");
 	wr(TCFG(1), 0);
-	ioapic_mask(pin_a);
+	rt_ioapic_mask(pin_a);
 }
 
 static void check_level(void)
@@ -359,7 +340,7 @@ static void check_level(void)
 	tap_eq(rd(STATUS) & 7, 0, "level: writing 1 clears it");
 
 	rt_set_handler(VEC_LEVEL, on_level);
-	ioapic_route(pin_b, VEC_LEVEL, true);
+	rt_ioapic_route(pin_b, VEC_LEVEL, true);
 	wr(TCFG(2), TN_LEVEL | TN_INT_ENB | TN_ROUTE(pin_b));
 	cmp = counter64() + 100000000000ull / period_fs;
 	wr(TCMP(2) + 4, (uint32_t)(cmp >> 32));
@@ -369,13 +350,13 @@ static void check_level(void)
 	tap_eq(irqs[VEC_LEVEL], 1, "level: one interrupt, the handler clearing the status");
 	tap_eq(rd(STATUS) & 7, 0, "level: the status is clear after");
 	wr(TCFG(2), 0);
-	ioapic_mask(pin_b);
+	rt_ioapic_mask(pin_b);
 }
 
 static void check_legacy(void)
 {
 	rt_set_handler(VEC_LEGACY, on_edge);
-	ioapic_route(2, VEC_LEGACY, false);      /* IRQ0 is pin 2 (the MADT's override) */
+	rt_ioapic_route(2, VEC_LEGACY, false);      /* IRQ0 is pin 2 (the MADT's override) */
 	irqs[VEC_LEGACY] = 0;
 	/* the PIT at 1 kHz: not heard while the HPET has IRQ0 */
 	wr(CONFIG, CFG_ENABLE | CFG_LEGACY);
@@ -394,7 +375,7 @@ static void check_legacy(void)
 	tap_ok(irqs[VEC_LEGACY] >= 5, irqs[VEC_LEGACY], "the PIT's ticks (5 or more in 20 ms)",
 	       "legacy: off again, the PIT's IRQ0 comes back");
 	outb(0x43, 0x30);                       /* mode 0, no count: OUT stays low */
-	ioapic_mask(2);
+	rt_ioapic_mask(2);
 	wr(TCFG(0), 0);
 }
 
@@ -402,7 +383,7 @@ int guest_main(void)
 {
 	tap_begin(sizeof(void *) == 8 ? "hpet64" : "hpet32");
 	rt_set_handler(VEC_EDGE, on_edge);
-	rt_map_mmio(IOAPIC_MMIO);
+	rt_map_mmio(RT_IOAPIC);
 	rt_map_mmio(LAPIC_MMIO);
 	if (check_table()) {
 		check_caps();

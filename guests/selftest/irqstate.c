@@ -34,7 +34,6 @@
 #define UART_IER_THRE 0x02
 
 #define LAPIC_MMIO  0xfee00000u
-#define IOAPIC_MMIO 0xfec00000u
 
 #define PIT_HZ      1193182u
 #define PIT_COUNT   1193u       /* about 1 kHz */
@@ -118,8 +117,8 @@ static uint32_t lapic_read(unsigned off)
 
 static uint32_t ioapic_read(uint8_t index)
 {
-	*(volatile uint32_t *)(uintptr_t)IOAPIC_MMIO = index;
-	return *(volatile uint32_t *)(uintptr_t)(IOAPIC_MMIO + 0x10);
+	*(volatile uint32_t *)(uintptr_t)RT_IOAPIC = index;
+	return *(volatile uint32_t *)(uintptr_t)(RT_IOAPIC + 0x10);
 }
 
 static void check_handover_state(void)
@@ -183,12 +182,6 @@ static void lapic_write(unsigned off, uint32_t v)
 	*(volatile uint32_t *)(uintptr_t)(LAPIC_MMIO + off) = v;
 }
 
-static void ioapic_write(uint8_t index, uint32_t v)
-{
-	*(volatile uint32_t *)(uintptr_t)IOAPIC_MMIO = index;
-	*(volatile uint32_t *)(uintptr_t)(IOAPIC_MMIO + 0x10) = v;
-}
-
 /* leave=1: everything programmed for the worst, with IF=0, for the next VM. */
 static void leave_programmed(void)
 {
@@ -205,8 +198,8 @@ static void leave_programmed(void)
 	outb(PIC2_DATA, 0x00);
 	pit_start();
 	for (unsigned pin = 0; pin < 24; pin++) {
-		ioapic_write((uint8_t)(0x11 + 2 * pin), 0);
-		ioapic_write((uint8_t)(0x10 + 2 * pin), pin);   /* fixed, edge, unmasked */
+		rt_ioapic_write((uint8_t)(0x11 + 2 * pin), 0);
+		rt_ioapic_write((uint8_t)(0x10 + 2 * pin), pin);   /* fixed, edge, unmasked */
 	}
 	lapic_write(0x80, 0x10);           /* TPR */
 	lapic_write(0xf0, 0x1ef);          /* SVR: spurious vector 0xef */

@@ -19,6 +19,7 @@
  *   no legacy route, comparators all ones, timers off), and the PIT's IRQ0
  *   through the I/O APIC (the legacy route the last VM left does not cut it
  *   off here). */
+#include "guests/rt/hpet.h"
 #include "guests/rt/rt.h"
 
 #define HPET         0xfed00000u
@@ -26,22 +27,7 @@
 #define PM_HZ        3579545ull
 #define PM_MASK      0xffffffu
 
-#define CAP      0x000
-#define CONFIG   0x010
-#define STATUS   0x020
-#define COUNTER  0x0f0
-#define TCFG(n)  (0x100 + 0x20 * (n))
-#define TCMP(n)  (0x108 + 0x20 * (n))
-#define TFSB(n)  (0x110 + 0x20 * (n))
 
-#define CFG_ENABLE   1u
-#define CFG_LEGACY   2u
-#define TN_LEVEL     (1u << 1)
-#define TN_INT_ENB   (1u << 2)
-#define TN_PERIODIC  (1u << 3)
-#define TN_VAL_SET   (1u << 6)
-#define TN_32MODE    (1u << 8)
-#define TN_ROUTE(p)  ((uint32_t)(p) << 9)
 
 #define PIN   20u     /* in every timer's route capability */
 #define VEC   0x50u
@@ -60,8 +46,8 @@ static uint32_t next_rand(void)
 	return seed;
 }
 
-static uint32_t rd(unsigned off) { return *(volatile uint32_t *)(uintptr_t)(HPET + off); }
-static void wr(unsigned off, uint32_t v) { *(volatile uint32_t *)(uintptr_t)(HPET + off) = v; }
+static uint32_t rd(unsigned off) { return rt_hpet_read(HPET, off); }
+static void wr(unsigned off, uint32_t v) { rt_hpet_write(HPET, off, v); }
 
 static volatile unsigned storm_limit;
 #define STORM_IRQS 1000u
@@ -75,8 +61,8 @@ static void on_irq(struct rt_frame *f)
 {
 	unsigned n = ++irqs[f->vector & 0xff];
 	if (storm_limit && n >= storm_limit) {
-		wr(TCFG(0), 0);
-		wr(STATUS, 1);
+		wr(HPET_TCFG(0), 0);
+		wr(HPET_STATUS, 1);
 		storm_limit = 0;
 	}
 	*(volatile uint32_t *)(uintptr_t)(LAPIC_MMIO + 0xb0) = 0;
@@ -102,37 +88,33 @@ static bool wait_us(uint64_t us)
 
 static uint64_t counter64(void)
 {
-	for (;;) {
-		uint32_t hi = rd(COUNTER + 4), lo = rd(COUNTER);
-		if (rd(COUNTER + 4) == hi)
-			return (uint64_t)hi << 32 | lo;
-	}
+	return rt_hpet_counter(HPET);
 }
 
 /* Each comparator write spends VAL_SET: the accumulator's two halves take
  * one VAL_SET each, then the period its two. */
 static void timer0_periodic(uint32_t extra, uint32_t period)
 {
-	uint32_t cfg = TN_INT_ENB | TN_PERIODIC | TN_ROUTE(PIN) | extra;
+	uint32_t cfg = HPET_TN_INT_ENB | HPET_TN_PERIODIC | HPET_TN_ROUTE(PIN) | extra;
 	uint64_t first = counter64() + 1000000;   /* 10 ms: the writes are slow exits */
-	wr(TCFG(0), cfg | TN_VAL_SET);
-	wr(TCMP(0) + 4, (uint32_t)(first >> 32));
-	wr(TCFG(0), cfg | TN_VAL_SET);
-	wr(TCMP(0), (uint32_t)first);
-	wr(TCMP(0), period);
-	wr(TCMP(0) + 4, 0);
+	wr(HPET_TCFG(0), cfg | HPET_TN_VAL_SET);
+	wr(HPET_TCMP(0) + 4, (uint32_t)(first >> 32));
+	wr(HPET_TCFG(0), cfg | HPET_TN_VAL_SET);
+	wr(HPET_TCMP(0), (uint32_t)first);
+	wr(HPET_TCMP(0), period);
+	wr(HPET_TCMP(0) + 4, 0);
 }
 
 /* Timer 0 off, and what it sent taken. */
 static void quiet(void)
 {
-	wr(TCFG(0), 0);
+	wr(HPET_TCFG(0), 0);
 	wait_us(2000);
 }
 
 static void storms(void)
 {
-	wr(CONFIG, CFG_ENABLE);
+	wr(HPET_CONFIG, HPET_CFG_ENABLE);
 	rt_ioapic_route(PIN, VEC, false);
 	irqs[VEC] = 0;
 	storm_limit = STORM_IRQS;
@@ -151,12 +133,12 @@ static void storms(void)
 	rt_ioapic_route(PIN, VEC, true);
 	irqs[VEC] = 0;
 	storm_limit = STORM_IRQS;
-	timer0_periodic(TN_LEVEL, 1);
+	timer0_periodic(HPET_TN_LEVEL, 1);
 	ran = wait_us(30000);
 	tap_ok(ran && irqs[VEC] >= STORM_IRQS && !storm_limit, irqs[VEC], "1000 deliveries, then on",
 	       "level, every tick, the status left set: delivered at every EOI, 1000 times");
-	wr(TCFG(0), 0);
-	wr(STATUS, 7);
+	wr(HPET_TCFG(0), 0);
+	wr(HPET_STATUS, 7);
 	rt_ioapic_route(PIN, VEC, false);
 }
 
@@ -168,26 +150,26 @@ static void routes(void)
 			rt_ioapic_route(p, VEC_BAD, false);
 	bool kept = true;
 	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		wr(TCFG(1), TN_INT_ENB | TN_ROUTE(PIN));
-		wr(TCFG(1), TN_INT_ENB | TN_ROUTE(bad[i]));
-		kept &= ((rd(TCFG(1)) >> 9) & 0x1f) == PIN;
+		wr(HPET_TCFG(1), HPET_TN_INT_ENB | HPET_TN_ROUTE(PIN));
+		wr(HPET_TCFG(1), HPET_TN_INT_ENB | HPET_TN_ROUTE(bad[i]));
+		kept &= ((rd(HPET_TCFG(1)) >> 9) & 0x1f) == PIN;
 	}
-	tap_ok(kept, rd(TCFG(1)), "the route unchanged", "routes outside the capability are not taken");
-	wr(TCFG(2), TN_INT_ENB | TN_ROUTE(5));   /* route 0 stays: nowhere */
-	wr(TCMP(2), rd(COUNTER) + 1000);
+	tap_ok(kept, rd(HPET_TCFG(1)), "the route unchanged", "routes outside the capability are not taken");
+	wr(HPET_TCFG(2), HPET_TN_INT_ENB | HPET_TN_ROUTE(5));   /* route 0 stays: nowhere */
+	wr(HPET_TCMP(2), rd(HPET_COUNTER) + 1000);
 	irqs[VEC_BAD] = 0;
 	wait_us(5000);
 	tap_eq(irqs[VEC_BAD], 0, "a timer with no valid route interrupts no pin");
 	for (unsigned p = 0; p < 24; p++)
 		rt_ioapic_mask(p);
 	rt_ioapic_route(PIN, VEC, false);
-	wr(TCFG(1), 0);
-	wr(TCFG(2), 0);
+	wr(HPET_TCFG(1), 0);
+	wr(HPET_TCFG(2), 0);
 }
 
 static void odd_accesses(void)
 {
-	uint32_t cfg = rd(CONFIG), cap = rd(CAP), t0 = rd(TCFG(0));
+	uint32_t cfg = rd(HPET_CONFIG), cap = rd(HPET_CAP), t0 = rd(HPET_TCFG(0));
 	volatile uint8_t *b = (volatile uint8_t *)(uintptr_t)HPET;
 	volatile uint16_t *w = (volatile uint16_t *)(uintptr_t)HPET;
 	bool zero = true;
@@ -209,45 +191,45 @@ static void odd_accesses(void)
 	for (unsigned off = 1; off < 0x160; off += 4)
 		*(volatile uint32_t *)(uintptr_t)(HPET + off) = 0xffffffffu;
 	*(volatile uint32_t *)(uintptr_t)(HPET + 0xffe) = 0xffffffffu;
-	tap_ok(rd(CONFIG) == cfg && rd(CAP) == cap && rd(TCFG(0)) == t0, rd(CONFIG),
+	tap_ok(rd(HPET_CONFIG) == cfg && rd(HPET_CAP) == cap && rd(HPET_TCFG(0)) == t0, rd(HPET_CONFIG),
 	       "unchanged", "byte, word and misaligned writes change nothing");
 	/* read-only registers */
-	uint32_t cap_hi = rd(CAP + 4), route_cap = rd(TCFG(0) + 4);
-	wr(CAP, 0);
-	wr(CAP + 4, 0);
-	wr(TCFG(0) + 4, 0xffffffffu);
-	wr(TFSB(0), 0xffffffffu);
-	wr(TFSB(0) + 4, 0xffffffffu);
+	uint32_t cap_hi = rd(HPET_CAP + 4), route_cap = rd(HPET_TCFG(0) + 4);
+	wr(HPET_CAP, 0);
+	wr(HPET_CAP + 4, 0);
+	wr(HPET_TCFG(0) + 4, 0xffffffffu);
+	wr(HPET_TFSB(0), 0xffffffffu);
+	wr(HPET_TFSB(0) + 4, 0xffffffffu);
 	wr(0x008, 1);
 	wr(0x160, 1);
-	tap_ok(rd(CAP) == cap && rd(CAP + 4) == cap_hi && rd(TCFG(0) + 4) == route_cap &&
-	       rd(TFSB(0)) == 0 && rd(0x008) == 0 && rd(0x160) == 0, rd(CAP), "unchanged",
+	tap_ok(rd(HPET_CAP) == cap && rd(HPET_CAP + 4) == cap_hi && rd(HPET_TCFG(0) + 4) == route_cap &&
+	       rd(HPET_TFSB(0)) == 0 && rd(0x008) == 0 && rd(0x160) == 0, rd(HPET_CAP), "unchanged",
 	       "writes to read-only and reserved registers change nothing");
 }
 
 static void counter_games(void)
 {
 	uint64_t c = counter64();
-	wr(COUNTER, 0);
-	wr(COUNTER + 4, 0);
+	wr(HPET_COUNTER, 0);
+	wr(HPET_COUNTER + 4, 0);
 	tap_ok(counter64() >= c, c, "counting on", "the counter written while it runs: ignored");
 	/* just below 2^64, a 64-bit one-shot past the wrap */
-	wr(CONFIG, 0);
-	wr(COUNTER, 0xfffff000u);
-	wr(COUNTER + 4, 0xffffffffu);
-	wr(TCFG(1), TN_INT_ENB | TN_ROUTE(PIN));
-	wr(TCMP(1) + 4, 0);
-	wr(TCMP(1), 0x100);
+	wr(HPET_CONFIG, 0);
+	wr(HPET_COUNTER, 0xfffff000u);
+	wr(HPET_COUNTER + 4, 0xffffffffu);
+	wr(HPET_TCFG(1), HPET_TN_INT_ENB | HPET_TN_ROUTE(PIN));
+	wr(HPET_TCMP(1) + 4, 0);
+	wr(HPET_TCMP(1), 0x100);
 	irqs[VEC] = 0;
-	wr(CONFIG, CFG_ENABLE);
+	wr(HPET_CONFIG, HPET_CFG_ENABLE);
 	wait_us(5000);
 	tap_ok(irqs[VEC] == 1 && counter64() < 0x100000000ull, irqs[VEC], "one, after the wrap",
 	       "the counter wraps past 2^64 and a comparator after the wrap matches once");
-	wr(TCFG(1), 0);
+	wr(HPET_TCFG(1), 0);
 	/* 32-bit periodic with the largest period */
-	timer0_periodic(TN_32MODE, 0xffffffffu);
+	timer0_periodic(HPET_TN_32MODE, 0xffffffffu);
 	wait_us(2000);
-	wr(TCFG(0), 0);
+	wr(HPET_TCFG(0), 0);
 }
 
 static void random_writes(void)
@@ -257,7 +239,7 @@ static void random_writes(void)
 	for (unsigned i = 0; i < STORM; i++) {
 		unsigned off = (next_rand() % 0x180) & ~3u;
 		uint32_t v = next_rand();
-		if (off == STATUS)
+		if (off == HPET_STATUS)
 			continue;
 		wr(off, v);
 		if (i % 100 == 99)
@@ -271,23 +253,23 @@ static void random_writes(void)
 /* What the next VM must not inherit. */
 static void leave_mess(void)
 {
-	wr(CONFIG, CFG_ENABLE | CFG_LEGACY);
+	wr(HPET_CONFIG, HPET_CFG_ENABLE | HPET_CFG_LEGACY);
 	timer0_periodic(0, 1);
-	wr(TCFG(2), TN_LEVEL | TN_INT_ENB | TN_ROUTE(PIN + 1));
-	wr(TCMP(2), rd(COUNTER) + 5);
+	wr(HPET_TCFG(2), HPET_TN_LEVEL | HPET_TN_INT_ENB | HPET_TN_ROUTE(PIN + 1));
+	wr(HPET_TCMP(2), rd(HPET_COUNTER) + 5);
 	rt_printf("hpetwild: leaving the HPET counting, legacy route on, timer 0 every tick\n");
 }
 
 static int check_mode(void)
 {
 	tap_begin("hpetwild");
-	tap_ok(rd(CONFIG) == 0 && counter64() == 0 && rd(STATUS) == 0, rd(CONFIG),
+	tap_ok(rd(HPET_CONFIG) == 0 && counter64() == 0 && rd(HPET_STATUS) == 0, rd(HPET_CONFIG),
 	       "halted, 0, no status", "the HPET is halted, its counter 0, no status, no legacy route");
 	bool reset = true;
 	for (unsigned n = 0; n < 3; n++)
-		reset &= (rd(TCFG(n)) & 0xffff & ~0x30u) == 0 && rd(TCMP(n)) == 0xffffffffu &&
-			 rd(TCMP(n) + 4) == 0xffffffffu;
-	tap_ok(reset, rd(TCFG(0)), "off, comparators all ones", "the timers are as at reset");
+		reset &= (rd(HPET_TCFG(n)) & 0xffff & ~0x30u) == 0 && rd(HPET_TCMP(n)) == 0xffffffffu &&
+			 rd(HPET_TCMP(n) + 4) == 0xffffffffu;
+	tap_ok(reset, rd(HPET_TCFG(0)), "off, comparators all ones", "the timers are as at reset");
 	rt_ioapic_route(2, VEC_PIT, false);
 	irqs[VEC_PIT] = 0;
 	outb(0x43, 0x34);
@@ -307,11 +289,11 @@ static int storm_mode(void)
 {
 	rt_printf("hpetwild: timer 0 every tick and a level interrupt never cleared, "
 		  "interrupts on, forever\n");
-	wr(CONFIG, CFG_ENABLE);
+	wr(HPET_CONFIG, HPET_CFG_ENABLE);
 	rt_ioapic_route(PIN, VEC, false);
 	rt_ioapic_route(PIN + 1, VEC, true);
-	wr(TCFG(2), TN_LEVEL | TN_INT_ENB | TN_ROUTE(PIN + 1));
-	wr(TCMP(2), rd(COUNTER) + 100000);
+	wr(HPET_TCFG(2), HPET_TN_LEVEL | HPET_TN_INT_ENB | HPET_TN_ROUTE(PIN + 1));
+	wr(HPET_TCMP(2), rd(HPET_COUNTER) + 100000);
 	timer0_periodic(0, 1);
 	sti();
 	for (;;)

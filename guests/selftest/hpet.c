@@ -14,6 +14,7 @@
  *  - legacy replacement: timer 0 on IRQ0 (I/O APIC pin 2) while the PIT
  *    runs at 1 kHz and is not heard; the PIT back when the route is off.
  * Waits are timed with the PM timer; interrupts are counted per vector. */
+#include "guests/rt/hpet.h"
 #include "guests/rt/rt.h"
 
 #define HPET_EXPECTED_BASE 0xfed00000u
@@ -22,24 +23,7 @@
 #define PM_HZ        3579545ull
 #define PM_MASK      0xffffffu
 
-#define CAP      0x000
-#define CONFIG   0x010
-#define STATUS   0x020
-#define COUNTER  0x0f0
-#define TCFG(n)  (0x100 + 0x20 * (n))
-#define TCMP(n)  (0x108 + 0x20 * (n))
 
-#define CFG_ENABLE   1u
-#define CFG_LEGACY   2u
-#define TN_LEVEL     (1u << 1)
-#define TN_INT_ENB   (1u << 2)
-#define TN_PERIODIC  (1u << 3)
-#define TN_PER_CAP   (1u << 4)
-#define TN_SIZE_CAP  (1u << 5)
-#define TN_VAL_SET   (1u << 6)
-#define TN_32MODE    (1u << 8)
-#define TN_ROUTE(p)  ((uint32_t)(p) << 9)
-#define TN_FSB_CAP   (1u << 15)
 
 #define VEC_EDGE   0x50u
 #define VEC_LEVEL  0x51u
@@ -51,24 +35,12 @@ static volatile uint32_t counter_at_irq;
 
 /* ---- access ---- */
 
-static uint32_t rd(unsigned off)
-{
-	return *(volatile uint32_t *)(hpet + off);
-}
+static uint32_t rd(unsigned off) { return rt_hpet_read(hpet, off); }
+static void wr(unsigned off, uint32_t v) { rt_hpet_write(hpet, off, v); }
 
-static void wr(unsigned off, uint32_t v)
-{
-	*(volatile uint32_t *)(hpet + off) = v;
-}
-
-/* The 64-bit counter from 32-bit reads: high, low, high again. */
 static uint64_t counter64(void)
 {
-	for (;;) {
-		uint32_t hi = rd(COUNTER + 4), lo = rd(COUNTER);
-		if (rd(COUNTER + 4) == hi)
-			return (uint64_t)hi << 32 | lo;
-	}
+	return rt_hpet_counter(hpet);
 }
 
 static void lapic_eoi(void)
@@ -78,7 +50,7 @@ static void lapic_eoi(void)
 
 static void on_edge(struct rt_frame *f)
 {
-	counter_at_irq = rd(COUNTER);
+	counter_at_irq = rd(HPET_COUNTER);
 	irqs[f->vector & 0xff]++;
 	lapic_eoi();
 }
@@ -88,7 +60,7 @@ static void on_edge(struct rt_frame *f)
 static void on_level(struct rt_frame *f)
 {
 	irqs[f->vector & 0xff]++;
-	wr(STATUS, 1u << 2);
+	wr(HPET_STATUS, 1u << 2);
 	lapic_eoi();
 }
 
@@ -152,7 +124,7 @@ static bool check_table(void)
 	tap_eq(t[52], 0, "ACPI: HPET number 0");
 	hpet = (uintptr_t)base;
 	rt_map_mmio(base);
-	tap_eq(*(const uint32_t *)(t + 36), rd(CAP), "ACPI: the block ID is the capabilities' low half");
+	tap_eq(*(const uint32_t *)(t + 36), rd(HPET_CAP), "ACPI: the block ID is the capabilities' low half");
 	return true;
 }
 
@@ -162,38 +134,38 @@ static uint32_t period_fs;
 
 static void check_caps(void)
 {
-	uint32_t cap = rd(CAP);
-	period_fs = rd(CAP + 4);
+	uint32_t cap = rd(HPET_CAP);
+	period_fs = rd(HPET_CAP + 4);
 	tap_ok((cap & 0xff) != 0, cap & 0xff, "non-zero", "capabilities: a revision ID");
 	tap_eq((cap >> 8) & 0x1f, 2, "capabilities: NUM_TIM_CAP 2 (3 timers)");
 	tap_ok((cap & (1u << 13)) && (cap & (1u << 15)), cap, "COUNT_SIZE_CAP, LEG_RT_CAP",
 	       "capabilities: a 64-bit counter and legacy replacement routing");
 	tap_ok(period_fs > 0 && period_fs <= 100000000u, period_fs, "1..10^8 fs",
 	       "capabilities: a counter period of %u fs", period_fs);
-	wr(CAP, 0);
-	wr(CAP + 4, 1);
-	tap_ok(rd(CAP) == cap && rd(CAP + 4) == period_fs, rd(CAP), "unchanged",
+	wr(HPET_CAP, 0);
+	wr(HPET_CAP + 4, 1);
+	tap_ok(rd(HPET_CAP) == cap && rd(HPET_CAP + 4) == period_fs, rd(HPET_CAP), "unchanged",
 	       "capabilities: read-only");
 	bool ok = true;
 	for (unsigned n = 0; n < 3; n++) {
-		uint32_t c = rd(TCFG(n));
-		ok &= (c & TN_SIZE_CAP) && !(c & TN_FSB_CAP) && rd(TCFG(n) + 4) != 0;
-		ok &= !!(c & TN_PER_CAP) == (n == 0);
+		uint32_t c = rd(HPET_TCFG(n));
+		ok &= (c & HPET_TN_SIZE_CAP) && !(c & HPET_TN_FSB_CAP) && rd(HPET_TCFG(n) + 4) != 0;
+		ok &= !!(c & HPET_TN_PER_CAP) == (n == 0);
 	}
-	tap_ok(ok, rd(TCFG(0)), "64-bit, no FSB, routes, timer 0 periodic",
+	tap_ok(ok, rd(HPET_TCFG(0)), "64-bit, no FSB, routes, timer 0 periodic",
 	       "timers: size, FSB, route and periodic capabilities");
 }
 
 static void check_counter(void)
 {
-	wr(CONFIG, 0);
-	wr(COUNTER, 0x89abcdef);
-	wr(COUNTER + 4, 0x1);
+	wr(HPET_CONFIG, 0);
+	wr(HPET_COUNTER, 0x89abcdef);
+	wr(HPET_COUNTER + 4, 0x1);
 	wait_us(1000, 0, 0);
 	tap_eq(counter64(), 0x189abcdefull, "counter: halted, it holds what was written");
-	wr(COUNTER, 0);
-	wr(COUNTER + 4, 0);
-	wr(CONFIG, CFG_ENABLE);
+	wr(HPET_COUNTER, 0);
+	wr(HPET_COUNTER + 4, 0);
+	wr(HPET_CONFIG, HPET_CFG_ENABLE);
 	/* the rate against the PM timer over 50 ms; each end a counter read
 	 * between two PM reads; a try whose ends were more than 1 ms apart
 	 * (a host stall) is made again */
@@ -216,13 +188,13 @@ static void check_counter(void)
 	       "counter: counts at %llu Hz by the PM timer (announced %llu Hz)",
 	       (unsigned long long)hz, (unsigned long long)want);
 #ifdef __x86_64__
-	uint64_t c64 = *(volatile uint64_t *)(hpet + COUNTER);
-	uint64_t cap64 = *(volatile uint64_t *)(hpet + CAP);
-	tap_ok(cap64 == ((uint64_t)period_fs << 32 | rd(CAP)) && c64 >> 32 == 0 && c64 > 0, c64,
+	uint64_t c64 = *(volatile uint64_t *)(hpet + HPET_COUNTER);
+	uint64_t cap64 = *(volatile uint64_t *)(hpet + HPET_CAP);
+	tap_ok(cap64 == ((uint64_t)period_fs << 32 | rd(HPET_CAP)) && c64 >> 32 == 0 && c64 > 0, c64,
 	       "the capabilities and a counter below 2^32", "64-bit reads of the capabilities and counter");
 #endif
 	uint64_t c = counter64();
-	wr(COUNTER, 0);   /* a write while it runs: not taken */
+	wr(HPET_COUNTER, 0);   /* a write while it runs: not taken */
 	tap_ok(counter64() >= c, c, "counting on", "counter: a write while it runs changes nothing");
 }
 
@@ -232,7 +204,7 @@ static unsigned pin_a, pin_b;   /* two I/O APIC pins timers may use */
 
 static void pick_pins(void)
 {
-	uint32_t cap = rd(TCFG(0) + 4) & rd(TCFG(2) + 4);
+	uint32_t cap = rd(HPET_TCFG(0) + 4) & rd(HPET_TCFG(2) + 4);
 	pin_a = pin_b = 0;
 	for (unsigned p = 3; p < 24; p++) {
 		if (!(cap & (1u << p)))
@@ -245,37 +217,37 @@ static void pick_pins(void)
 	tap_ok(pin_a && pin_b, cap, "two pins above 2", "timers 0 and 2 can use I/O APIC pins %u and %u",
 	       pin_a, pin_b);
 	/* a route outside the capability is not taken */
-	wr(TCFG(2), TN_ROUTE(pin_a));
-	wr(TCFG(2), TN_ROUTE(1));
-	tap_eq((rd(TCFG(2)) >> 9) & 0x1f, pin_a, "timers: a route not in the capability is not taken");
-	wr(TCFG(2), 0);
+	wr(HPET_TCFG(2), HPET_TN_ROUTE(pin_a));
+	wr(HPET_TCFG(2), HPET_TN_ROUTE(1));
+	tap_eq((rd(HPET_TCFG(2)) >> 9) & 0x1f, pin_a, "timers: a route not in the capability is not taken");
+	wr(HPET_TCFG(2), 0);
 }
 
 static void check_one_shot(void)
 {
 	rt_ioapic_route(pin_a, VEC_EDGE, false);
 	irqs[VEC_EDGE] = 0;
-	wr(TCFG(0), TN_INT_ENB | TN_ROUTE(pin_a));
+	wr(HPET_TCFG(0), HPET_TN_INT_ENB | HPET_TN_ROUTE(pin_a));
 	uint64_t cmp = counter64() + 1000000000000ull / period_fs;   /* 1 ms */
-	wr(TCMP(0) + 4, (uint32_t)(cmp >> 32));
-	wr(TCMP(0), (uint32_t)cmp);
+	wr(HPET_TCMP(0) + 4, (uint32_t)(cmp >> 32));
+	wr(HPET_TCMP(0), (uint32_t)cmp);
 	wait_us(200000, &irqs[VEC_EDGE], 1);
 	wait_us(5000, 0, 0);
 	tap_eq(irqs[VEC_EDGE], 1, "one-shot: timer 0 interrupts once through the I/O APIC");
 	tap_ok((int32_t)(counter_at_irq - (uint32_t)cmp) >= 0, counter_at_irq, "at or after the comparator",
 	       "one-shot: not before the counter reached the comparator");
-	wr(TCFG(0), 0);
+	wr(HPET_TCFG(0), 0);
 }
 
 static void check_periodic(void)
 {
 	uint32_t period = (uint32_t)(1000000000000ull / period_fs);   /* 1 ms */
 	irqs[VEC_EDGE] = 0;
-	wr(TCFG(0), TN_INT_ENB | TN_PERIODIC | TN_VAL_SET | TN_32MODE | TN_ROUTE(pin_a));
-	uint32_t first = rd(COUNTER) + 5 * period;
-	wr(TCMP(0), first);
-	wr(TCMP(0), period);   /* VAL_SET is spent: the period only */
-	uint32_t c = rd(TCMP(0));   /* first, or past it by whole periods after a host stall */
+	wr(HPET_TCFG(0), HPET_TN_INT_ENB | HPET_TN_PERIODIC | HPET_TN_VAL_SET | HPET_TN_32MODE | HPET_TN_ROUTE(pin_a));
+	uint32_t first = rd(HPET_COUNTER) + 5 * period;
+	wr(HPET_TCMP(0), first);
+	wr(HPET_TCMP(0), period);   /* VAL_SET is spent: the period only */
+	uint32_t c = rd(HPET_TCMP(0));   /* first, or past it by whole periods after a host stall */
 	tap_ok(c != period && (c - first) % period == 0 && c - first < 1000 * period, c,
 	       "the first value (or past it by periods)", "periodic: the second write sets the period only");
 	wait_us(30000, 0, 0);
@@ -287,7 +259,7 @@ static void check_periodic(void)
 	bool caught_up = false, doubled = false;
 	for (unsigned i = 0; i < 100 && !caught_up; i++) {
 		cli();
-		cmp = rd(TCMP(0));
+		cmp = rd(HPET_TCMP(0));
 		matches = (cmp - first) / period;
 		n = irqs[VEC_EDGE];
 		doubled |= n > matches;
@@ -295,61 +267,61 @@ static void check_periodic(void)
 		if (!caught_up)
 			wait_us(2000, 0, 0);
 	}
-	wr(TCFG(0), TN_PERIODIC | TN_32MODE | TN_ROUTE(pin_a));   /* interrupt off */
+	wr(HPET_TCFG(0), HPET_TN_PERIODIC | HPET_TN_32MODE | HPET_TN_ROUTE(pin_a));   /* interrupt off */
 	wait_us(2000, 0, 0);   /* the one on its way is taken before the next check */
 	tap_eq((cmp - first) % period, 0, "periodic: the comparator advances by whole periods");
 	tap_ok(matches >= 25, matches, "25 or more in 30 ms", "periodic: %u periods of 1 ms went by",
 	       matches);
 	tap_ok(caught_up && !doubled, n, "one per period (one may be on its way)",
 	       "periodic: %u interrupts for %u periods", n, matches);
-	wr(TCFG(0), 0);
+	wr(HPET_TCFG(0), 0);
 }
 
 static void check_32bit_wrap(void)
 {
-	wr(TCFG(1), TN_INT_ENB | TN_32MODE | TN_ROUTE(pin_a));
-	wr(TCMP(1) + 4, 0x1234);
-	wr(TCMP(1), 0x100);
-	tap_eq(rd(TCMP(1) + 4), 0, "32-bit mode: the comparator's high half reads 0, writes ignored");
-	wr(CONFIG, 0);
-	wr(COUNTER, 0xfffff000u);
-	wr(COUNTER + 4, 1);
+	wr(HPET_TCFG(1), HPET_TN_INT_ENB | HPET_TN_32MODE | HPET_TN_ROUTE(pin_a));
+	wr(HPET_TCMP(1) + 4, 0x1234);
+	wr(HPET_TCMP(1), 0x100);
+	tap_eq(rd(HPET_TCMP(1) + 4), 0, "32-bit mode: the comparator's high half reads 0, writes ignored");
+	wr(HPET_CONFIG, 0);
+	wr(HPET_COUNTER, 0xfffff000u);
+	wr(HPET_COUNTER + 4, 1);
 	irqs[VEC_EDGE] = 0;
-	wr(CONFIG, CFG_ENABLE);
+	wr(HPET_CONFIG, HPET_CFG_ENABLE);
 	wait_us(50000, &irqs[VEC_EDGE], 1);
 	tap_eq(irqs[VEC_EDGE], 1, "32-bit mode: a match when the counter's low half wraps");
 	tap_ok(counter64() >> 32 >= 2, counter64(), "high half 2 or more",
 	       "32-bit mode: the 64-bit counter went on past 2^33");
-	wr(TCFG(1), 0);
+	wr(HPET_TCFG(1), 0);
 	rt_ioapic_mask(pin_a);
 }
 
 static void check_level(void)
 {
 	irqs[VEC_LEVEL] = 0;
-	wr(TCFG(2), TN_LEVEL | TN_ROUTE(pin_b));   /* interrupt disabled */
-	wr(TCMP(2) + 4, 0xffffffffu);
+	wr(HPET_TCFG(2), HPET_TN_LEVEL | HPET_TN_ROUTE(pin_b));   /* interrupt disabled */
+	wr(HPET_TCMP(2) + 4, 0xffffffffu);
 	uint64_t cmp = counter64() + 100000000000ull / period_fs;   /* 100 us */
-	wr(TCMP(2) + 4, (uint32_t)(cmp >> 32));
-	wr(TCMP(2), (uint32_t)cmp);
+	wr(HPET_TCMP(2) + 4, (uint32_t)(cmp >> 32));
+	wr(HPET_TCMP(2), (uint32_t)cmp);
 	wait_us(2000, 0, 0);
-	tap_eq(rd(STATUS) & 7, 4, "level: the status bit is set at the match, interrupt disabled");
-	wr(STATUS, 3);
-	tap_eq(rd(STATUS) & 7, 4, "level: writing 0 to a status bit leaves it");
-	wr(STATUS, 4);
-	tap_eq(rd(STATUS) & 7, 0, "level: writing 1 clears it");
+	tap_eq(rd(HPET_STATUS) & 7, 4, "level: the status bit is set at the match, interrupt disabled");
+	wr(HPET_STATUS, 3);
+	tap_eq(rd(HPET_STATUS) & 7, 4, "level: writing 0 to a status bit leaves it");
+	wr(HPET_STATUS, 4);
+	tap_eq(rd(HPET_STATUS) & 7, 0, "level: writing 1 clears it");
 
 	rt_set_handler(VEC_LEVEL, on_level);
 	rt_ioapic_route(pin_b, VEC_LEVEL, true);
-	wr(TCFG(2), TN_LEVEL | TN_INT_ENB | TN_ROUTE(pin_b));
+	wr(HPET_TCFG(2), HPET_TN_LEVEL | HPET_TN_INT_ENB | HPET_TN_ROUTE(pin_b));
 	cmp = counter64() + 100000000000ull / period_fs;
-	wr(TCMP(2) + 4, (uint32_t)(cmp >> 32));
-	wr(TCMP(2), (uint32_t)cmp);
+	wr(HPET_TCMP(2) + 4, (uint32_t)(cmp >> 32));
+	wr(HPET_TCMP(2), (uint32_t)cmp);
 	wait_us(100000, &irqs[VEC_LEVEL], 1);
 	wait_us(5000, 0, 0);
 	tap_eq(irqs[VEC_LEVEL], 1, "level: one interrupt, the handler clearing the status");
-	tap_eq(rd(STATUS) & 7, 0, "level: the status is clear after");
-	wr(TCFG(2), 0);
+	tap_eq(rd(HPET_STATUS) & 7, 0, "level: the status is clear after");
+	wr(HPET_TCFG(2), 0);
 	rt_ioapic_mask(pin_b);
 }
 
@@ -359,24 +331,24 @@ static void check_legacy(void)
 	rt_ioapic_route(2, VEC_LEGACY, false);      /* IRQ0 is pin 2 (the MADT's override) */
 	irqs[VEC_LEGACY] = 0;
 	/* the PIT at 1 kHz: not heard while the HPET has IRQ0 */
-	wr(CONFIG, CFG_ENABLE | CFG_LEGACY);
+	wr(HPET_CONFIG, HPET_CFG_ENABLE | HPET_CFG_LEGACY);
 	outb(0x43, 0x34);
 	outb(0x40, (uint8_t)1193);
 	outb(0x40, (uint8_t)(1193 >> 8));
-	wr(TCFG(0), TN_INT_ENB | TN_ROUTE(pin_a));  /* the route does not count */
+	wr(HPET_TCFG(0), HPET_TN_INT_ENB | HPET_TN_ROUTE(pin_a));  /* the route does not count */
 	uint64_t cmp = counter64() + 1000000000000ull / period_fs;
-	wr(TCMP(0) + 4, (uint32_t)(cmp >> 32));
-	wr(TCMP(0), (uint32_t)cmp);
+	wr(HPET_TCMP(0) + 4, (uint32_t)(cmp >> 32));
+	wr(HPET_TCMP(0), (uint32_t)cmp);
 	wait_us(20000, 0, 0);
 	tap_eq(irqs[VEC_LEGACY], 1, "legacy: timer 0 on IRQ0 (pin 2), once; the PIT not heard");
-	wr(CONFIG, CFG_ENABLE);
+	wr(HPET_CONFIG, HPET_CFG_ENABLE);
 	irqs[VEC_LEGACY] = 0;
 	wait_us(20000, 0, 0);
 	tap_ok(irqs[VEC_LEGACY] >= 5, irqs[VEC_LEGACY], "the PIT's ticks (5 or more in 20 ms)",
 	       "legacy: off again, the PIT's IRQ0 comes back");
 	outb(0x43, 0x30);                       /* mode 0, no count: OUT stays low */
 	rt_ioapic_mask(2);
-	wr(TCFG(0), 0);
+	wr(HPET_TCFG(0), 0);
 }
 
 int guest_main(void)
@@ -394,7 +366,7 @@ int guest_main(void)
 		check_32bit_wrap();
 		check_level();
 		check_legacy();
-		wr(CONFIG, 0);
+		wr(HPET_CONFIG, 0);
 	}
 	return tap_end();
 }

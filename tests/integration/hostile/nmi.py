@@ -91,8 +91,8 @@ def t_qemu(switches):
 
 
 # vm.timeout= limits both VMs: resetcheck, which runs after the NMI guest,
-# needs most of a second under QEMU on a loaded machine (1 s stopped it once
-# while a parallel test suite ran); Bochs counts instructions, 1 s is plenty.
+# was stopped at 1 s once under QEMU while the machine was loaded (a
+# parallel test suite and Bochs runs); Bochs counts instructions: 1 s there.
 QEMU_NOIRET_LIMIT_S = 3
 
 

@@ -151,6 +151,11 @@ bool smp_run_on(unsigned cpu, smp_work_fn *fn, void *arg)
 					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
+void smp_kick(const struct percpu *pc)
+{
+	host_lapic_send_ipi(pc->apic_id, LAPIC_ICR_FIXED | LAPIC_ICR_ASSERT | IDT_VECTOR_WAKE);
+}
+
 bool smp_wait_done(unsigned cpu, uint64_t timeout_us)
 {
 	if (cpu == 0 || cpu >= SMP_MAX_CPUS || !smp_cpus[cpu])

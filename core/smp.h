@@ -43,6 +43,10 @@ void smp_init(const struct boot_info *bi, const struct lp_options *opt);
  * not online or its mailbox is still full. */
 typedef void smp_work_fn(void *arg);
 bool smp_run_on(unsigned cpu, smp_work_fn *fn, void *arg);
+/* Makes a CPU look at its vCPU now: the wake IPI, which makes a CPU in a
+ * guest exit and one halted in lightpath wake up (the vCPU's kicked flag
+ * says why: vmm/vm.h vcpu_notify). */
+void smp_kick(const struct percpu *pc);
 /* Waits until the AP has taken and finished its work item, at most
  * timeout_us; false on timeout. */
 bool smp_wait_done(unsigned cpu, uint64_t timeout_us);

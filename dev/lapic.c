@@ -60,6 +60,7 @@ void lapic_init(struct lapic *a, struct dev_host *host, uint32_t apic_id, bool b
 	memset(a, 0, sizeof(*a));
 	a->id = apic_id;
 	a->apic_base = LAPIC_BASE | APIC_BASE_EN | (bsp ? APIC_BASE_BSP : 0);
+	a->wait_sipi = !bsp;   /* an AP waits for its STARTUP from power-up */
 	a->clock = dev_clock(host);
 	a->tsc_hz = platform_tsc_hz();
 	if (!a->tsc_hz)
@@ -230,7 +231,21 @@ void lapic_msg_receive(struct lapic *a, const struct apic_msg *m)
 	case LAPIC_DM_NMI:
 		a->nmi_pending = true;
 		break;
-	default: /* SMI, INIT, SIPI, ExtINT: see lapic.h */
+	case LAPIC_DM_INIT:
+		if (a->apic_base & APIC_BASE_BSP)
+			break;   /* see lapic.h: no firmware to restart */
+		reset_registers(a);
+		a->init_pending = a->wait_sipi = true;
+		a->sipi_pending = false;
+		break;
+	case LAPIC_DM_SIPI:
+		if (a->wait_sipi) {
+			a->wait_sipi = false;
+			a->sipi_pending = true;
+			a->sipi_vector = m->vector;
+		}
+		break;
+	default: /* SMI, ExtINT: see lapic.h */
 		break;
 	}
 }
@@ -246,6 +261,10 @@ static void send_ipi(struct lapic *a)
 		.logical = lo & (1u << 11),
 		.level = false,   /* an IPI is never routed back to the I/O APIC */
 	};
+	/* INIT level de-assert (level-triggered, level 0): ignored by every
+	 * CPU since the Pentium 4 (SDM vol. 3 11.6.1) */
+	if (m.delivery_mode == LAPIC_DM_INIT && (lo & (1u << 15)) && !(lo & (1u << 14)))
+		return;
 	if ((m.delivery_mode == LAPIC_DM_FIXED || m.delivery_mode == LAPIC_DM_LOWEST) &&
 	    m.vector < 16) {
 		record_error(a, LAPIC_ESR_SEND_ILLEGAL);

@@ -159,6 +159,12 @@ struct lapic {
 	lapic_send_fn send_hook;
 	void *send_ctx;
 	bool nmi_pending;       /* an NMI IPI to self was sent; the hypervisor clears it */
+	/* INIT and STARTUP for the vCPU (the hypervisor acts on them):
+	 * init_pending: an INIT reset this APIC, the vCPU is to be reset into
+	 * wait-for-SIPI; wait_sipi: a STARTUP is taken (an AP from power-up,
+	 * any vCPU after INIT); sipi_pending: one was, with sipi_vector */
+	bool init_pending, wait_sipi, sipi_pending;
+	uint8_t sipi_vector;
 	uint64_t timer_fires;   /* interrupts the timer sent, for statistics and tests */
 	uint64_t timer_fires_late; /* of those, sent after their time (a periodic
 				      one that waited for the previous) */
@@ -182,8 +188,12 @@ void lapic_set_send_hook(struct lapic *a, lapic_send_fn fn, void *ctx);
  * sent it (for the shorthands), or 0 (the I/O APIC). */
 bool lapic_msg_targets(const struct lapic *a, const struct lapic *from, const struct apic_msg *m);
 /* APIC `a` takes message m: fixed and lowest priority go to IRR, an NMI
- * waits in nmi_pending. SMI, INIT, SIPI and ExtINT messages are dropped:
- * a VM has one vCPU, which they would reset or start. */
+ * waits in nmi_pending, an INIT resets the APIC (its ID and APIC_BASE
+ * kept, SDM vol. 3 11.4.7.3) and sets init_pending and wait_sipi, a STARTUP
+ * is latched only in wait-for-SIPI (SDM 9.4.4: others ignore it). SMI and
+ * ExtINT messages are dropped, and so is an INIT to the boot processor
+ * (APIC_BASE.BSP): on a PC it restarts the firmware at the reset vector,
+ * and a lightpath VM has no firmware (docs/SMP.md). */
 void lapic_msg_receive(struct lapic *a, const struct apic_msg *m);
 
 /* Register file by xAPIC offset (0x000-0x3F0), mode-independent; value is

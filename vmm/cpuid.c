@@ -83,6 +83,10 @@ void exit_cpuid(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4]
 			out[i] = v->cpuid_basic[1][i];
 	} else {
 		cpuid_vm_view(leaf, subleaf, out);
+		if (leaf == 0xb || leaf == 0x1f)
+			out[3] = v->lapic.id;          /* x2APIC ID */
+		else if (leaf == 0x8000001eu)
+			out[0] = v->lapic.id;          /* extended APIC ID */
 	}
 	cpuid_guest_state(leaf, subleaf, out, vendor_guest_cr4(v));
 }
@@ -100,6 +104,11 @@ void exit_cpuid_cache_init(struct vcpu *v)
 	v->cpuid_ext_n = n < CPUID_CACHED_LEAVES ? n : CPUID_CACHED_LEAVES;
 	for (uint32_t l = 0; l < v->cpuid_ext_n; l++)
 		cpuid_vm_view(0x80000000u + l, 0, v->cpuid_ext[l]);
+	/* the vCPU's initial APIC ID (the policy leaves 0) */
+	if (v->cpuid_basic_n > 1)
+		v->cpuid_basic[1][1] |= v->lapic.id << 24;
+	if (v->cpuid_ext_n > 0x1e)
+		v->cpuid_ext[0x1e][0] = v->lapic.id;
 	exit_cpuid_apic_changed(v);
 }
 

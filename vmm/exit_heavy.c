@@ -347,14 +347,20 @@ void heavy_hlt(struct vcpu *v)
 		heavy_skip(v, insn_hlt);
 		return;
 	}
+	struct vm *vm = v->vm;
 	bool if1 = vendor_rflags(v) & RFLAGS_IF;
-	bool can_wake = if1 || platform_nmi_source(v);
-	guest_clock_halt(v->vm);   /* its time passes while it waits */
-	while (can_wake && !hlt_wakes(v, if1) && v->vm->nr_timers && !v->vm->ended) {
+	/* with several vCPUs another can always send an IPI, an NMI or INIT */
+	bool smp = vm->nr_vcpus > 1;
+	bool can_wake = if1 || platform_nmi_source(v) || smp;
+	guest_clock_halt(vm);   /* its time passes while it waits */
+	while (can_wake && !hlt_wakes(v, if1) && (vm->nr_timers || smp) && !vm->ended &&
+	       !v->lapic.init_pending) {
+		vm_unlock(vm);   /* (held with several vCPUs: vmm/vm.c vcpu_run) */
 		vendor_host_wait_for_interrupt();
-		vm_timers_run(v->vm);
+		vm_lock(vm);
+		vm_timers_run(vm);
 	}
-	if (v->vm->ended)
+	if (vm->ended || v->lapic.init_pending)
 		return;
 	if (hlt_wakes(v, if1)) {
 		heavy_skip(v, insn_hlt);

@@ -40,7 +40,8 @@ static COLD light_ret light_handled_leave(struct vcpu *v, unsigned reason)
  * ended leaves for the heavy path. */
 static COLD light_ret light_recheck(struct vcpu *v, unsigned reason)
 {
-	if (v->vm->ended || (v->pending & VCPU_PENDING_STEP))
+	/* (several vCPUs: interrupt state is shared, the heavy path's) */
+	if (v->vm->ended || (v->pending & VCPU_PENDING_STEP) || v->vm->nr_vcpus > 1)
 		return light_handled_leave(v, reason);   /* (the DRs are the heavy path's) */
 	v->pending = 0;
 	exit_inject_interrupts(v);
@@ -69,6 +70,8 @@ static __attribute__((noinline)) light_ret light_hypercall_other(struct vcpu *v,
 									 uint64_t next,
 									 bool light_off)
 {
+	if (__builtin_expect(v->vm->nr_vcpus > 1, 0))   /* timers, the VM's end: shared */
+		return light_go_heavy(v, LP_EXIT_HYPERCALL);
 	bool leave = exit_hypercall_slow(v, vendor_rax(v));
 	vendor_skip_insn(v, next);
 	exit_insn_completed(v);
@@ -462,11 +465,22 @@ unsigned exit_switch_set(const struct lp_options *o)
 	       (o->io_fast ? 0 : SW_IO_EMULATE) | vendor_switch_bits(o);
 }
 
+/* What stays light in a VM of several vCPUs: what touches only the vCPU's
+ * own state. The rest (devices, the local APICs, which send IPIs and arm
+ * the VM's timers, the timers themselves, interrupt delivery) is shared
+ * and goes to the heavy path, which holds the VM lock (docs/SMP.md). */
+static enum light_kind light_kind_smp(enum light_kind k)
+{
+	return k == LIGHT_HYPERCALL || k == LIGHT_CPUID || k == LIGHT_RDTSC ? k : LIGHT_NONE;
+}
+
 void exit_light_table_fill(struct vcpu *v, unsigned sw)
 {
+	bool smp = v->vm->nr_vcpus > 1;
 	for (unsigned c = 0; c < VENDOR_EXIT_CODES; c++) {
 		const struct exit_row *r = c < VENDOR_EXIT_CODES - 1 ? exit_row_of(c) : 0;
-		v->light_table[c] = light_handlers[sw][r ? r->light : LIGHT_NONE];
+		enum light_kind k = r ? (enum light_kind)r->light : LIGHT_NONE;
+		v->light_table[c] = light_handlers[sw][smp ? light_kind_smp(k) : k];
 	}
 }
 

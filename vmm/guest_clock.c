@@ -109,7 +109,8 @@ void guest_clock_init(struct vm *vm)
 	memset(p, 0, sizeof(*p));
 	p->gap_min = GAP_NEVER;   /* never, unless the CPU can do it and clock=poll */
 	p->gap_span = 0;
-	if (vendor_has_tsc_control() && vm->opt->clock_poll) {
+	/* one polling state per VM: a VM of several vCPUs keeps clock=host */
+	if (vendor_has_tsc_control() && vm->opt->clock_poll && vm->nr_vcpus == 1) {
 		p->gap_min = ns_to_tsc(CLOCK_POLL_GAP_MIN_NS);
 		p->gap_span = ns_to_tsc(CLOCK_POLL_GAP_MAX_NS) - p->gap_min;
 	}

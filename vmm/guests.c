@@ -167,11 +167,12 @@ static int config_spec(const struct boot_info *bi, unsigned i, unsigned id,
 	spec->has_unclaimed = c->has_unclaimed;
 	spec->unclaimed_stop = c->unclaimed_stop;
 	spec->cpus = c->cpus;
-	spec->pcpu = c->nr_pcpus ? c->pcpus[0] : -1;
+	spec->nr_pcpus = c->nr_pcpus;
+	memcpy(spec->pcpus, c->pcpus, c->nr_pcpus);
 	return 0;
 }
 
-/* ---- static partitioning (docs/SMP.md): one VM per CPU ---- */
+/* ---- static partitioning (docs/SMP.md): each vCPU on a CPU of its own ---- */
 
 static unsigned cpus_running(void)
 {
@@ -190,31 +191,56 @@ static bool cpus_ok(unsigned id, const struct vm_spec *spec)
 			"lightpath; not started\n", id, spec->cpus, have);
 		return false;
 	}
-	if (spec->cpus > 1) {
-		kprintf("lightpath: vm%u: cpus = %u: several vCPUs per VM are not implemented yet "
-			"(use cpus = 1); not started\n", id, spec->cpus);
-		return false;
-	}
-	if (spec->pcpu >= 0 && (spec->pcpu >= (int)SMP_MAX_CPUS || !smp_cpus[spec->pcpu])) {
-		kprintf("lightpath: vm%u: pcpus = %d: CPU %d is not running lightpath (%u CPU%s "
-			"run it: 0..%u); not started\n", id, spec->pcpu, spec->pcpu, have,
-			have == 1 ? "" : "s", smp_nr_cpus - 1);
-		return false;
+	for (unsigned i = 0; i < spec->nr_pcpus; i++) {
+		unsigned c = spec->pcpus[i];
+		if (c >= SMP_MAX_CPUS || !smp_cpus[c]) {
+			kprintf("lightpath: vm%u: pcpus = %u: CPU %u is not running lightpath (%u CPU%s "
+				"run it: 0..%u); not started\n", id, c, c, have, have == 1 ? "" : "s",
+				smp_nr_cpus - 1);
+			return false;
+		}
+		if (c == 0 && i) {
+			kprintf("lightpath: vm%u: pcpus: CPU 0 can run only a VM's first vCPU (it "
+				"keeps lightpath's housekeeping); not started\n", id);
+			return false;
+		}
 	}
 	return true;
 }
 
-/* The CPU for a VM now: the one it asks for when that is free, else the
- * first free AP, else CPU 0 (which then runs it before it starts another);
- * -1: wait. */
-static int pick_cpu(const struct vm_spec *spec)
+/* CPUs given to a VM, from its start until its last vCPU has finished
+ * (vm_job_run): a VM's APs are posted by its first vCPU, later than the
+ * boot CPU hands out the next VM's. */
+static bool cpu_taken[SMP_MAX_CPUS];
+
+static bool cpu_free(unsigned c)
 {
-	if (spec->pcpu >= 0)
-		return smp_cpu_idle((unsigned)spec->pcpu) ? spec->pcpu : -1;
+	return smp_cpu_idle(c) && !__atomic_load_n(&cpu_taken[c], __ATOMIC_ACQUIRE);
+}
+
+/* The CPUs for a VM now, in spec->run_on: the ones it asks for when they
+ * are free; else free APs in order (1, 2, ...), with CPU 0 for its first
+ * vCPU when the APs are too few (CPU 0 then runs that vCPU before it
+ * starts another VM). False: wait. */
+static bool pick_cpus(struct vm_spec *spec)
+{
+	if (spec->nr_pcpus) {
+		for (unsigned i = 0; i < spec->nr_pcpus; i++)
+			if (!cpu_free(spec->pcpus[i]))
+				return false;
+		memcpy(spec->run_on, spec->pcpus, spec->nr_pcpus);
+		return true;
+	}
+	unsigned aps = 0;
 	for (unsigned c = 1; c < smp_nr_cpus; c++)
-		if (smp_cpu_idle(c))
-			return (int)c;
-	return 0;
+		aps += cpu_free(c);
+	unsigned n = 0;
+	if (aps < spec->cpus)
+		spec->run_on[n++] = 0;   /* CPU 0 is always free when it picks */
+	for (unsigned c = 1; c < smp_nr_cpus && n < spec->cpus; c++)
+		if (cpu_free(c))
+			spec->run_on[n++] = (uint8_t)c;
+	return n == spec->cpus;
 }
 
 /* The boot CPU waits for an AP to finish: halted, woken by its own timer
@@ -237,18 +263,22 @@ static void vm_job_run(void *arg)
 {
 	struct vm_job *j = arg;
 	j->status = vm_run(j->id, &j->spec, j->opt);
+	for (unsigned i = 0; i < j->spec.cpus; i++)   /* every vCPU has finished */
+		__atomic_store_n(&cpu_taken[j->spec.run_on[i]], false, __ATOMIC_RELEASE);
 	vendor_host_idle_state();   /* an AP halts in its idle loop next */
 }
 
-/* Runs VM j on a CPU: on this one (the boot CPU) to its end, or posted to
- * an AP; waits for the CPU it needs first. Returns when it has started (or
- * ended, on CPU 0). */
+/* Runs VM j: its first vCPU on this CPU (the boot CPU) to its end, or
+ * posted to an AP; waits for the CPUs it needs first. Returns when it has
+ * started (or ended, on CPU 0). */
 static void start_vm(struct vm_job *j)
 {
-	int cpu;
-	while ((cpu = pick_cpu(&j->spec)) < 0)
+	while (!pick_cpus(&j->spec))
 		wait_a_moment();
-	if (cpu == 0 || !smp_run_on((unsigned)cpu, vm_job_run, j))
+	for (unsigned i = 0; i < j->spec.cpus; i++)
+		__atomic_store_n(&cpu_taken[j->spec.run_on[i]], true, __ATOMIC_RELEASE);
+	unsigned cpu = j->spec.run_on[0];
+	if (cpu == 0 || !smp_run_on(cpu, vm_job_run, j))
 		vm_job_run(j);   /* an AP that does not take it: here (never seen) */
 }
 
@@ -264,7 +294,7 @@ void guests_run_all(const struct boot_info *bi, const struct lp_options *opt,
 	(void)cpuid_host();   /* read once here, not by VMs starting at once */
 	vm_side_by_side = cpus_running() > 1;
 	if (vm_side_by_side)
-		kprintf("lightpath: VMs run side by side, one CPU each (CPUs 1..%u first, then CPU 0); "
+		kprintf("lightpath: VMs run side by side, one CPU per vCPU (CPUs 1..%u first, then CPU 0); "
 			"console input goes to one VM at a time: Ctrl-\\ passes it on\n",
 			smp_nr_cpus - 1);
 	report_ignored(bi);
@@ -307,7 +337,6 @@ void guests_run_all(const struct boot_info *bi, const struct lp_options *opt,
 			continue;
 		*j = (struct vm_job){ .id = id, .opt = opt, .status = LP_STATUS_VM_FAULT };
 		spec->cpus = 1;
-		spec->pcpu = -1;
 		if (is_config[i]) {
 			if (!config_ok[i] || config_spec(bi, i, id, is_config, spec)) {
 				status[id++] = LP_STATUS_VM_FAULT;
@@ -331,7 +360,7 @@ void guests_run_all(const struct boot_info *bi, const struct lp_options *opt,
 		id++;
 	}
 	for (unsigned c = 1; c < smp_nr_cpus; c++)
-		while (smp_cpus[c] && !smp_cpu_idle(c))
+		while (smp_cpus[c] && !cpu_free(c))
 			wait_a_moment();
 	timer_program(0);
 	/* "first" is by VM number (module order), whatever order they ended in */

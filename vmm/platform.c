@@ -103,7 +103,7 @@ void irq_line_set(const struct irq_line *l, bool level)
 	if (l->gsi >= IOAPIC_PINS)
 		return;
 	pc_irq_set(&pc->pic, &pc->ioapic, l->gsi, level);
-	pc->head.vm->vcpu->pending |= VCPU_PENDING_RECHECK;
+	vcpu_notify(pc->head.vm->vcpu);   /* the 8259's output is the boot vCPU's LINT0 */
 }
 
 enum irq_edge_state irq_line_edge_state(const struct irq_line *l)
@@ -119,7 +119,7 @@ enum irq_edge_state irq_line_edge_state(const struct irq_line *l)
 static void apic_deliver(struct vcpu *t, const struct apic_msg *m)
 {
 	lapic_msg_receive(&t->lapic, m);
-	t->pending |= VCPU_PENDING_RECHECK;   /* the hazard check injects it */
+	vcpu_notify(t);   /* the hazard check (or a kick) injects it */
 }
 
 static void apic_bus_send(void *ctx, struct lapic *from, const struct apic_msg *m)
@@ -182,7 +182,8 @@ static int lapic_msr_handler(struct vcpu *v, uint32_t msr, uint64_t *val, bool i
 static int apic_mmio_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size,
 			     bool is_write, void *opaque)
 {
-	int ret = (addr & ~0xfffull) == LAPIC_BASE ? lapic_mmio(v, addr, data, size, is_write, opaque)
+	/* the local APIC page is each vCPU's own */
+	int ret = (addr & ~0xfffull) == LAPIC_BASE ? lapic_mmio(v, addr, data, size, is_write, &v->lapic)
 						   : ioapic_mmio(v, addr, data, size, is_write, opaque);
 	if (is_write && (lapic_irr_nonempty(&v->lapic) || platform_nmi_pending(v)))
 		v->pending |= VCPU_PENDING_RECHECK;
@@ -256,10 +257,13 @@ void platform_create(struct vm *vm)
 	add_mmio(vm, &r[0]);
 
 	pic_init(&pc->pic);
-	lapic_init(&v->lapic, pc, 0, true);
 	ioapic_init(&pc->ioapic, 0, ioapic_to_bus, pc);
-	lapic_set_eoi_hook(&v->lapic, pc_lapic_eoi, &pc->ioapic);
-	lapic_set_send_hook(&v->lapic, apic_bus_send, pc);
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {   /* vCPU i has APIC ID i */
+		struct lapic *a = &vm->vcpus[i]->lapic;
+		lapic_init(a, pc, i, i == 0);
+		lapic_set_eoi_hook(a, pc_lapic_eoi, &pc->ioapic);
+		lapic_set_send_hook(a, apic_bus_send, pc);
+	}
 	/* as the BIOS leaves them: no device interrupt on an exception vector */
 	pc_irq_firmware_setup(&pc->pic, &pc->ioapic, &v->lapic);
 
@@ -286,7 +290,7 @@ void platform_create(struct vm *vm)
 	i8042_ranges(&pc->kbd, r);
 	add_port(vm, &r[0]);
 	add_port(vm, &r[1]);
-	fwcfg_init(&pc->fwcfg, vm->mem_size, 1);
+	fwcfg_init(&pc->fwcfg, vm->mem_size, vm->nr_vcpus);
 	fwcfg_range(&pc->fwcfg, &r[0]);
 	add_port(vm, &r[0]);
 	acpi_pm_init(&pc->acpi_pm, pc, pc_line(pc, ACPI_SCI_IRQ));

@@ -44,6 +44,12 @@ int vendor_vm_init(struct vm *vm);
 void vendor_vm_destroy(struct vm *vm);
 /* Multiboot start state: 32-bit protected mode, paging off, flat segments. */
 void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx);
+/* INIT and a STARTUP IPI with `vector`: real mode at vector << 12 (an AP's
+ * start, docs/SMP.md). On the vCPU's CPU. */
+void vendor_vcpu_init_sipi(struct vcpu *v, uint8_t vector);
+/* The vCPU is done on its CPU (the VM ends): nothing of it may stay there
+ * (VT-x: VMCLEAR). On that CPU. */
+void vendor_vcpu_release(struct vcpu *v);
 /* Linux 64-bit boot protocol start state (long mode, paging on). */
 void vendor_vcpu_init_linux(struct vcpu *v, const struct linux_boot_state *st);
 /* The switch-set bits only this backend knows (SW_VMLOAD_ALWAYS, SW_NRIP). */

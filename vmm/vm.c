@@ -6,6 +6,7 @@
 #include "core/cpu.h"
 #include "core/percpu.h"
 #include "core/pmem.h"
+#include "core/smp.h"
 #include "core/timer.h"
 #include "core/tsc.h"
 #include "dev/pc_irq.h"
@@ -120,11 +121,22 @@ void vm_end(struct vm *vm, unsigned status, const char *why)
 	vm->ended = true;
 	vm->status = status;
 	vm->end_reason = why;
-	vm->vcpu->pending |= VCPU_PENDING_RECHECK;   /* the light loop must stop now */
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		vcpu_notify(vm->vcpus[i]);   /* every light loop must stop now */
 	/* An ended VM has no timers (vm_timer_arm refuses them): a heavy-path
 	 * wait for the next timer, such as a blocking HLT, ends too. */
 	while (vm->nr_timers)
 		vm_timer_cancel(vm->timers[0]);
+}
+
+void vcpu_notify(struct vcpu *t)
+{
+	if (t->host_cpu == this_cpu()) {
+		t->pending |= VCPU_PENDING_RECHECK;
+		return;
+	}
+	__atomic_store_n(&t->kicked, true, __ATOMIC_RELEASE);
+	smp_kick(t->host_cpu);
 }
 
 void vm_fault(struct vm *vm, const char *fmt, ...)
@@ -375,6 +387,20 @@ void vm_timer_cancel(struct vm_timer *t)
 	vm_timers_reprogram(vm);
 }
 
+/* After timers fired: a device's interrupt reached its vCPU through
+ * irq_line_set and the APIC bus, which notified it; a local APIC timer
+ * only set its own IRR, so its vCPU is told here. */
+static void vm_timers_fired(struct vm *vm)
+{
+	if (vm->nr_vcpus == 1) {
+		vm->vcpu->pending |= VCPU_PENDING_RECHECK;
+		return;
+	}
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		if (lapic_irr_nonempty(&vm->vcpus[i]->lapic))
+			vcpu_notify(vm->vcpus[i]);
+}
+
 bool vm_timers_run(struct vm *vm)
 {
 	bool any = false;
@@ -403,7 +429,7 @@ bool vm_timers_run(struct vm *vm)
 	}
 	vm_timers_reprogram(vm);
 	if (any)   /* a device timer may have raised an interrupt */
-		vm->vcpu->pending |= VCPU_PENDING_RECHECK;
+		vm_timers_fired(vm);
 	return any;
 }
 
@@ -438,19 +464,90 @@ static void time_limit_start(struct vm *vm, unsigned seconds)
 	vm_timer_arm(&vm->time_limit, rdtsc() + (uint64_t)seconds * tsc_hz());
 }
 
+/* The heavy path's part of a VM of several vCPUs: the VM lock, and what
+ * another CPU left for this vCPU (vcpu_notify). */
+static void vcpu_heavy_enter(struct vcpu *v)
+{
+	spin_lock(&v->vm->lock);
+	if (__atomic_exchange_n(&v->kicked, false, __ATOMIC_ACQUIRE))
+		v->pending |= VCPU_PENDING_RECHECK;
+}
+
 /* vcpu_run: the outer (heavy) loop around the backend's light loop
- * (docs/EXITS.md). */
+ * (docs/EXITS.md), until the VM ends or an INIT resets the vCPU. */
 static void vcpu_run(struct vcpu *v)
 {
+	struct vm *vm = v->vm;
+	bool smp = vm->nr_vcpus > 1;
 	this_cpu()->current = v;
 	vcpu_cpu_state_reset(v);   /* nothing the previous VM left in the CPU */
-	while (!v->vm->ended) {
+	for (;;) {
 		vcpu_state_enter(v);
 		vendor_enter_guest(v);
 		vcpu_state_leave(v);
+		if (smp)
+			vcpu_heavy_enter(v);
 		exit_heavy(v);
+		bool stop = vm->ended || v->lapic.init_pending;
+		vm_unlock(vm);
+		if (stop)
+			break;
 	}
 	this_cpu()->current = 0;
+}
+
+/* Wait-for-SIPI, with the VM lock held: until a STARTUP IPI came (true:
+ * the vCPU starts at its vector) or the VM ended. The CPU halts; a kick
+ * (vcpu_notify) or its timer wakes it, and it runs the VM's timers like a
+ * halted vCPU. */
+static bool vcpu_wait_sipi(struct vcpu *v)
+{
+	struct vm *vm = v->vm;
+	v->lapic.init_pending = false;
+	while (!vm->ended && !v->lapic.sipi_pending) {
+		vm_unlock(vm);
+		vendor_host_wait_for_interrupt();
+		__atomic_store_n(&v->kicked, false, __ATOMIC_RELAXED);
+		vm_lock(vm);
+		vm_timers_run(vm);
+		if (v->lapic.init_pending)   /* another INIT: still waiting */
+			v->lapic.init_pending = false;
+	}
+	v->lapic.sipi_pending = false;
+	return !vm->ended;
+}
+
+/* A vCPU's life on its CPU: run (vCPU 0 from the loaded image, the others
+ * from their first STARTUP), and after an INIT wait for the next STARTUP
+ * and run from its vector in real mode, until the VM ends. */
+static void vcpu_life(struct vcpu *v)
+{
+	struct vm *vm = v->vm;
+	for (;;) {
+		if (v->started)
+			vcpu_run(v);
+		if (vm->ended)
+			break;
+		vm_lock(vm);
+		bool start = vcpu_wait_sipi(v);
+		uint8_t vector = v->lapic.sipi_vector;
+		vm_unlock(vm);
+		if (!start)
+			break;
+		vendor_vcpu_init_sipi(v, vector);
+		v->started = true;
+	}
+}
+
+/* An AP vCPU's work item on its own CPU (posted by vm_run). */
+static void vcpu_ap_main(void *arg)
+{
+	struct vcpu *v = arg;
+	vendor_vcpu_init(v, 0, 0, 0);   /* its VMCB/VMCS, on this CPU */
+	vcpu_life(v);
+	vendor_vcpu_release(v);
+	__atomic_store_n(&v->finished, true, __ATOMIC_RELEASE);
+	vendor_host_idle_state();
 }
 
 static void report_end(struct vm *vm)
@@ -485,7 +582,7 @@ static int load_guest(struct vm *vm, const struct vm_spec *spec, char *what, siz
 		if (load_multiboot_elf(ram, vm->mem_size, spec->image, spec->image_size, spec->cmdline,
 				       spec->modules, spec->nr_modules, &g, err, errlen))
 			return -1;
-		if (firmware_build(ram, vm->mem_size, &rsdp)) {
+		if (firmware_build(ram, vm->mem_size, vm->nr_vcpus, &rsdp)) {
 			snprintf(err, errlen, "could not write the BIOS data area and ACPI tables");
 			return -1;
 		}
@@ -502,7 +599,7 @@ static int load_guest(struct vm *vm, const struct vm_spec *spec, char *what, siz
 	if (linux_boot_prepare(ram, vm->mem_size, spec->image, spec->image_size, spec->initrd,
 			       spec->initrd_size, spec->cmdline, map, nmap, &st, err, errlen))
 		return -1;
-	if (firmware_build(ram, vm->mem_size, &rsdp)) {
+	if (firmware_build(ram, vm->mem_size, vm->nr_vcpus, &rsdp)) {
 		snprintf(err, errlen, "could not write the BIOS data area and ACPI tables");
 		return -1;
 	}
@@ -513,23 +610,86 @@ static int load_guest(struct vm *vm, const struct vm_spec *spec, char *what, siz
 	return 0;
 }
 
+/* The VM's vCPUs: vCPU i has APIC ID i and runs on host CPU run_on[i]
+ * (vmm/guests.c chose them); vcpus[0] is the boot vCPU. False when out of
+ * memory (those allocated stay for vcpus_free). */
+static bool vcpus_alloc(struct vm *vm, const struct vm_spec *spec)
+{
+	for (unsigned i = 0; i < spec->cpus; i++) {
+		struct vcpu *v = (struct vcpu *)(uintptr_t)pmem_alloc(sizeof(struct vcpu), 4096);
+		if (!v)
+			return false;
+		memset(v, 0, sizeof(*v));
+		v->vm = vm;
+		v->host_cpu = smp_cpus[spec->run_on[i]];
+		v->started = i == 0;
+		vm->vcpus[vm->nr_vcpus++] = v;
+	}
+	vm->vcpu = vm->vcpus[0];
+	return true;
+}
+
+static void vcpus_free(struct vm *vm)
+{
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		pmem_free((uint64_t)(uintptr_t)vm->vcpus[i], sizeof(struct vcpu));
+}
+
+/* Posts every AP vCPU to its CPU; one that cannot be posted stops the VM. */
+static void vcpus_post(struct vm *vm)
+{
+	for (unsigned i = 1; i < vm->nr_vcpus; i++) {
+		struct vcpu *v = vm->vcpus[i];
+		if (!smp_run_on(v->host_cpu->cpu_id, vcpu_ap_main, v)) {
+			v->finished = true;
+			vm_lock(vm);
+			vm_fault(vm, "vCPU %u could not be started on CPU %u", i, v->host_cpu->cpu_id);
+			vm_unlock(vm);
+		}
+	}
+}
+
+/* After the VM's end: waits until every AP vCPU's CPU is done with it. */
+static void vcpus_wait_finished(struct vm *vm)
+{
+	for (unsigned i = 1; i < vm->nr_vcpus; i++)
+		while (!__atomic_load_n(&vm->vcpus[i]->finished, __ATOMIC_ACQUIRE))
+			asm volatile("pause" ::: "memory");
+}
+
+static void report_cpus(struct vm *vm)
+{
+	if (vm->nr_vcpus == 1) {
+		kprintf("lightpath: vm%u: runs on CPU %u\n", vm->id, vm->vcpu->host_cpu->cpu_id);
+		return;
+	}
+	char list[4 * VM_MAX_VCPUS + 1];
+	unsigned n = 0;
+	for (unsigned i = 0; i < vm->nr_vcpus && n + 5 < sizeof(list); i++)
+		n += (unsigned)snprintf(list + n, sizeof(list) - n, "%s%u", i ? "," : "",
+					vm->vcpus[i]->host_cpu->cpu_id);
+	kprintf("lightpath: vm%u: %u vCPUs on CPUs %s (vCPU i on the i-th)\n", vm->id, vm->nr_vcpus,
+		list);
+}
+
 unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options *opt)
 {
 	char err[200], what[96];
 	uint64_t vm_pages = (sizeof(struct vm) + 0xfff) & ~0xfffull;
 	struct vm *vm = (struct vm *)(uintptr_t)pmem_alloc(vm_pages, 4096);
-	struct vcpu *v = (struct vcpu *)(uintptr_t)pmem_alloc(sizeof(struct vcpu), 4096);
 	uint64_t mem = (uint64_t)spec->mem_mb << 20;
 	uint64_t mem_hpa = pmem_alloc(mem, 2u << 20);
-	if (!vm || !v || !mem_hpa) {
+	if (vm)
+		memset(vm, 0, sizeof(*vm));
+	if (!vm || !mem_hpa || !vcpus_alloc(vm, spec)) {
 		kprintf("lightpath: vm%u: not enough memory for a %u MiB VM (%lu MiB free)\n", id,
 			spec->mem_mb, pmem_free_bytes() >> 20);
 		if (mem_hpa)
 			pmem_free(mem_hpa, mem);
-		if (v)
-			pmem_free((uint64_t)(uintptr_t)v, sizeof(*v));
-		if (vm)
+		if (vm) {
+			vcpus_free(vm);
 			pmem_free((uint64_t)(uintptr_t)vm, vm_pages);
+		}
 		return LP_STATUS_HV_ERROR;
 	}
 	vm->id = id;
@@ -539,10 +699,7 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	vm->unclaimed_stop = spec->has_unclaimed ? spec->unclaimed_stop : !opt->unclaimed_pc;
 	vm->mem_hpa = mem_hpa;
 	vm->mem_size = mem;
-	vm->vcpu = v;
-	vm->vcpus[0] = v;
-	vm->nr_vcpus = 1;
-	v->vm = vm;
+	struct vcpu *v = vm->vcpu;
 
 	unsigned status;
 	if (!platform_alloc(vm)) {
@@ -561,10 +718,12 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 		status = LP_STATUS_HV_ERROR;
 		goto out;
 	}
-	exit_vcpu_init(v);
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		exit_vcpu_init(vm->vcpus[i]);
 	if (load_guest(vm, spec, what, sizeof(what), err, sizeof(err))) {
 		kprintf("lightpath: vm%u: cannot load guest image '%s': %s\n", id, spec->image_name,
 			err);
+		vendor_vcpu_release(v);
 		vendor_vm_destroy(vm);
 		status = LP_STATUS_VM_FAULT;
 		goto out;
@@ -572,12 +731,15 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	kprintf("lightpath: vm%u: loaded %s (%s), %u MiB, cmdline \"%s\"\n", id, spec->name, what,
 		spec->mem_mb, spec->cmdline);
 	if (vm_side_by_side)
-		kprintf("lightpath: vm%u: runs on CPU %u\n", id, this_cpu()->cpu_id);
+		report_cpus(vm);
 	platform_start(vm);
 	spec_vm_switch(opt);         /* the previous VM cannot steer this one's branches */
 	time_limit_start(vm, spec->has_timeout ? spec->timeout_s : opt->vm_timeout_s);
 	vm_running_add(vm);
-	vcpu_run(v);
+	vcpus_post(vm);
+	vcpu_life(v);
+	vendor_vcpu_release(v);
+	vcpus_wait_finished(vm);
 	while (vm->nr_timers)
 		vm_timer_cancel(vm->timers[0]);
 	console_lock();              /* its last lines and table together */
@@ -593,7 +755,7 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 out:
 	platform_free(vm);
 	pmem_free(mem_hpa, mem);
-	pmem_free((uint64_t)(uintptr_t)v, sizeof(*v));
+	vcpus_free(vm);
 	pmem_free((uint64_t)(uintptr_t)vm, vm_pages);
 	return status;
 }

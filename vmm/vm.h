@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "core/options.h"
+#include "core/spinlock.h"
 #include "dev/device.h"
 #include "dev/lapic.h"
 #include "include/lightpath/abi.h"
@@ -106,6 +107,15 @@ struct vcpu {
 	uint64_t tsc_adjust;
 	/* pmu=lazy|always: perf-counter MSRs (selects 0-3, counters 0-3) */
 	uint64_t guest_pmu[8], host_pmu[8];
+
+	/* several vCPUs (docs/SMP.md): the host CPU it is pinned to; kicked is
+	 * set (atomically) by another CPU that gave it work, with a host IPI
+	 * to make it look (vcpu_notify); started: it left wait-for-SIPI;
+	 * finished: its CPU is done with it (the VM may be freed) */
+	struct percpu *host_cpu;
+	bool kicked;
+	bool started;
+	bool finished;
 };
 
 struct vm {
@@ -150,9 +160,14 @@ struct vm {
 
 	struct vcpu *vcpu;          /* the boot vCPU, vcpus[0] */
 	/* every vCPU, by APIC ID: the APIC bus (vmm/platform.c) reaches these
-	 * and no other (one per VM until several are implemented) */
+	 * and no other */
 	struct vcpu *vcpus[VM_MAX_VCPUS];
 	unsigned nr_vcpus;
+	/* With several vCPUs, the VM's shared state (its devices, its timers,
+	 * every local APIC, the end) is touched only under this lock: on the
+	 * heavy path, which every exit that needs it takes (vm_lock). A VM of
+	 * one vCPU never takes it. */
+	struct spinlock lock;
 	bool console_after_cr;      /* its last console byte was '\r' */
 	/* output held while other VMs run (vm_console_putc) */
 	char out_line[VM_LINE_MAX];
@@ -195,6 +210,23 @@ static inline int vm_port_access(struct vcpu *v, uint16_t port, uint64_t *data, 
 	}
 	return vm->io[idx].fn(v, port, data, size, is_write, vm->io[idx].opaque);
 }
+
+/* The VM lock, for VMs of several vCPUs only (struct vm's lock). */
+static inline void vm_lock(struct vm *vm)
+{
+	if (vm->nr_vcpus > 1)
+		spin_lock(&vm->lock);
+}
+static inline void vm_unlock(struct vm *vm)
+{
+	if (vm->nr_vcpus > 1)
+		spin_unlock(&vm->lock);
+}
+
+/* vCPU t has work (an interrupt, an NMI, INIT/SIPI, the VM's end): on this
+ * CPU its hazard bit; on another, `kicked` and a host IPI there, which
+ * makes it leave the guest (or its halt) and look. */
+void vcpu_notify(struct vcpu *t);
 
 /* Translates a guest-physical range to a host pointer, or 0 if any of it is
  * outside guest RAM. */
@@ -258,7 +290,10 @@ struct vm_spec {
 	bool has_unclaimed;        /* a description's `unclaimed =`; else unclaimed= applies */
 	bool unclaimed_stop;
 	unsigned cpus;             /* vCPUs asked for (a description's cpus =; 1 otherwise) */
-	int pcpu;                  /* the host CPU asked for (pcpus =), or -1: lightpath picks */
+	unsigned nr_pcpus;         /* pcpus = given (one per vCPU), or 0: lightpath picks */
+	uint8_t pcpus[VM_MAX_VCPUS];
+	/* the host CPU of each vCPU, chosen by vmm/guests.c when the VM starts */
+	uint8_t run_on[VM_MAX_VCPUS];
 };
 
 /* Console with VMs side by side: each VM's output is held until its line

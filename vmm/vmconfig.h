@@ -8,7 +8,7 @@
  *   modules = "a.bin x=1", b.bin           # multiboot modules, optional
  *   cmdline = "console=ttyS0 panic=-1"     # the guest kernel's command line
  *   memory  = 256                          # MiB, 16..3072, default 256
- *   cpus    = 1                            # vCPUs, 1..64 (only 1 runs yet)
+ *   cpus    = 1                            # vCPUs, 1..64 (each on a host CPU of its own)
  *   pcpus   = 2                            # host CPUs to pin them to, optional
  *   timeout = 30                           # seconds, 0..86400; 0 = no limit
  *   unclaimed = stop                       # pc (default) | stop: see README

@@ -1721,7 +1721,7 @@ def t_smp(label, smp, want, append=""):
 # each VM's own lines (guest and lightpath's "vmN:" lines) are compared in
 # order, and every line must be one VM's or lightpath's, whole.
 RUNS_ON = r"lightpath: vm%d: runs on CPU %d"
-SIDE_BY_SIDE_LINE = (r"lightpath: VMs run side by side, one CPU each \(CPUs 1\.\.%d first, then CPU "
+SIDE_BY_SIDE_LINE = (r"lightpath: VMs run side by side, one CPU per vCPU \(CPUs 1\.\.%d first, then CPU "
                      r"0\); console input goes to one VM at a time: Ctrl-\\ passes it on")
 INPUT_MOVES = re.compile(r"^lightpath: console input goes to vm\d+ now( \(vm\d+ ended\))?$")
 

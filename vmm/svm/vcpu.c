@@ -82,6 +82,28 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	svm_host_cr_watch(v);
 }
 
+/* The state INIT leaves and a STARTUP IPI starts (APM vol. 2 15.27.8,
+ * table 14-1): real mode at CS = vector << 8, IP 0, CR0 = 0x60000010, EDX
+ * the processor signature. */
+void vendor_vcpu_init_sipi(struct vcpu *v, uint8_t vector)
+{
+	struct vmcb *vmcb = &v->arch.vmcb;
+	vendor_vcpu_init(v, 0, 0, 0);
+	set_seg(&vmcb->cs, (uint16_t)(vector << 8), 0x09b, 0xffff, (uint64_t)vector << 12);
+	set_seg(&vmcb->ds, 0, 0x093, 0xffff, 0);
+	vmcb->es = vmcb->ss = vmcb->fs = vmcb->gs = vmcb->ds;
+	vmcb->cr0 = CR0_CD | CR0_NW | CR0_ET;
+	vmcb->rip = 0;
+	vmcb->rax = 0;
+	v->regs.rdx = v->cpuid_basic_n > 1 ? v->cpuid_basic[1][0] : 0;
+	svm_host_cr_watch(v);
+}
+
+void vendor_vcpu_release(struct vcpu *v)
+{
+	(void)v;   /* nothing of a VMCB stays in the CPU */
+}
+
 /* A GDT descriptor's attribute bits in the VMCB's 12-bit format. */
 static uint16_t desc_attrib(uint64_t desc)
 {

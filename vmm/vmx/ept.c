@@ -37,20 +37,20 @@ int vendor_vm_init(struct vm *vm)
 	/* and TSC_AUX, as on SVM: the guest owns it (RDTSCP reads it), the host
 	 * never uses it, and each vCPU starts with it 0 (vmm/cpu_state.h) */
 	vm_maps_pass_msr(vm, &ept_format, MSR_TSC_AUX);
+	return 0;
+}
 
-	/* The same EPTP or VPID may have served an earlier VM: forget its
-	 * translations. */
+void vmx_forget_old_translations(struct vm *vm)
+{
 	if (vmx_caps.ept_vpid & EPT_CAP_INVEPT_ALL)
 		invept(2, 0);
 	else if (vmx_caps.ept_vpid & EPT_CAP_INVEPT_SINGLE)
 		invept(1, vmx_eptp(vm));
 	if (vmx_caps.vpid)
 		invvpid(2, 0);
-	return 0;
 }
 
 void vendor_vm_destroy(struct vm *vm)
 {
-	vmclear((uint64_t)(uintptr_t)vm->vcpu->arch.vmcs);
 	vm_maps_destroy(vm, &ept_format);
 }

@@ -43,6 +43,21 @@ static void vmcs_set(uint32_t field, uint64_t value)
 	}
 }
 
+/* The end of a set-up begun with spin_lock(&setup_lock) and
+ * setup_bad_field = 0: a failed VMWRITE stops the VM with one line. */
+static void setup_end(struct vm *vm)
+{
+	uint32_t bad_field = setup_bad_field;
+	unsigned bad_error = setup_bad_error;
+	spin_unlock(&setup_lock);
+	if (bad_field) {
+		const char *name = vmcs_field_name(bad_field);
+		vm_fault(vm, "VMWRITE to %s (0x%x) failed: VM-instruction error %u (%s)",
+			 name ? name : "an unnamed field", bad_field, bad_error,
+			 vmx_insn_error_name(bad_error));
+	}
+}
+
 static void set_seg(unsigned n, uint16_t sel, uint32_t ar, uint32_t limit, uint64_t base)
 {
 	vmcs_set(VMCS_GUEST_ES_SEL + 2 * n, sel);
@@ -109,6 +124,7 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 		vm_fault(vm, "VMCLEAR/VMPTRLD of the VMCS at 0x%lx failed", vmcs_pa);
 		return;
 	}
+	vmx_forget_old_translations(vm);
 	spin_lock(&setup_lock);
 	setup_bad_field = 0;
 
@@ -207,15 +223,7 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	vmcs_set(VMCS_GUEST_ACTIVITY_STATE, 0);
 	vmcs_set(VMCS_GUEST_PENDING_DBG, 0);
 	host_state_init(v);
-	uint32_t bad_field = setup_bad_field;
-	unsigned bad_error = setup_bad_error;
-	spin_unlock(&setup_lock);
-	if (bad_field) {
-		const char *name = vmcs_field_name(bad_field);
-		vm_fault(vm, "VMWRITE to %s (0x%x) failed: VM-instruction error %u (%s)",
-			 name ? name : "an unnamed field", bad_field, bad_error,
-			 vmx_insn_error_name(bad_error));
-	}
+	setup_end(vm);
 
 	memset(&v->regs, 0, sizeof(v->regs));
 	v->regs.rax = eax;
@@ -227,6 +235,35 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 		v->guest_smsr[i] = 0;
 }
 
+/* The state INIT leaves and a STARTUP IPI starts (SDM vol. 3 9.1.1, table
+ * 9-1): real mode at CS = vector << 8, IP 0, CR0 = 0x60000010, EDX the
+ * processor signature (unrestricted guest runs real mode as it is). */
+void vendor_vcpu_init_sipi(struct vcpu *v, uint8_t vector)
+{
+	const struct vmx_caps *c = &vmx_caps;
+	vendor_vcpu_init(v, 0, 0, 0);
+	spin_lock(&setup_lock);
+	setup_bad_field = 0;
+	uint64_t cr0 = CR0_CD | CR0_NW | CR0_ET;
+	vmcs_set(VMCS_CR0_READ_SHADOW, cr0);
+	vmcs_set(VMCS_GUEST_CR0, (cr0 | (c->cr0_fixed0 & ~(CR0_PE | CR0_PG))) & c->cr0_fixed1);
+	set_seg(SEG_CS_N, (uint16_t)(vector << 8), 0x009b, 0xffff, (uint64_t)vector << 12);
+	set_seg(SEG_DS_N, 0, 0x0093, 0xffff, 0);
+	set_seg(SEG_ES_N, 0, 0x0093, 0xffff, 0);
+	set_seg(SEG_SS_N, 0, 0x0093, 0xffff, 0);
+	set_seg(SEG_FS_N, 0, 0x0093, 0xffff, 0);
+	set_seg(SEG_GS_N, 0, 0x0093, 0xffff, 0);
+	set_seg(SEG_LDTR_N, 0, 0x0082, 0xffff, 0);
+	vmcs_set(VMCS_GUEST_RIP, 0);
+	setup_end(v->vm);
+	v->regs.rdx = v->cpuid_basic_n > 1 ? v->cpuid_basic[1][0] : 0;
+}
+
+void vendor_vcpu_release(struct vcpu *v)
+{
+	/* on its CPU: the VMCS's cached state goes back to memory */
+	vmclear((uint64_t)(uintptr_t)v->arch.vmcs);
+}
 
 void vendor_vcpu_init_linux(struct vcpu *v, const struct linux_boot_state *st)
 {

@@ -41,6 +41,9 @@ static inline uint32_t ctl_adjust(struct vmx_ctl_cap c, uint32_t want)
 struct vm;
 /* The EPT pointer of a VM (vmm/vmx/ept.c). */
 uint64_t vmx_eptp(const struct vm *vm);
+/* On the CPU a vCPU is set up on: the same EPTP or VPID may have served an
+ * earlier VM there; its translations are forgotten. */
+void vmx_forget_old_translations(struct vm *vm);
 
 /* The host GDT and TSS a VM exit loads (vmm/vmx/cpu.c). */
 #define VMX_HOST_SEL_CODE 0x08

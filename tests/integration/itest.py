@@ -1650,6 +1650,9 @@ def all_tests():
     for label, smp, text, line in CPUS_REFUSED:
         t.append((1, "cpus-" + label, t_cpus_refused(label, smp, text, line)))
     t.append((1, "pcpus-pinned", t_pcpus_pinned()))
+    t.append((1, "smp-guest-4-on-4", t_smp_guest("4", "4", "0,1,2,3")))
+    t.append((1, "smp-guest-2-on-2", t_smp_guest("2", "2", "0,1")))
+    t.append((1, "smp-guest-2-on-3", t_smp_guest("3", "2", "1,2")))
     t.append((1, "console-switch", t_console_switch))
     t.append((1, "spec-off", t_spec("spec=off",
                                     "lightpath: spec=off: no speculation hygiene on the exit path")))
@@ -1887,6 +1890,34 @@ def t_smp_selftest(name, smp):
     return run
 
 
+VCPUS_ON = r"lightpath: vm%d: %d vCPUs on CPUs %s \(vCPU i on the i-th\)"
+
+
+def t_smp_guest(smp, cpus, where):
+    """The SMP guest in a VM of `cpus` vCPUs under lightpath, QEMU -smp
+    `smp`: its APs started by INIT/SIPI (real mode at the SIPI vector),
+    every IPI form, NMIs, logical and lowest-priority destinations, the I/O
+    APIC routed to each vCPU, x2APIC (lightpath's emulated local APIC has
+    it): all passed, none skipped; vCPU i on the i-th CPU of `where`."""
+    def run():
+        cfg = write_test_file("smp-guest-%s.cfg" % cpus, "# lightpath vm\nkernel = smp.elf\n"
+                              "cpus = %s\nmemory = 64\n" % cpus)
+        b = Boot("smp-guest-%s-on-%s" % (cpus, smp), [cfg, guest("smp")], smp=smp)
+        b.expect_not(r"^lightpath: panic:.*", "a hypervisor panic")
+        b.expect(r"^" + VCPUS_ON % (0, int(cpus), where) + r"\s*$", "vm0's vCPUs on CPUs " + where)
+        selftest_result(b, "smp", vm=0)
+        n = int(cpus)
+        aps = "%d AP%s started" % (n - 1, "" if n == 2 else "s")
+        b.expect(r"^\[vm0\] smp: %d CPUs found \(ACPI MADT\), %s\s*$" % (n, aps),
+                 "'smp: %d CPUs found (ACPI MADT), %s'" % (n, aps))
+        skips = [l.strip() for l in b.lines if re.match(r"^\[vm0\] ok \d+ - # SKIP ", l)]
+        check(not skips, "skipped: " + "; ".join(skips[:3]))
+        b.expect(r"^lightpath: vm0: ended with status 0 \(isa-debug-exit\)\s*$", "vm0's end")
+        b.expect_rc(1)
+        return b
+    return run
+
+
 def t_smp_guest_native():
     """The SMP guest (guests/selftest/smp.c) directly under QEMU, no lightpath
     (which runs one vCPU per VM so far): 4 CPUs from the MADT, 3 APs started
@@ -1908,9 +1939,9 @@ CPUS_REFUSED = (
      r"lightpath: vm0: asks for 3 CPUs, but this machine has 2 running lightpath; not started"),
     ("more-than-machine-smp1", "1", "cpus = 2\n",
      r"lightpath: vm0: asks for 2 CPUs, but this machine has 1 running lightpath; not started"),
-    ("several", "2", "cpus = 2\n",
-     r"lightpath: vm0: cpus = 2: several vCPUs per VM are not implemented yet \(use cpus = 1\); "
-     r"not started"),
+    ("pcpus-cpu0-not-first", "2", "cpus = 2\npcpus = 1,0\n",
+     r"lightpath: vm0: pcpus: CPU 0 can run only a VM's first vCPU \(it keeps lightpath's "
+     r"housekeeping\); not started"),
     ("pcpus-absent", "2", "pcpus = 5\n",
      r"lightpath: vm0: pcpus = 5: CPU 5 is not running lightpath \(2 CPUs run it: 0\.\.1\); "
      r"not started"),

@@ -91,30 +91,66 @@ static void print_share(char *buf, unsigned len, uint64_t part, uint64_t whole)
 	snprintf(buf, len, "%u.%u%%", (unsigned)(t / 10), (unsigned)(t % 10));
 }
 
-void exit_print_stats(const struct vcpu *v)
+static void stats_add(struct exit_stats *sum, const struct exit_stats *s)
 {
-	uint64_t total = 0, heavy = 0;
-	char share[16];
 	for (unsigned i = 0; i < LP_EXIT_COUNT; i++) {
-		total += v->stats.exits[i];
-		heavy += v->stats.heavy[i];
+		sum->exits[i] += s->exits[i];
+		sum->heavy[i] += s->heavy[i];
 	}
-	kprintf("lightpath: vm%u: exit statistics\n", v->vm->id);
+	sum->denied_port_reads += s->denied_port_reads;
+	sum->denied_port_writes += s->denied_port_writes;
+	sum->denied_msrs += s->denied_msrs;
+	sum->denied_mmio_reads += s->denied_mmio_reads;
+	sum->denied_mmio_writes += s->denied_mmio_writes;
+	sum->emulated += s->emulated;
+	sum->ipis_sent += s->ipis_sent;
+	sum->ipis_sent_light += s->ipis_sent_light;
+	sum->ipis_received += s->ipis_received;
+}
+
+static uint64_t stats_total(const struct exit_stats *s, uint64_t *heavy)
+{
+	uint64_t total = 0;
+	*heavy = 0;
+	for (unsigned i = 0; i < LP_EXIT_COUNT; i++) {
+		total += s->exits[i];
+		*heavy += s->heavy[i];
+	}
+	return total;
+}
+
+void exit_print_stats(struct vm *vm)
+{
+	struct exit_stats st = { 0 };
+	uint64_t total, heavy;
+	char share[16];
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)   /* the VM's: all its vCPUs' */
+		stats_add(&st, &vm->vcpus[i]->stats);
+	total = stats_total(&st, &heavy);
+	kprintf("lightpath: vm%u: exit statistics\n", vm->id);
 	kprintf("  %-16s %8s %7s %10s %10s\n", "reason", "exits", "share", "light", "heavy");
 	for (unsigned i = 0; i < LP_EXIT_COUNT; i++) {
-		if (!v->stats.exits[i])
+		if (!st.exits[i])
 			continue;
-		print_share(share, sizeof(share), v->stats.exits[i], total);
-		kprintf("  %-16s %8lu %7s %10lu %10lu\n", reason_names[i], v->stats.exits[i], share,
-			v->stats.exits[i] - v->stats.heavy[i], v->stats.heavy[i]);
+		print_share(share, sizeof(share), st.exits[i], total);
+		kprintf("  %-16s %8lu %7s %10lu %10lu\n", reason_names[i], st.exits[i], share,
+			st.exits[i] - st.heavy[i], st.heavy[i]);
 	}
 	print_share(share, sizeof(share), total - heavy, total);
 	kprintf("  %-16s %8lu %7s %10lu %10lu   light %s\n", "total", total, "100.0%",
 		total - heavy, heavy, share);
 	kprintf("  denied: %lu port reads, %lu port writes, %lu MSR accesses\n",
-		v->stats.denied_port_reads, v->stats.denied_port_writes, v->stats.denied_msrs);
-	if (v->stats.emulated || v->stats.denied_mmio_reads || v->stats.denied_mmio_writes)
+		st.denied_port_reads, st.denied_port_writes, st.denied_msrs);
+	if (st.emulated || st.denied_mmio_reads || st.denied_mmio_writes)
 		kprintf("  emulated: %lu instructions; unclaimed MMIO: %lu reads, %lu writes\n",
-			v->stats.emulated, v->stats.denied_mmio_reads, v->stats.denied_mmio_writes);
-	guest_clock_print_stats(v->vm);
+			st.emulated, st.denied_mmio_reads, st.denied_mmio_writes);
+	/* several vCPUs: each one's share, and the IPIs between them */
+	for (unsigned i = 0; vm->nr_vcpus > 1 && i < vm->nr_vcpus; i++) {
+		const struct exit_stats *s = &vm->vcpus[i]->stats;
+		uint64_t t = stats_total(s, &heavy);
+		print_share(share, sizeof(share), t - heavy, t);
+		kprintf("  vCPU %-3u %8lu exits, light %s; IPIs sent %lu, received %lu (of them light: "
+			"sent %lu)\n", i, t, share, s->ipis_sent, s->ipis_received, s->ipis_sent_light);
+	}
+	guest_clock_print_stats(vm);
 }

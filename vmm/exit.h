@@ -169,7 +169,8 @@ void exit_register_cpu_msrs(struct vm *vm);
  * CPU does not have, or CPL > 0 with CR4.PCE clear). */
 int exit_rdpmc(struct vcpu *v, uint64_t *val);
 
-/* Prints the exit statistics table for a vCPU. */
-void exit_print_stats(const struct vcpu *v);
+/* Prints the VM's exit statistics table (all its vCPUs together), and with
+ * several vCPUs a line per vCPU with its IPIs. */
+void exit_print_stats(struct vm *vm);
 
 #endif

@@ -116,8 +116,15 @@ enum irq_edge_state irq_line_edge_state(const struct irq_line *l)
  * redirection) reaches the local APICs of this VM's vCPUs that it names,
  * and no other: nothing a guest sends leaves its VM. Lowest priority goes
  * to one of them, the lowest TPR (the first on a tie). */
-static void apic_deliver(struct vcpu *t, const struct apic_msg *m)
+static struct vcpu *vcpu_of(struct lapic *a)
 {
+	return (struct vcpu *)(void *)((char *)a - __builtin_offsetof(struct vcpu, lapic));
+}
+
+static void apic_deliver(struct vcpu *t, const struct lapic *from, const struct apic_msg *m)
+{
+	if (from)   /* an IPI (the I/O APIC sends from 0) */
+		__atomic_add_fetch(&t->stats.ipis_received, 1, __ATOMIC_RELAXED);
 	lapic_msg_receive(&t->lapic, m);
 	vcpu_notify(t);   /* the hazard check (or a kick) injects it */
 }
@@ -126,17 +133,19 @@ static void apic_bus_send(void *ctx, struct lapic *from, const struct apic_msg *
 {
 	struct vm *vm = ((struct dev_host *)ctx)->head.vm;
 	struct vcpu *lowest = 0;
+	if (from)
+		vcpu_of(from)->stats.ipis_sent++;
 	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
 		struct vcpu *t = vm->vcpus[i];
 		if (!lapic_msg_targets(&t->lapic, from, m))
 			continue;
 		if (m->delivery_mode != LAPIC_DM_LOWEST)
-			apic_deliver(t, m);
+			apic_deliver(t, from, m);
 		else if (!lowest || (t->lapic.tpr & 0xf0) < (lowest->lapic.tpr & 0xf0))
 			lowest = t;
 	}
 	if (lowest)
-		apic_deliver(lowest, m);
+		apic_deliver(lowest, from, m);
 }
 
 static void ioapic_to_bus(void *ctx, const struct ioapic_irq *irq)

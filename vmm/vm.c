@@ -747,7 +747,7 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	report_end(vm);
 	report_debug_events_dropped(vm);
 	if (opt->stats)
-		exit_print_stats(v);
+		exit_print_stats(vm);
 	console_unlock();
 	vm_running_remove(vm);
 	vendor_vm_destroy(vm);

@@ -45,6 +45,10 @@ struct exit_stats {
 	uint64_t denied_port_reads, denied_port_writes, denied_msrs;
 	uint64_t denied_mmio_reads, denied_mmio_writes;
 	uint64_t emulated;       /* instructions the emulator performed */
+	/* IPIs (ICR writes that put a message on the VM's APIC bus) this vCPU
+	 * sent, of them on the light path, and IPIs it received (counted by
+	 * the sender, atomically) */
+	uint64_t ipis_sent, ipis_sent_light, ipis_received;
 };
 
 /* vcpu->pending: hazard bits, tested once at the end of every handled light

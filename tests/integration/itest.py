@@ -637,7 +637,7 @@ NORMAL_LINE = re.compile(r"^lightpath: (lightweight-exit hypervisor|options: |AM
                          r"all VMs ended; powering off )")
 HELLO = GUESTS + "/hello.elf"
 # The rows of the exit statistics table (lightpath's, without a prefix).
-STATS_LINE = re.compile(r"^  (reason|denied:|emulated:|clock:|\S.*\s\d+\s+\d+(\.\d+)?%)")
+STATS_LINE = re.compile(r"^  (reason|denied:|emulated:|clock:|vCPU \d+ +\d+ exits, |\S.*\s\d+\s+\d+(\.\d+)?%)")
 LINUX_KERNEL = "build/linux/vmlinuz"
 LINUX_KERNEL_LOCK = threading.Lock()
 
@@ -1913,6 +1913,12 @@ def t_smp_guest(smp, cpus, where):
         skips = [l.strip() for l in b.lines if re.match(r"^\[vm0\] ok \d+ - # SKIP ", l)]
         check(not skips, "skipped: " + "; ".join(skips[:3]))
         b.expect(r"^lightpath: vm0: ended with status 0 \(isa-debug-exit\)\s*$", "vm0's end")
+        # statistics per vCPU: every vCPU sent IPIs and received some
+        for i in range(n):
+            m = b.find(r"^  vCPU %d +(\d+) exits, light \d+\.\d%%; IPIs sent (\d+), received (\d+)" % i)
+            check(m, "no statistics line for vCPU %d" % i)
+            check(int(m.group(1)) > 0 and int(m.group(2)) > 0 and int(m.group(3)) > 0,
+                  "vCPU %d: %r" % (i, m.string.strip()))
         b.expect_rc(1)
         return b
     return run

@@ -250,6 +250,22 @@ void lapic_msg_receive(struct lapic *a, const struct apic_msg *m)
 	}
 }
 
+int64_t lapic_x2apic_fixed_dest(const struct lapic *a, uint64_t icr)
+{
+	uint32_t lo = (uint32_t)icr;
+	/* reserved bits (as lapic_msr), delivery mode, destination mode,
+	 * trigger mode and shorthand all 0; a legal vector */
+	if (!lapic_x2apic(a) || (lo & 0xfff3bf00u) || (uint8_t)lo < 16)
+		return -1;
+	return (int64_t)(icr >> 32);
+}
+
+void lapic_x2apic_icr_set(struct lapic *a, uint64_t icr)
+{
+	a->icr_hi = (uint32_t)(icr >> 32);
+	a->icr_lo = (uint32_t)icr & 0x000ccfffu;
+}
+
 static void send_ipi(struct lapic *a)
 {
 	uint32_t lo = a->icr_lo;

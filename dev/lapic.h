@@ -196,6 +196,15 @@ bool lapic_msg_targets(const struct lapic *a, const struct lapic *from, const st
  * and a lightpath VM has no firmware (docs/SMP.md). */
 void lapic_msg_receive(struct lapic *a, const struct apic_msg *m);
 
+/* For an IPI sent without the APIC's own send path (the light path of a VM
+ * of several vCPUs posts it to the target itself): the destination of an
+ * x2APIC ICR write `icr` when it is a fixed, edge-triggered IPI to one
+ * physical x2APIC ID, without shorthand, with a legal vector, in x2APIC
+ * mode; else -1 (the write must go through lapic_msr). */
+int64_t lapic_x2apic_fixed_dest(const struct lapic *a, uint64_t icr);
+/* Records such a write: the ICR reads it back. */
+void lapic_x2apic_icr_set(struct lapic *a, uint64_t icr);
+
 /* Register file by xAPIC offset (0x000-0x3F0), mode-independent; value is
  * 32 bits except the x2APIC ICR (64). These do not apply the x2APIC access
  * rules; lapic_msr() and lapic_mmio() do. */

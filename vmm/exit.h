@@ -128,8 +128,8 @@ static inline int exit_port_io(struct vcpu *v, uint16_t port, unsigned size, boo
 	return ret;
 }
 
-/* RDMSR/WRMSR through the registered handlers. Returns 0, or negative when
- * the guest must get #GP (unknown MSR or invalid value). */
+/* RDMSR/WRMSR through the registered handlers. Returns 0, negative when
+ * the guest must get #GP (unknown MSR or invalid value), or MSR_NEEDS_LOCK. */
 static inline __attribute__((always_inline)) int
 exit_msr(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
 {
@@ -139,21 +139,25 @@ exit_msr(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
 }
 
 /* RDMSR/WRMSR with the guest's registers (ECX, EDX:EAX; RAX lives where the
- * backend keeps it). Returns false when the guest got #GP instead (RIP
- * stays on the instruction). */
-static inline __attribute__((always_inline)) bool exit_do_msr(struct vcpu *v, bool is_write)
+ * backend keeps it). Returns 0 when done, negative when the guest got #GP
+ * instead (RIP stays on the instruction), or MSR_NEEDS_LOCK: nothing was
+ * done, the heavy path (which holds the VM lock) must do it. */
+static inline __attribute__((always_inline)) int exit_do_msr(struct vcpu *v, bool is_write)
 {
 	uint64_t *rax = vendor_rax(v);
 	uint64_t val = (*rax & 0xffffffffull) | (v->regs.rdx << 32);
-	if (exit_msr(v, (uint32_t)v->regs.rcx, &val, is_write)) {
+	int r = exit_msr(v, (uint32_t)v->regs.rcx, &val, is_write);
+	if (__builtin_expect(r, 0)) {
+		if (r == MSR_NEEDS_LOCK)
+			return r;
 		vendor_inject_exception(v, 13, true, 0);
-		return false;
+		return -1;
 	}
 	if (!is_write) {
 		*rax = val & 0xffffffffull;
 		v->regs.rdx = val >> 32;
 	}
-	return true;
+	return 0;
 }
 
 /* Registers the MSRs every VM has (EFER, PAT, syscall MSRs, MTRR default

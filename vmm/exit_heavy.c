@@ -298,7 +298,7 @@ void heavy_msr(struct vcpu *v)
 {
 	bool wr = vendor_exit_msr_write(v);
 	uint64_t next = vendor_next_rip_slow(v, insn_msr(wr));
-	if (next && exit_do_msr(v, wr)) {
+	if (next && !exit_do_msr(v, wr)) {   /* (never MSR_NEEDS_LOCK here: vm_shared_ok) */
 		vendor_set_rip(v, next);
 		exit_insn_completed(v);
 	}
@@ -358,6 +358,8 @@ void heavy_hlt(struct vcpu *v)
 		vm_unlock(vm);   /* (held with several vCPUs: vmm/vm.c vcpu_run) */
 		vendor_host_wait_for_interrupt();
 		vm_lock(vm);
+		if (smp)
+			vcpu_take_notices(v);
 		vm_timers_run(vm);
 	}
 	if (vm->ended || v->lapic.init_pending)

@@ -147,9 +147,12 @@ ALWAYS_INLINE light_ret light_msr(struct vcpu *v, const unsigned sw,
 	v->stats.exits[reason]++;
 	if (!vendor_next_rip(v, insn_msr(wr), sw, &next))
 		return light_code_miss(v, reason, kind, sw & SW_LIGHT_OFF);
-	if (exit_do_msr(v, wr)) {
+	int r = exit_do_msr(v, wr);
+	if (__builtin_expect(!r, 1)) {
 		vendor_skip_insn(v, next);
 		exit_insn_completed(v);
+	} else if (r == MSR_NEEDS_LOCK) {
+		return light_go_heavy(v, reason);
 	}
 	return light_done(v, reason, sw);
 }
@@ -466,12 +469,23 @@ unsigned exit_switch_set(const struct lp_options *o)
 }
 
 /* What stays light in a VM of several vCPUs: what touches only the vCPU's
- * own state. The rest (devices, the local APICs, which send IPIs and arm
+ * own state, and the MSRs (their handlers of shared state leave for the
+ * heavy path, but for a fixed x2APIC IPI to another vCPU). The rest (devices, the local APICs, which send IPIs and arm
  * the VM's timers, the timers themselves, interrupt delivery) is shared
  * and goes to the heavy path, which holds the VM lock (docs/SMP.md). */
 static enum light_kind light_kind_smp(enum light_kind k)
 {
-	return k == LIGHT_HYPERCALL || k == LIGHT_CPUID || k == LIGHT_RDTSC ? k : LIGHT_NONE;
+	switch (k) {
+	case LIGHT_HYPERCALL:
+	case LIGHT_CPUID:
+	case LIGHT_RDTSC:
+	case LIGHT_MSR:      /* a handler of shared state says MSR_NEEDS_LOCK */
+	case LIGHT_RDMSR:
+	case LIGHT_WRMSR:
+		return k;
+	default:
+		return LIGHT_NONE;
+	}
 }
 
 void exit_light_table_fill(struct vcpu *v, unsigned sw)

@@ -148,6 +148,8 @@ static int msr_tsc(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
 		*val = now + (uint64_t)v->lapic.tsc_offset;
 		return 0;
 	}
+	if (!vm_shared_ok(v->vm))
+		return MSR_NEEDS_LOCK;   /* it re-arms the TSC deadline: the VM's timers */
 	/* modulo 2^64, in unsigned arithmetic: any value is a valid TSC */
 	uint64_t off = *val - now;
 	v->tsc_adjust += off - (uint64_t)v->lapic.tsc_offset;
@@ -163,6 +165,8 @@ static int msr_tsc_adjust(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_w
 		*val = v->tsc_adjust;
 		return 0;
 	}
+	if (!vm_shared_ok(v->vm))
+		return MSR_NEEDS_LOCK;
 	tsc_offset_set(v, (int64_t)((uint64_t)v->lapic.tsc_offset + (*val - v->tsc_adjust)));
 	v->tsc_adjust = *val;
 	return 0;

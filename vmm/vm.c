@@ -466,11 +466,25 @@ static void time_limit_start(struct vm *vm, unsigned seconds)
 
 /* The heavy path's part of a VM of several vCPUs: the VM lock, and what
  * another CPU left for this vCPU (vcpu_notify). */
+void vcpu_take_notices(struct vcpu *v)
+{
+	if (!__atomic_exchange_n(&v->kicked, false, __ATOMIC_ACQUIRE))
+		return;   /* a poster sets kicked after its vector (vcpu_notify) */
+	for (unsigned w = 0; w < 8; w++) {
+		uint32_t bits = __atomic_exchange_n(&v->posted[w], 0, __ATOMIC_ACQUIRE);
+		while (bits) {
+			unsigned b = (unsigned)__builtin_ctz(bits);
+			bits &= bits - 1;
+			lapic_accept(&v->lapic, (uint8_t)(w * 32 + b), false);
+		}
+	}
+	v->pending |= VCPU_PENDING_RECHECK;
+}
+
 static void vcpu_heavy_enter(struct vcpu *v)
 {
-	spin_lock(&v->vm->lock);
-	if (__atomic_exchange_n(&v->kicked, false, __ATOMIC_ACQUIRE))
-		v->pending |= VCPU_PENDING_RECHECK;
+	vm_lock(v->vm);
+	vcpu_take_notices(v);
 }
 
 /* vcpu_run: the outer (heavy) loop around the backend's light loop
@@ -507,8 +521,8 @@ static bool vcpu_wait_sipi(struct vcpu *v)
 	while (!vm->ended && !v->lapic.sipi_pending) {
 		vm_unlock(vm);
 		vendor_host_wait_for_interrupt();
-		__atomic_store_n(&v->kicked, false, __ATOMIC_RELAXED);
 		vm_lock(vm);
+		vcpu_take_notices(v);   /* fixed IPIs to a waiting APIC are dropped */
 		vm_timers_run(vm);
 		if (v->lapic.init_pending)   /* another INIT: still waiting */
 			v->lapic.init_pending = false;

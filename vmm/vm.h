@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "core/options.h"
+#include "core/percpu.h"
 #include "core/spinlock.h"
 #include "dev/device.h"
 #include "dev/lapic.h"
@@ -36,7 +37,11 @@ struct guest_regs {
 	uint64_t r8, r9, r10, r11, r12, r13, r14, r15;
 };
 
-/* Registered MSR handler: returns 0, or negative to raise #GP in the guest. */
+/* Registered MSR handler: returns 0, negative to raise #GP in the guest,
+ * or MSR_NEEDS_LOCK (in a VM of several vCPUs, on the light path: the
+ * access changes the VM's shared state, vm_shared_ok is false; nothing was
+ * done and the heavy path calls it again with the VM lock held). */
+#define MSR_NEEDS_LOCK 1
 typedef int (*msr_handler_fn)(struct vcpu *vcpu, uint32_t msr, uint64_t *val, bool is_write);
 
 struct exit_stats {
@@ -118,6 +123,10 @@ struct vcpu {
 	 * finished: its CPU is done with it (the VM may be freed) */
 	struct percpu *host_cpu;
 	bool kicked;
+	/* vectors of fixed IPIs the light path of another vCPU posted here
+	 * (set atomically, lock-free); its heavy path moves them to the local
+	 * APIC's IRR with the VM lock held (vcpu_take_notices) */
+	uint32_t posted[8];
 	bool started;
 	bool finished;
 };
@@ -172,6 +181,7 @@ struct vm {
 	 * heavy path, which every exit that needs it takes (vm_lock). A VM of
 	 * one vCPU never takes it. */
 	struct spinlock lock;
+	struct percpu *lock_cpu;     /* the CPU holding it, or 0 */
 	bool console_after_cr;      /* its last console byte was '\r' */
 	/* output held while other VMs run (vm_console_putc) */
 	char out_line[VM_LINE_MAX];
@@ -218,19 +228,32 @@ static inline int vm_port_access(struct vcpu *v, uint16_t port, uint64_t *data, 
 /* The VM lock, for VMs of several vCPUs only (struct vm's lock). */
 static inline void vm_lock(struct vm *vm)
 {
-	if (vm->nr_vcpus > 1)
+	if (vm->nr_vcpus > 1) {
 		spin_lock(&vm->lock);
+		vm->lock_cpu = this_cpu();
+	}
 }
 static inline void vm_unlock(struct vm *vm)
 {
-	if (vm->nr_vcpus > 1)
+	if (vm->nr_vcpus > 1) {
+		vm->lock_cpu = 0;
 		spin_unlock(&vm->lock);
+	}
+}
+/* May this CPU touch the VM's shared state now: one vCPU, or the VM lock
+ * held here (false on the light path of a VM of several vCPUs). */
+static inline bool vm_shared_ok(const struct vm *vm)
+{
+	return vm->nr_vcpus == 1 || vm->lock_cpu == this_cpu();
 }
 
 /* vCPU t has work (an interrupt, an NMI, INIT/SIPI, the VM's end): on this
  * CPU its hazard bit; on another, `kicked` and a host IPI there, which
  * makes it leave the guest (or its halt) and look. */
 void vcpu_notify(struct vcpu *t);
+/* On the vCPU's own heavy path, VM lock held: what other CPUs left for it
+ * (kicked, posted vectors) taken in; sets its hazard bit if anything was. */
+void vcpu_take_notices(struct vcpu *v);
 
 /* Translates a guest-physical range to a host pointer, or 0 if any of it is
  * outside guest RAM. */

@@ -18,6 +18,9 @@ enum io_result {
 	IO_VM_END = 1,
 	IO_NOT_LIGHT = 2,   /* never from a device: the light path must hand the
 			       access to the heavy path (io_range.light is false) */
+	IO_NEEDS_LOCK = 3,  /* never from a device: the platform's wrapper in a VM of
+			       several vCPUs, on the light path: nothing was done,
+			       the heavy path (VM lock held) calls again */
 };
 
 /* data: for a write, the value written (low `size` bytes); for a read, the

@@ -250,19 +250,24 @@ void lapic_msg_receive(struct lapic *a, const struct apic_msg *m)
 	}
 }
 
-int64_t lapic_x2apic_fixed_dest(const struct lapic *a, uint64_t icr)
+int64_t lapic_fixed_unicast_dest(const struct lapic *a, uint64_t icr)
 {
 	uint32_t lo = (uint32_t)icr;
-	/* reserved bits (as lapic_msr), delivery mode, destination mode,
-	 * trigger mode and shorthand all 0; a legal vector */
-	if (!lapic_x2apic(a) || (lo & 0xfff3bf00u) || (uint8_t)lo < 16)
+	/* delivery mode, destination mode, trigger mode and shorthand all 0, a
+	 * legal vector; in x2APIC mode no reserved bit (lapic_msr's #GP) */
+	uint32_t must_be_0 = lapic_x2apic(a) ? 0xfff3bf00u : 0x000cbf00u;
+	if (!lapic_hw_enabled(a) || (lo & must_be_0) || (uint8_t)lo < 16)
 		return -1;
-	return (int64_t)(icr >> 32);
+	if (lapic_x2apic(a))
+		return (int64_t)(icr >> 32);
+	uint8_t dest = (uint8_t)(a->icr_hi >> 24);
+	return dest == 0xff ? -1 : dest;   /* 0xFF: the broadcast */
 }
 
-void lapic_x2apic_icr_set(struct lapic *a, uint64_t icr)
+void lapic_icr_record(struct lapic *a, uint64_t icr)
 {
-	a->icr_hi = (uint32_t)(icr >> 32);
+	if (lapic_x2apic(a))
+		a->icr_hi = (uint32_t)(icr >> 32);
 	a->icr_lo = (uint32_t)icr & 0x000ccfffu;
 }
 

@@ -198,12 +198,14 @@ void lapic_msg_receive(struct lapic *a, const struct apic_msg *m);
 
 /* For an IPI sent without the APIC's own send path (the light path of a VM
  * of several vCPUs posts it to the target itself): the destination of an
- * x2APIC ICR write `icr` when it is a fixed, edge-triggered IPI to one
- * physical x2APIC ID, without shorthand, with a legal vector, in x2APIC
- * mode; else -1 (the write must go through lapic_msr). */
-int64_t lapic_x2apic_fixed_dest(const struct lapic *a, uint64_t icr);
+ * ICR write `icr` (x2APIC: the 64-bit MSR value; xAPIC: the low register,
+ * the destination is in ICR_HI already) when it is a fixed, edge-triggered
+ * IPI to one physical APIC ID, without shorthand, with a legal vector, from
+ * an enabled APIC; else -1 (the write must go through lapic_msr or
+ * lapic_mmio). */
+int64_t lapic_fixed_unicast_dest(const struct lapic *a, uint64_t icr);
 /* Records such a write: the ICR reads it back. */
-void lapic_x2apic_icr_set(struct lapic *a, uint64_t icr);
+void lapic_icr_record(struct lapic *a, uint64_t icr);
 
 /* Register file by xAPIC offset (0x000-0x3F0), mode-independent; value is
  * 32 bits except the x2APIC ICR (64). These do not apply the x2APIC access

@@ -238,7 +238,7 @@ static uint64_t *light_gpr(struct vcpu *v, unsigned n)
  * encoding, a 32-bit MOV between a register and memory (any ModRM/SIB
  * addressing), is decoded here; anything else goes to the emulator.
  * Returns false, having changed nothing, when the heavy path must do it. */
-static __attribute__((noinline)) bool light_mmio_access(struct vcpu *v)
+ALWAYS_INLINE bool light_mmio_access_as(struct vcpu *v, const bool shared)
 {
 	/* the device first: most faults on other devices are the emulator's */
 	const struct io_range *r = vm_find_mmio(v->vm, vendor_exit_npf_gpa(v));
@@ -274,7 +274,9 @@ static __attribute__((noinline)) bool light_mmio_access(struct vcpu *v)
 		return false;
 	bool is_write = op == 0x89;
 	uint64_t data = (uint32_t)*reg;
-	r->fn(v, f.gpa, &data, 4, is_write, r->opaque);   /* a VM end sets v->pending */
+	int ret = r->fn(v, f.gpa, &data, 4, is_write, r->opaque);   /* a VM end sets v->pending */
+	if (shared && ret == IO_NEEDS_LOCK)
+		return false;
 	if (!is_write)
 		*reg = (uint32_t)data;        /* a 32-bit load zero-extends */
 	rip += len;
@@ -283,10 +285,21 @@ static __attribute__((noinline)) bool light_mmio_access(struct vcpu *v)
 	return true;
 }
 
-ALWAYS_INLINE light_ret light_npf(struct vcpu *v, const unsigned sw)
+static __attribute__((noinline)) bool light_mmio_access(struct vcpu *v)
+{
+	return light_mmio_access_as(v, false);
+}
+
+/* In a VM of several vCPUs: the handler may answer IO_NEEDS_LOCK. */
+static __attribute__((noinline)) bool light_mmio_access_shared(struct vcpu *v)
+{
+	return light_mmio_access_as(v, true);
+}
+
+ALWAYS_INLINE light_ret light_npf(struct vcpu *v, const unsigned sw, const bool shared)
 {
 	v->stats.exits[LP_EXIT_NPF]++;
-	if (!light_mmio_access(v))
+	if (!(shared ? light_mmio_access_shared(v) : light_mmio_access(v)))
 		return light_go_heavy(v, LP_EXIT_NPF);
 	return light_done(v, LP_EXIT_NPF, sw);
 }
@@ -373,7 +386,8 @@ ALWAYS_INLINE light_ret light_dispatch(struct vcpu *v, const unsigned sw,
 	case LIGHT_HLT: return light_hlt(v, sw);
 	case LIGHT_HOST_INTR: return light_host_intr(v, sw);
 	case LIGHT_INTR_WINDOW: return light_intr_window(v, sw);
-	case LIGHT_NPF: return light_npf(v, sw);
+	case LIGHT_NPF: return light_npf(v, sw, false);
+	case LIGHT_NPF_SHARED: return light_npf(v, sw, true);
 	case LIGHT_RDTSC: return light_rdtsc(v, sw);
 	default: return light_other(v);
 	}
@@ -400,7 +414,8 @@ ALWAYS_INLINE light_ret light_exit(struct vcpu *v, const unsigned sw,
 	LIGHT_DEF(a, b, msr, LIGHT_MSR) LIGHT_DEF(a, b, rdmsr, LIGHT_RDMSR)                       \
 	LIGHT_DEF(a, b, wrmsr, LIGHT_WRMSR) LIGHT_DEF(a, b, hlt, LIGHT_HLT)                       \
 	LIGHT_DEF(a, b, host_intr, LIGHT_HOST_INTR) LIGHT_DEF(a, b, intr_window, LIGHT_INTR_WINDOW) \
-	LIGHT_DEF(a, b, npf, LIGHT_NPF) LIGHT_DEF(a, b, rdtsc, LIGHT_RDTSC)
+	LIGHT_DEF(a, b, npf, LIGHT_NPF) LIGHT_DEF(a, b, rdtsc, LIGHT_RDTSC)                       \
+	LIGHT_DEF(a, b, npf_shared, LIGHT_NPF_SHARED)
 #define LIGHT_DEF(a, b, name, kind)                                                               \
 	static __attribute__((noipa)) light_ret LIGHT_FN(a, b, name)(struct vcpu *v)         \
 	{                                                                                         \
@@ -414,7 +429,8 @@ ALWAYS_INLINE light_ret light_exit(struct vcpu *v, const unsigned sw,
 		[LIGHT_WRMSR] = LIGHT_FN(a, b, wrmsr), [LIGHT_HLT] = LIGHT_FN(a, b, hlt),         \
 		[LIGHT_HOST_INTR] = LIGHT_FN(a, b, host_intr),                                    \
 		[LIGHT_INTR_WINDOW] = LIGHT_FN(a, b, intr_window), [LIGHT_NPF] = LIGHT_FN(a, b, npf), \
-		[LIGHT_RDTSC] = LIGHT_FN(a, b, rdtsc)                                             \
+		[LIGHT_RDTSC] = LIGHT_FN(a, b, rdtsc),                                            \
+		[LIGHT_NPF_SHARED] = LIGHT_FN(a, b, npf_shared)                                   \
 	},
 #define LIGHT_SETS8(a, X) X(a, 0) X(a, 1) X(a, 2) X(a, 3) X(a, 4) X(a, 5) X(a, 6) X(a, 7)
 #define LIGHT_SETS(X)                                                                             \
@@ -423,7 +439,7 @@ ALWAYS_INLINE light_ret light_exit(struct vcpu *v, const unsigned sw,
 	LIGHT_SETS8(8, X) LIGHT_SETS8(9, X) LIGHT_SETS8(10, X) LIGHT_SETS8(11, X)                 \
 	LIGHT_SETS8(12, X) LIGHT_SETS8(13, X) LIGHT_SETS8(14, X) LIGHT_SETS8(15, X)
 
-_Static_assert(LIGHT_KIND_COUNT == 12 && SW_SETS_MAX == 16 * 8, "LIGHT_SET lists every kind and set");
+_Static_assert(LIGHT_KIND_COUNT == 13 && SW_SETS_MAX == 16 * 8, "LIGHT_SET lists every kind and set");
 LIGHT_SETS(LIGHT_SET)
 light_handler_fn *const light_handlers[SW_SETS_MAX][LIGHT_KIND_COUNT] = { LIGHT_SETS(LIGHT_ROW) };
 
@@ -469,8 +485,8 @@ unsigned exit_switch_set(const struct lp_options *o)
 }
 
 /* What stays light in a VM of several vCPUs: what touches only the vCPU's
- * own state, and the MSRs (their handlers of shared state leave for the
- * heavy path, but for a fixed x2APIC IPI to another vCPU). The rest (devices, the local APICs, which send IPIs and arm
+ * own state, the MSRs and the local APIC's page (their handlers of shared
+ * state leave for the heavy path, but for a fixed IPI to another vCPU). The rest (devices, the local APICs, which send IPIs and arm
  * the VM's timers, the timers themselves, interrupt delivery) is shared
  * and goes to the heavy path, which holds the VM lock (docs/SMP.md). */
 static enum light_kind light_kind_smp(enum light_kind k)
@@ -483,19 +499,24 @@ static enum light_kind light_kind_smp(enum light_kind k)
 	case LIGHT_RDMSR:
 	case LIGHT_WRMSR:
 		return k;
+	case LIGHT_NPF:      /* only the local APIC's page; IO_NEEDS_LOCK likewise */
+		return LIGHT_NPF_SHARED;
 	default:
 		return LIGHT_NONE;
 	}
 }
 
+light_handler_fn *exit_light_handler(const struct vcpu *v, unsigned sw, const struct exit_row *r)
+{
+	enum light_kind k = r ? (enum light_kind)r->light : LIGHT_NONE;
+	return light_handlers[sw][v->vm->nr_vcpus > 1 ? light_kind_smp(k) : k];
+}
+
 void exit_light_table_fill(struct vcpu *v, unsigned sw)
 {
-	bool smp = v->vm->nr_vcpus > 1;
-	for (unsigned c = 0; c < VENDOR_EXIT_CODES; c++) {
-		const struct exit_row *r = c < VENDOR_EXIT_CODES - 1 ? exit_row_of(c) : 0;
-		enum light_kind k = r ? (enum light_kind)r->light : LIGHT_NONE;
-		v->light_table[c] = light_handlers[sw][smp ? light_kind_smp(k) : k];
-	}
+	for (unsigned c = 0; c < VENDOR_EXIT_CODES; c++)
+		v->light_table[c] = exit_light_handler(v, sw, c < VENDOR_EXIT_CODES - 1 ?
+						       exit_row_of(c) : 0);
 }
 
 void exit_vcpu_init(struct vcpu *v)

@@ -185,22 +185,22 @@ static int lapic_msr_handler(struct vcpu *v, uint32_t msr, uint64_t *val, bool i
 	return 0;
 }
 
-/* A fixed x2APIC IPI to another vCPU on the sender's light path (issue 12
- * item 4, KVM's "fastpath" for the same write): the vector is posted to the
+/* A fixed IPI to another vCPU on the sender's light path (issue 12 item 4,
+ * KVM's "fastpath" for the x2APIC write; here the xAPIC MOV too): the vector is posted to the
  * target lock-free and the target is kicked; it moves the vector to its
  * IRR on its own heavy path (vcpu_take_notices). False: not that kind of
  * write, the bus must deliver it with the VM lock held. */
 static bool ipi_post_light(struct vcpu *v, uint64_t icr)
 {
 	struct vm *vm = v->vm;
-	int64_t dest = lapic_x2apic_fixed_dest(&v->lapic, icr);
+	int64_t dest = lapic_fixed_unicast_dest(&v->lapic, icr);
 	if (dest < 0 || dest >= vm->nr_vcpus || dest == v->lapic.id)
 		return false;
-	struct vcpu *t = vm->vcpus[dest];   /* vCPU i has x2APIC ID i */
-	if (!lapic_x2apic(&t->lapic))
-		return false;   /* an xAPIC-mode target matches 8 bits: the bus decides */
+	struct vcpu *t = vm->vcpus[dest];   /* vCPU i has APIC ID i */
+	if (lapic_x2apic(&t->lapic) != lapic_x2apic(&v->lapic))
+		return false;   /* mixed modes match IDs differently: the bus decides */
 	uint8_t vec = (uint8_t)icr;
-	lapic_x2apic_icr_set(&v->lapic, icr);
+	lapic_icr_record(&v->lapic, icr);
 	__atomic_or_fetch(&t->posted[vec / 32], 1u << (vec % 32), __ATOMIC_RELEASE);
 	v->stats.ipis_sent++;
 	v->stats.ipis_sent_light++;
@@ -234,6 +234,20 @@ static int apic_mmio_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsi
 	if (is_write && (lapic_irr_nonempty(&v->lapic) || platform_nmi_pending(v)))
 		v->pending |= VCPU_PENDING_RECHECK;
 	return ret;
+}
+
+/* The local APIC page in a VM of several vCPUs, on the light path: a
+ * fixed IPI to another vCPU by a MOV to ICR_LO completes there (xAPIC
+ * mode); every other access needs the VM lock. */
+static int lapic_mmio_shared(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size,
+			     bool is_write, void *opaque)
+{
+	if (vm_shared_ok(v->vm))
+		return apic_mmio_checked(v, addr, data, size, is_write, opaque);
+	if (is_write && size == 4 && addr == LAPIC_BASE + LAPIC_ICR_LO &&
+	    !lapic_x2apic(&v->lapic) && ipi_post_light(v, (uint32_t)*data))
+		return IO_OK;
+	return IO_NEEDS_LOCK;
 }
 
 /* The 8259s: an EOI or an unmask can make a waiting IRQ deliverable. */
@@ -347,12 +361,15 @@ void platform_create(struct vm *vm)
 	r[0].fn = apic_mmio_checked;
 	add_mmio(vm, &r[0]);
 	lapic_range(&v->lapic, &r[0]);
-	r[0].fn = apic_mmio_checked;
+	r[0].fn = vm->nr_vcpus > 1 ? lapic_mmio_shared : apic_mmio_checked;
 	add_mmio(vm, &r[0]);
 	/* last: the light path's MMIO lookup finds the APICs first */
 	hpet_init(&pc->hpet, pc, hpet_legacy_pit, &pc->pit);
 	hpet_range(&pc->hpet, &r[0]);
 	add_mmio(vm, &r[0]);
+	/* several vCPUs: only the local APIC's page (its own) stays light */
+	for (unsigned i = 0; vm->nr_vcpus > 1 && i < vm->nr_mmio; i++)
+		vm->mmio[i].light = vm->mmio[i].fn == lapic_mmio_shared;
 
 	msr_handler_fn lapic_fn = vm->nr_vcpus > 1 ? lapic_msr_shared : lapic_msr_handler;
 	vm_register_msr(vm, MSR_APIC_BASE, 1, lapic_fn);

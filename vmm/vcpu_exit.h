@@ -89,6 +89,9 @@ static inline const struct exit_row *exit_row_of(uint64_t code)
 unsigned exit_switch_set(const struct lp_options *o);
 /* Points v->light_table at the handlers of switch set `sw`. */
 void exit_light_table_fill(struct vcpu *v, unsigned sw);
+/* The light handler of switch set `sw` for exit-table row r (0: none) as
+ * this vCPU's VM takes it (several vCPUs: fewer light kinds). */
+light_handler_fn *exit_light_handler(const struct vcpu *v, unsigned sw, const struct exit_row *r);
 
 /* An instruction lightpath skips for the guest: its plain encoding, for the
  * next-RIP check when the CPU does not report the length (SVM without NRIP),

@@ -155,7 +155,7 @@ static light_ret svm_light_host_cr_guard(struct vcpu *v)
 	const struct exit_row *row = exit_row_of(vendor_exit_code(v));
 	unsigned sw = v->arch.guard_sw;
 	svm_host_cr_watch(v);   /* back in long mode, or LME cleared: the guard goes */
-	return light_handlers[sw][row ? row->light : LIGHT_NONE](v);
+	return exit_light_handler(v, sw, row)(v);
 }
 
 void svm_host_cr_guard(struct vcpu *v, bool on)

@@ -70,8 +70,6 @@ static __attribute__((noinline)) light_ret light_hypercall_other(struct vcpu *v,
 									 uint64_t next,
 									 bool light_off)
 {
-	if (__builtin_expect(v->vm->nr_vcpus > 1, 0))   /* timers, the VM's end: shared */
-		return light_go_heavy(v, LP_EXIT_HYPERCALL);
 	bool leave = exit_hypercall_slow(v, vendor_rax(v));
 	vendor_skip_insn(v, next);
 	exit_insn_completed(v);
@@ -82,14 +80,21 @@ static __attribute__((noinline)) light_ret light_hypercall_other(struct vcpu *v,
 	return light_resume(v);
 }
 
-ALWAYS_INLINE light_ret light_hypercall(struct vcpu *v, const unsigned sw)
+/* `shared`: in a VM of several vCPUs the other hypercalls (timers, the
+ * VM's end) touch shared state: the heavy path's. */
+ALWAYS_INLINE light_ret light_hypercall(struct vcpu *v, const unsigned sw, const bool shared)
 {
 	uint64_t next, *rax = vendor_rax(v);
 	v->stats.exits[LP_EXIT_HYPERCALL]++;
 	if (!vendor_next_rip(v, insn_hypercall, sw, &next))
-		return light_code_miss(v, LP_EXIT_HYPERCALL, LIGHT_HYPERCALL, sw & SW_LIGHT_OFF);
-	if (*rax != LP_HC_NULL)
+		return light_code_miss(v, LP_EXIT_HYPERCALL,
+				       shared ? LIGHT_HYPERCALL_SHARED : LIGHT_HYPERCALL,
+				       sw & SW_LIGHT_OFF);
+	if (*rax != LP_HC_NULL) {
+		if (shared)
+			return light_go_heavy(v, LP_EXIT_HYPERCALL);
 		return light_hypercall_other(v, next, sw & SW_LIGHT_OFF);
+	}
 	*rax = 0;
 	vendor_skip_insn(v, next);
 	exit_insn_completed(v);
@@ -329,7 +334,8 @@ static COLD light_ret light_code_miss(struct vcpu *v, unsigned reason, enum ligh
 	light_ret r;
 	v->stats.exits[reason]--;            /* the retry counts it again */
 	switch (kind) {
-	case LIGHT_HYPERCALL: r = light_hypercall(v, 0); break;
+	case LIGHT_HYPERCALL: r = light_hypercall(v, 0, false); break;
+	case LIGHT_HYPERCALL_SHARED: r = light_hypercall(v, 0, true); break;
 	case LIGHT_CPUID: r = light_cpuid(v, 0); break;
 	case LIGHT_MSR: r = light_msr(v, 0, LIGHT_MSR); break;
 	case LIGHT_RDMSR: r = light_msr(v, 0, LIGHT_RDMSR); break;
@@ -377,7 +383,8 @@ ALWAYS_INLINE light_ret light_dispatch(struct vcpu *v, const unsigned sw,
 					      const enum light_kind kind)
 {
 	switch (kind) {
-	case LIGHT_HYPERCALL: return light_hypercall(v, sw);
+	case LIGHT_HYPERCALL: return light_hypercall(v, sw, false);
+	case LIGHT_HYPERCALL_SHARED: return light_hypercall(v, sw, true);
 	case LIGHT_CPUID: return light_cpuid(v, sw);
 	case LIGHT_IO: return light_io(v, sw);
 	case LIGHT_MSR:
@@ -415,7 +422,8 @@ ALWAYS_INLINE light_ret light_exit(struct vcpu *v, const unsigned sw,
 	LIGHT_DEF(a, b, wrmsr, LIGHT_WRMSR) LIGHT_DEF(a, b, hlt, LIGHT_HLT)                       \
 	LIGHT_DEF(a, b, host_intr, LIGHT_HOST_INTR) LIGHT_DEF(a, b, intr_window, LIGHT_INTR_WINDOW) \
 	LIGHT_DEF(a, b, npf, LIGHT_NPF) LIGHT_DEF(a, b, rdtsc, LIGHT_RDTSC)                       \
-	LIGHT_DEF(a, b, npf_shared, LIGHT_NPF_SHARED)
+	LIGHT_DEF(a, b, npf_shared, LIGHT_NPF_SHARED)                                             \
+	LIGHT_DEF(a, b, hypercall_shared, LIGHT_HYPERCALL_SHARED)
 #define LIGHT_DEF(a, b, name, kind)                                                               \
 	static __attribute__((noipa)) light_ret LIGHT_FN(a, b, name)(struct vcpu *v)         \
 	{                                                                                         \
@@ -430,7 +438,8 @@ ALWAYS_INLINE light_ret light_exit(struct vcpu *v, const unsigned sw,
 		[LIGHT_HOST_INTR] = LIGHT_FN(a, b, host_intr),                                    \
 		[LIGHT_INTR_WINDOW] = LIGHT_FN(a, b, intr_window), [LIGHT_NPF] = LIGHT_FN(a, b, npf), \
 		[LIGHT_RDTSC] = LIGHT_FN(a, b, rdtsc),                                            \
-		[LIGHT_NPF_SHARED] = LIGHT_FN(a, b, npf_shared)                                   \
+		[LIGHT_NPF_SHARED] = LIGHT_FN(a, b, npf_shared),                                  \
+		[LIGHT_HYPERCALL_SHARED] = LIGHT_FN(a, b, hypercall_shared)                       \
 	},
 #define LIGHT_SETS8(a, X) X(a, 0) X(a, 1) X(a, 2) X(a, 3) X(a, 4) X(a, 5) X(a, 6) X(a, 7)
 #define LIGHT_SETS(X)                                                                             \
@@ -439,7 +448,7 @@ ALWAYS_INLINE light_ret light_exit(struct vcpu *v, const unsigned sw,
 	LIGHT_SETS8(8, X) LIGHT_SETS8(9, X) LIGHT_SETS8(10, X) LIGHT_SETS8(11, X)                 \
 	LIGHT_SETS8(12, X) LIGHT_SETS8(13, X) LIGHT_SETS8(14, X) LIGHT_SETS8(15, X)
 
-_Static_assert(LIGHT_KIND_COUNT == 13 && SW_SETS_MAX == 16 * 8, "LIGHT_SET lists every kind and set");
+_Static_assert(LIGHT_KIND_COUNT == 14 && SW_SETS_MAX == 16 * 8, "LIGHT_SET lists every kind and set");
 LIGHT_SETS(LIGHT_SET)
 light_handler_fn *const light_handlers[SW_SETS_MAX][LIGHT_KIND_COUNT] = { LIGHT_SETS(LIGHT_ROW) };
 
@@ -492,7 +501,8 @@ unsigned exit_switch_set(const struct lp_options *o)
 static enum light_kind light_kind_smp(enum light_kind k)
 {
 	switch (k) {
-	case LIGHT_HYPERCALL:
+	case LIGHT_HYPERCALL:  /* the null one; the others leave */
+		return LIGHT_HYPERCALL_SHARED;
 	case LIGHT_CPUID:
 	case LIGHT_RDTSC:
 	case LIGHT_MSR:      /* a handler of shared state says MSR_NEEDS_LOCK */

@@ -69,6 +69,7 @@ enum light_kind {
 	LIGHT_NPF,           /* nested page fault: plain MOVs to a light MMIO device */
 	LIGHT_RDTSC,         /* RDTSC while the guest polls its clocks (vmm/guest_clock.h) */
 	LIGHT_NPF_SHARED,    /* LIGHT_NPF in a VM of several vCPUs (exit_light_table_fill) */
+	LIGHT_HYPERCALL_SHARED, /* LIGHT_HYPERCALL there */
 	LIGHT_KIND_COUNT
 };
 

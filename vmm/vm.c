@@ -499,8 +499,13 @@ static void vcpu_run(struct vcpu *v)
 		vcpu_state_enter(v);
 		vendor_enter_guest(v);
 		vcpu_state_leave(v);
-		if (smp)
-			vcpu_heavy_enter(v);
+		if (!smp) {   /* one vCPU: no lock, no INIT */
+			exit_heavy(v);
+			if (vm->ended)
+				break;
+			continue;
+		}
+		vcpu_heavy_enter(v);
 		exit_heavy(v);
 		bool stop = vm->ended || v->lapic.init_pending;
 		vm_unlock(vm);

@@ -51,6 +51,7 @@
 #define RFLAGS_TF (1ull << 8)
 #define RFLAGS_IF (1ull << 9)
 #define RFLAGS_RF (1ull << 16)
+#define RFLAGS_VM (1ull << 17)
 
 /* Debug registers: DR6 and DR7 at rest (no breakpoint hit, none enabled),
  * DR6's breakpoint-hit bits, DR7's enable bits. */

@@ -6,8 +6,11 @@
  *   - logical destinations, every bit pattern of the xAPIC's 8 bits,
  *   - the shorthands self, all including self, all excluding self,
  * each as a fixed interrupt (vector 0x41), an NMI, an INIT and a STARTUP
- * (vector 0x10). Its own are delivered to it (one vCPU); nothing may leave
- * the VM. Prints what it sent and got, and ends with status 0. */
+ * (vector 0x10). Its own are delivered to it; nothing may leave the VM.
+ * Prints what it sent and got, and ends with status 0. In a VM of several
+ * vCPUs its own INITs and STARTUPs start the other vCPUs in real mode at
+ * 0x10000: they find a halt loop there (and an NMI handler), so the storm
+ * runs to its end instead of stopping at whatever the APs would execute. */
 #include "guests/rt/rt.h"
 
 #define LAPIC          0xfee00000u
@@ -75,11 +78,29 @@ static void storm(void)
 	}
 }
 
+/* Real mode at the STARTUP vector: cli; hlt; jmp back to the hlt; and an
+ * IRET at 0x10004 for the NMIs it is sent (IVT entry 2 = 1000:0004). */
+#define PARK_GPA 0x10000u
+static const uint8_t park_code[] = { 0xfa, 0xf4, 0xeb, 0xfd, 0xcf };
+
+static void park_aps(void)
+{
+	volatile uint8_t *code = (volatile uint8_t *)(uintptr_t)PARK_GPA;
+	for (unsigned i = 0; i < sizeof(park_code); i++)
+		code[i] = park_code[i];
+	uintptr_t ivt = 2 * 4;
+	asm("" : "+r"(ivt));   /* a real address, not a null pointer's offset */
+	volatile uint16_t *ivt_nmi = (volatile uint16_t *)ivt;
+	ivt_nmi[0] = 4;
+	ivt_nmi[1] = PARK_GPA >> 4;
+}
+
 int guest_main(void)
 {
 	unsigned rounds = (unsigned)rt_arg_u64("rounds", 3);
 	rt_set_handler(VEC, on_fixed);
 	rt_set_handler(2, on_nmi);
+	park_aps();
 	*(volatile uint32_t *)(uintptr_t)(LAPIC + LAPIC_SVR) = 0x1ff;   /* enabled */
 	for (unsigned r = 0; r < rounds; r++)
 		storm();

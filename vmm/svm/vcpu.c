@@ -96,6 +96,7 @@ void vendor_vcpu_init_sipi(struct vcpu *v, uint8_t vector)
 	vmcb->rip = 0;
 	vmcb->rax = 0;
 	v->regs.rdx = v->cpuid_basic_n > 1 ? v->cpuid_basic[1][0] : 0;
+	guest_clock_tsc_offset_changed(v);   /* INIT leaves the TSC as it was */
 	svm_host_cr_watch(v);
 }
 

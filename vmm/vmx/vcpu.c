@@ -118,6 +118,13 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	const struct lp_options *o = vm->opt;
 	const struct vmx_caps *c = &vmx_caps;
 	uint64_t vmcs_pa = (uint64_t)(uintptr_t)v->arch.vmcs;
+	/* Set up again (an AP's STARTUP after its first set-up, or after an
+	 * INIT): the VMCS is active on this CPU, which may hold part of it;
+	 * its region may be written only once VMCLEAR has made it inactive. */
+	if (!vmclear(vmcs_pa)) {
+		vm_fault(vm, "VMCLEAR of the VMCS at 0x%lx failed", vmcs_pa);
+		return;
+	}
 	memset(&v->arch, 0, sizeof(v->arch));
 	*(uint32_t *)v->arch.vmcs = (uint32_t)c->basic & 0x7fffffffu;
 	if (!vmclear(vmcs_pa) || !vmptrld(vmcs_pa)) {
@@ -256,6 +263,7 @@ void vendor_vcpu_init_sipi(struct vcpu *v, uint8_t vector)
 	set_seg(SEG_LDTR_N, 0, 0x0082, 0xffff, 0);
 	vmcs_set(VMCS_GUEST_RIP, 0);
 	setup_end(v->vm);
+	guest_clock_tsc_offset_changed(v);   /* INIT leaves the TSC as it was */
 	v->regs.rdx = v->cpuid_basic_n > 1 ? v->cpuid_basic[1][0] : 0;
 }
 

@@ -132,8 +132,12 @@ static void check_host(struct finding *f)
 	}
 }
 
-/* One segment register n (ES..TR order) in a guest with CR0.PE=1. */
-static void check_seg(struct finding *f, unsigned n, bool ia32e)
+/* One segment register n (ES..TR order) outside virtual-8086 mode: in
+ * protected mode, and with unrestricted guest in real mode too (an AP's
+ * start at its STARTUP vector), where the SDM checks the same access
+ * rights (and DPLs, check_guest). ug: unrestricted guest, which alone
+ * allows a CS of type 3 (a real-mode data segment). */
+static void check_seg(struct finding *f, unsigned n, bool ia32e, bool ug)
 {
 	static const char *const seg_names[8] = { "ES", "CS", "SS", "DS", "FS", "GS", "LDTR", "TR" };
 	(void)seg_names;
@@ -155,8 +159,11 @@ static void check_seg(struct finding *f, unsigned n, bool ia32e)
 		fail(f, arf, "G clear but limit above 1 MiB");
 	unsigned type = ar & 15;
 	if (n == 1) {
-		if (!(ar & 0x10) || !(type & 8 || type == 3))
-			fail(f, arf, "CS is not a code segment (type 9, 11, 13, 15 or 3)");
+		if (!(ar & 0x10) || !(type & 8 || (type == 3 && ug)))
+			fail(f, arf, ug ? "CS is not a code segment (type 9, 11, 13, 15 or 3)"
+					: "CS is not a code segment (type 9, 11, 13 or 15)");
+		if (type == 3 && (ar & 0x60))
+			fail(f, arf, "CS of type 3 (real mode) with DPL not 0");
 		if (ia32e && (ar & (1u << 13)) && (ar & (1u << 14)))
 			fail(f, arf, "CS has both L and D/B set");
 	} else if (n == 7) {
@@ -171,6 +178,23 @@ static void check_seg(struct finding *f, unsigned n, bool ia32e)
 		if (n == 2 && type != 3 && type != 7)
 			fail(f, arf, "SS is not a writable data segment");
 	}
+}
+
+/* Virtual-8086 mode: every segment but LDTR and TR is what a real-mode
+ * load of its selector gives (base selector << 4, limit 0xffff, AR 0xf3). */
+static void check_seg_v86(struct finding *f)
+{
+	for (unsigned n = 0; n < 6; n++) {
+		uint32_t sel = (uint32_t)rd(VMCS_GUEST_ES_SEL + 2 * n);
+		if (rd(VMCS_GUEST_ES_BASE + 2 * n) != (uint64_t)sel << 4)
+			fail(f, VMCS_GUEST_ES_BASE + 2 * n, "virtual-8086 mode: base is not selector << 4");
+		if (rd(VMCS_GUEST_ES_LIMIT + 2 * n) != 0xffff)
+			fail(f, VMCS_GUEST_ES_LIMIT + 2 * n, "virtual-8086 mode: limit is not 0xffff");
+		if (rd(VMCS_GUEST_ES_AR + 2 * n) != 0xf3)
+			fail(f, VMCS_GUEST_ES_AR + 2 * n, "virtual-8086 mode: access rights are not 0xf3");
+	}
+	for (unsigned n = 6; n < 8; n++)
+		check_seg(f, n, false, true);
 }
 
 static void check_guest(struct finding *f)
@@ -209,19 +233,30 @@ static void check_guest(struct finding *f)
 				fail(f, VMCS_GUEST_PAT, "an entry holds an invalid memory type");
 		}
 	}
-	if (cr0 & CR0_PE)
+	uint64_t rfl = rd(VMCS_GUEST_RFLAGS);
+	/* (real mode without unrestricted guest already broke CR0's fixed bits) */
+	if ((cr0 & CR0_PE) && (rfl & RFLAGS_VM)) {
+		check_seg_v86(f);
+	} else {
 		for (unsigned n = 0; n < 8; n++)
-			check_seg(f, n, ia32e);
-	uint32_t cs_ar = (uint32_t)rd(VMCS_GUEST_CS_AR), ss_ar = (uint32_t)rd(VMCS_GUEST_SS_AR);
-	if (!(ss_ar & VMX_AR_UNUSABLE) && ((ss_ar >> 5) & 3) != ((cs_ar >> 5) & 3) && (cs_ar & 15) != 3)
-		fail(f, VMCS_GUEST_SS_AR, "SS.DPL differs from CS.DPL");
+			check_seg(f, n, ia32e, ug);
+		uint32_t cs_ar = (uint32_t)rd(VMCS_GUEST_CS_AR), ss_ar = (uint32_t)rd(VMCS_GUEST_SS_AR);
+		unsigned cs_type = cs_ar & 15, cs_dpl = (cs_ar >> 5) & 3, ss_dpl = (ss_ar >> 5) & 3;
+		/* non-conforming code: SS.DPL = CS.DPL; conforming: CS.DPL <= SS.DPL */
+		if (!(ss_ar & VMX_AR_UNUSABLE) && (cs_type == 9 || cs_type == 11) && cs_dpl != ss_dpl)
+			fail(f, VMCS_GUEST_SS_AR, "SS.DPL differs from CS.DPL");
+		if (!(ss_ar & VMX_AR_UNUSABLE) && (cs_type == 13 || cs_type == 15) && cs_dpl > ss_dpl)
+			fail(f, VMCS_GUEST_CS_AR, "conforming CS with DPL above SS.DPL");
+		if (!(ss_ar & VMX_AR_UNUSABLE) && (!(cr0 & CR0_PE) || cs_type == 3) && ss_dpl)
+			fail(f, VMCS_GUEST_SS_AR, "SS.DPL not 0 with CR0.PE clear or a CS of type 3");
+	}
+	uint32_t cs_ar = (uint32_t)rd(VMCS_GUEST_CS_AR);
 	uint64_t rip = rd(VMCS_GUEST_RIP);
 	if (!(ia32e && (cs_ar & (1u << 13))) && (rip >> 32))
 		fail(f, VMCS_GUEST_RIP, "bits 63:32 set outside 64-bit mode");
-	uint64_t rfl = rd(VMCS_GUEST_RFLAGS);
 	if (!(rfl & 2) || (rfl & 0xffffffffffc08028ull))
 		fail(f, VMCS_GUEST_RFLAGS, "bit 1 clear or a reserved bit set");
-	if (ia32e && (rfl & (1u << 17)))
+	if (ia32e && (rfl & RFLAGS_VM))
 		fail(f, VMCS_GUEST_RFLAGS, "VM set in IA-32e mode");
 	uint64_t act = rd(VMCS_GUEST_ACTIVITY_STATE), is = rd(VMCS_GUEST_INTERRUPTIBILITY);
 	if (act > 3)

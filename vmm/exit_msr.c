@@ -130,7 +130,7 @@ static int msr_cpu_state(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_wr
 static void tsc_offset_set(struct vcpu *v, int64_t off)
 {
 	v->lapic.tsc_offset = off;
-	guest_clock_tsc_offset_changed(v->vm);
+	guest_clock_tsc_offset_changed(v);
 	uint64_t deadline = v->lapic.tsc_deadline;
 	if (deadline)
 		lapic_msr(&v->lapic, MSR_TSC_DEADLINE, &deadline, true);

@@ -38,23 +38,25 @@ static int64_t lag(const struct vm *vm, uint64_t host)
 	return -c->offset;
 }
 
-/* The CPU's TSC offset: the VM's time plus the guest's own IA32_TSC offset. */
-static void apply_offset(struct vm *vm)
+/* A vCPU's TSC offset in the CPU: the VM's time plus the vCPU's own
+ * IA32_TSC offset. */
+static void apply_offset(struct vcpu *v)
 {
 	/* modulo 2^64: the guest's part is any value it wrote to IA32_TSC */
-	vendor_set_tsc_offset(vm->vcpu, (int64_t)((uint64_t)vm->clock.offset +
-						  (uint64_t)vm->vcpu->lapic.tsc_offset));
+	vendor_set_tsc_offset(v, (int64_t)((uint64_t)v->vm->clock.offset +
+					   (uint64_t)v->lapic.tsc_offset));
 }
 
+/* Only polling moves the VM's time, and only a VM with one vCPU polls. */
 static void set_offset(struct vm *vm, int64_t offset)
 {
 	vm->clock.offset = offset;
-	apply_offset(vm);
+	apply_offset(vm->vcpu);
 }
 
-void guest_clock_tsc_offset_changed(struct vm *vm)
+void guest_clock_tsc_offset_changed(struct vcpu *v)
 {
-	apply_offset(vm);   /* while polling RDTSC exits and clock_rdtsc adds it */
+	apply_offset(v);   /* while polling RDTSC exits and clock_rdtsc adds it */
 }
 
 /* One exit's step of the guest's time while polling: never ahead of the

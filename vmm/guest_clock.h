@@ -109,9 +109,9 @@ void guest_clock_init(struct vm *vm);
  * path's hazard check and the heavy path both end there while polling:
  * polling keeps VCPU_PENDING_CLOCK set). */
 void guest_clock_after_exit(struct vcpu *v);
-/* The guest wrote IA32_TSC or IA32_TSC_ADJUST (lapic.tsc_offset changed):
- * the CPU's TSC offset follows. */
-void guest_clock_tsc_offset_changed(struct vm *vm);
+/* vCPU v wrote IA32_TSC or IA32_TSC_ADJUST (its lapic.tsc_offset changed):
+ * its TSC offset in the CPU follows (on v's own CPU: its VMCB/VMCS). */
+void guest_clock_tsc_offset_changed(struct vcpu *v);
 /* RDTSC or RDTSCP, which exit only while polling: EDX:EAX (and ECX) from
  * the VM's time plus the guest's own TSC offset. The caller moves RIP. */
 void guest_clock_rdtsc(struct vcpu *v, bool rdtscp);

@@ -183,7 +183,8 @@ def run_test(direct):
         for l in out.splitlines():
             if l.strip():
                 say("    " + l)
-        how = [l for l in tsc if l in TSC_CALIBRATED]
+        # Linux adds ". N loops" to "PIT calibration matches ..."
+        how = [l for l in tsc if l.startswith(TSC_CALIBRATED)]
         check(how, "no successful TSC calibration in dmesg (wanted one of: %s)"
               % "; ".join(TSC_CALIBRATED))
         check(any(TSC_DETECTED.match(l) for l in tsc), "no 'tsc: Detected N MHz processor'")
@@ -346,7 +347,13 @@ def run_smp_test(direct):
         current = g.run("cat " + cs)[0].strip()
         say("  %s: dmesg: %d lines about failed CPUs, unstable clocks or watchdogs; "
             "clocksource %s" % (NAME_SMP, len(bad), current))
-        check(not bad, "dmesg: " + " | ".join(bad[:3]))
+        # Known cause: in a VM with several vCPUs every PIT, HPET and PM-timer
+        # read is a heavy exit and the guest's clock does not poll, so under
+        # host load Linux's reference reads (tsc_read_refs: 50000 TSC ticks,
+        # about 20 us) can all fail.
+        hint = (" (the TSC calibration's timer reads took too long: heavy exits in an SMP VM)"
+                if any("could not calculate TSC khz" in l for l in bad) else "")
+        check(not bad, "dmesg: " + " | ".join(bad[:3]) + hint)
 
         say("  %s: poweroff" % NAME_SMP)
         rc = g.poweroff()

@@ -9,7 +9,8 @@ export LP_OPTS
 deps:
 	@tools/deps.sh
 
-# Boot lightpath with the Linux guest, its shell on the terminal; `poweroff`
+# Boot lightpath with the Linux guest (2 vCPUs on a machine with 2 CPUs or
+# more: tools/run.sh), its shell on the terminal; `poweroff`
 # in the guest ends the run (status 0 -> exit 0).
 run: deps
 	@$(MAKE) --no-print-directory all linux-guest

@@ -9,6 +9,10 @@
 # benchmark guests under -icount shift=0 (the instructions-per-exit metric)
 # and shows what it prints on COM1.
 #
+# The Linux VM gets 2 vCPUs (build/linux/linux-smp2.cfg, QEMU -smp 2) when
+# this machine has 2 CPUs or more, else 1 (linux.cfg, -smp 1); LP_VCPUS=1 or
+# 2 chooses.
+#
 # LP_OPTS: boot options (e.g. LP_OPTS="light=off"); LP_RUN_TIMEOUT: seconds
 # (default: none for linux, 600 for bench). The serial output is also kept
 # in build/run.log.
@@ -22,14 +26,22 @@ mode=${1:-linux}
 rc=0
 case "$mode" in
 linux)
-	for f in build/linux/linux.cfg build/linux/vmlinuz build/linux/initrd.cpio.gz; do
+	# one host CPU per vCPU: QEMU's CPUs are threads on this machine's
+	vcpus=${LP_VCPUS:-$( (($(nproc) >= 2)) && echo 2 || echo 1)}
+	case "$vcpus" in
+	1) cfg=build/linux/linux.cfg ;;
+	2) cfg=build/linux/linux-smp2.cfg ;;
+	*) echo "lightpath: LP_VCPUS must be 1 or 2, not '$vcpus'" >&2; exit 2 ;;
+	esac
+	for f in "$cfg" build/linux/vmlinuz build/linux/initrd.cpio.gz; do
 		[[ -f "$f" ]] || { echo "lightpath: no $f (run 'make linux-guest')" >&2; exit 1; }
 	done
-	echo "lightpath: booting Linux under QEMU TCG (about 20-40 s); type 'poweroff' to end it"
+	echo "lightpath: booting Linux with $vcpus vCPU$( ((vcpus > 1)) && echo s) under QEMU TCG" \
+		"(about 20-40 s); type 'poweroff' to end it"
 	[[ -t 0 ]] && echo "lightpath: (Ctrl-C goes to the guest; Ctrl-A x quits QEMU at once)"
 	# QEMU warns about every EPYC feature TCG lacks; those lines are noise here.
-	tools/lp-qemu --interactive --mem 512 --timeout "${LP_RUN_TIMEOUT:-0}" --append "${LP_OPTS:-}" \
-		build/linux/linux.cfg build/linux/vmlinuz build/linux/initrd.cpio.gz \
+	tools/lp-qemu --interactive --smp "$vcpus" --mem 512 --timeout "${LP_RUN_TIMEOUT:-0}" \
+		--append "${LP_OPTS:-}" "$cfg" build/linux/vmlinuz build/linux/initrd.cpio.gz \
 		2> >(grep -v "TCG doesn't support requested feature" >&2) | tee "$log" || rc=${PIPESTATUS[0]}
 	;;
 bench)

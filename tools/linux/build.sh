@@ -8,6 +8,7 @@
 #                                what linux-image-amd64 depends on), unpatched
 #   build/linux/initrd.cpio.gz   busybox (busybox-static) + /init, cpio newc
 #   build/linux/linux.cfg        the VM description lightpath boots
+#   build/linux/linux-smp2.cfg   the same VM with 2 vCPUs (cpus = 2)
 #
 # Each step says what it does and is skipped when its output is up to date.
 # --kernel-only: only build/linux/vmlinuz (the unit tests' real bzImage,
@@ -249,10 +250,34 @@ initrd  = initrd.cpio.gz
 cmdline = "console=ttyS0 panic=-1"
 memory  = 256
 EOF
-if [[ -f "$cfg" && "$(cat "$cfg")" == "$CFG" ]]; then
-	say "config: $cfg is up to date"
-else
-	printf '%s\n' "$CFG" >"$cfg"
-	say "config: wrote $cfg"
-fi
-say "ready: $cfg, $out/vmlinuz, $initrd"
+# The same guest with 2 vCPUs (`make run` on a machine with 2 CPUs or more,
+# and the linux-smp2 test).
+read -r -d '' CFG_SMP2 <<'EOF' || true
+# lightpath vm
+# lightpath's Linux test guest with 2 vCPUs, each on a host CPU of its own
+# (QEMU -smp 2 at least); written by tools/linux/build.sh, as linux.cfg.
+name    = linux-smp2
+kernel  = vmlinuz
+initrd  = initrd.cpio.gz
+# tsc=reliable: every vCPU's TSC is the host's TSC plus one VM-wide offset,
+#   so the two agree as the host CPUs' do; Linux trusts that only of a CPU
+#   with an invariant TSC (CPUID 80000007H:EDX[8], which QEMU's TCG does not
+#   give) and would mark the TSC unstable at boot ("TSCs unsynchronized").
+#   It still compares the two TSCs when it starts CPU 1.
+cmdline = "console=ttyS0 panic=-1 tsc=reliable"
+memory  = 256
+cpus    = 2
+EOF
+
+# write_cfg FILE TEXT: writes the description unless it is already that
+write_cfg() {
+	if [[ -f "$1" && "$(cat "$1")" == "$2" ]]; then
+		say "config: $1 is up to date"
+	else
+		printf '%s\n' "$2" >"$1"
+		say "config: wrote $1"
+	fi
+}
+write_cfg "$cfg" "$CFG"
+write_cfg "$out/linux-smp2.cfg" "$CFG_SMP2"
+say "ready: $cfg, $out/linux-smp2.cfg, $out/vmlinuz, $initrd"

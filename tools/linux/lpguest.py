@@ -11,7 +11,8 @@ Two ways to boot the same kernel, initramfs and command line:
   "direct":    qemu-system-x86_64 -kernel vmlinuz -initrd initrd.cpio.gz
                -append CMDLINE -m MEMORY (the VM's memory), same -cpu, no
                lightpath: the baseline, and a check of the harness itself.
-Both: TCG, -cpu EPYC,+svm, no -icount, serial port on QEMU's stdin/stdout.
+Both: TCG, -cpu EPYC,+svm, no -icount, serial port on QEMU's stdin/stdout,
+QEMU -smp as the description's `cpus` (build/linux/linux-smp2.cfg: 2).
 """
 
 import os
@@ -27,6 +28,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 import serial_log  # noqa: E402  (tools/serial_log.py)
 LINUX_DIR = os.path.join(ROOT, "build", "linux")
 CFG = os.path.join(LINUX_DIR, "linux.cfg")
+CFG_SMP2 = os.path.join(LINUX_DIR, "linux-smp2.cfg")   # the same guest, cpus = 2
 KERNEL = os.path.join(LINUX_DIR, "vmlinuz")
 INITRD = os.path.join(LINUX_DIR, "initrd.cpio.gz")
 LP_QEMU = os.path.join(ROOT, "tools", "lp-qemu")
@@ -112,6 +114,8 @@ class Guest:
         cfg = read_vmcfg(cfg_path)
         self.cmdline = (cfg.get("cmdline", "") + " " + cmdline_extra).strip()
         self.memory = int(cfg.get("memory", "256"))
+        # one host CPU per vCPU (lightpath pins each vCPU to a CPU of its own)
+        self.cpus = int(cfg.get("cpus", "1"))
         if mode == "lightpath":
             if cmdline_extra:
                 # lightpath takes the command line from the VM description:
@@ -120,13 +124,13 @@ class Guest:
                 self.cfg_path = os.path.splitext(log)[0] + ".cfg"
                 write_vmcfg(self.cfg_path, cfg, "written by tools/linux/lpguest.py for %s"
                             % rel(log))
-            self.cmd = [LP_QEMU, "--interactive", "--mem", str(LP_QEMU_MEM),
+            self.cmd = [LP_QEMU, "--interactive", "--smp", str(self.cpus), "--mem", str(LP_QEMU_MEM),
                         "--timeout", str(timeout), "--append", lp_opts,
                         rel(self.cfg_path), rel(KERNEL), rel(INITRD)]
         else:
             qemu = os.environ.get("LP_QEMU", "qemu-system-x86_64")
             self.cmd = ["timeout", "--kill-after=5", str(timeout), qemu, "-accel", "tcg",
-                        "-cpu", CPU, "-smp", "1", "-m", str(self.memory),
+                        "-cpu", CPU, "-smp", str(self.cpus), "-m", str(self.memory),
                         "-display", "none", "-monitor", "none", "-serial", "stdio",
                         "-no-reboot", "-kernel", rel(KERNEL), "-initrd", rel(INITRD),
                         "-append", self.cmdline]

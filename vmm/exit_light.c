@@ -494,8 +494,9 @@ unsigned exit_switch_set(const struct lp_options *o)
 }
 
 /* What stays light in a VM of several vCPUs: what touches only the vCPU's
- * own state, the MSRs and the local APIC's page (their handlers of shared
- * state leave for the heavy path, but for a fixed IPI to another vCPU). The rest (devices, the local APICs, which send IPIs and arm
+ * own state, the MSRs, the local APIC's page, the PM timer and the HPET's
+ * counter (their handlers of shared state leave for the heavy path, but
+ * for a fixed IPI to another vCPU; vmm/platform.c). The rest (devices, the local APICs, which send IPIs and arm
  * the VM's timers, the timers themselves, interrupt delivery) is shared
  * and goes to the heavy path, which holds the VM lock (docs/SMP.md). */
 static enum light_kind light_kind_smp(enum light_kind k)
@@ -505,6 +506,7 @@ static enum light_kind light_kind_smp(enum light_kind k)
 		return LIGHT_HYPERCALL_SHARED;
 	case LIGHT_CPUID:
 	case LIGHT_RDTSC:
+	case LIGHT_IO:       /* the PM timer only (platform.c: the others are slow) */
 	case LIGHT_MSR:      /* a handler of shared state says MSR_NEEDS_LOCK */
 	case LIGHT_RDMSR:
 	case LIGHT_WRMSR:

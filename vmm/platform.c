@@ -250,6 +250,20 @@ static int lapic_mmio_shared(struct vcpu *v, uint64_t addr, uint64_t *data, unsi
 	return IO_NEEDS_LOCK;
 }
 
+/* The HPET in a VM of several vCPUs, on the light path: a read of the main
+ * counter only reads the VM's time (Linux's calibrations and clocksource
+ * read it back to back and give up on slow reads); the rest needs the VM
+ * lock. (clock_read_fast's last_read store races between vCPUs harmlessly:
+ * such a VM never polls, guest_clock_init.) */
+static int hpet_mmio_shared(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size,
+			    bool is_write, void *opaque)
+{
+	if (vm_shared_ok(v->vm) ||
+	    (!is_write && ((addr - HPET_BASE) & ~7ull) == HPET_REG_COUNTER))
+		return hpet_mmio(v, addr, data, size, is_write, opaque);
+	return IO_NEEDS_LOCK;
+}
+
 /* The 8259s: an EOI or an unmask can make a waiting IRQ deliverable. */
 static int pic_io_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size,
 			  bool is_write, void *opaque)
@@ -291,6 +305,23 @@ static void host_wall_clock(struct rtc_time *t)
 	t->year = (uint16_t)(2000 + bcd(host_cmos(0x09), binary));
 	if (!t->day || t->day > 31 || !t->month || t->month > 12 || t->hour > 23)
 		*t = (struct rtc_time){ 2026, 1, 1, 0, 0, 0 };   /* no usable host RTC */
+}
+
+/* A VM of several vCPUs: what stays on the light path, which takes no lock,
+ * are the devices whose light accesses touch no shared state (their
+ * wrappers above answer IO_NEEDS_LOCK for the others): the local APIC's
+ * page (each vCPU's own), the HPET's counter and the PM timer, which only
+ * read the VM's time. */
+static void platform_light_shared(struct vm *vm)
+{
+	for (unsigned i = 0; i < vm->nr_mmio; i++)
+		vm->mmio[i].light = vm->mmio[i].fn == lapic_mmio_shared ||
+				    vm->mmio[i].fn == hpet_mmio_shared;
+	for (unsigned p = 0; p < 65536; p++) {
+		unsigned idx = vm->port_map[p] & ~VM_PORT_SLOW;
+		if (idx && vm->io[idx].fn != pmtimer_io)
+			vm->port_map[p] |= VM_PORT_SLOW;
+	}
 }
 
 void platform_create(struct vm *vm)
@@ -366,10 +397,11 @@ void platform_create(struct vm *vm)
 	/* last: the light path's MMIO lookup finds the APICs first */
 	hpet_init(&pc->hpet, pc, hpet_legacy_pit, &pc->pit);
 	hpet_range(&pc->hpet, &r[0]);
+	if (vm->nr_vcpus > 1)
+		r[0].fn = hpet_mmio_shared;
 	add_mmio(vm, &r[0]);
-	/* several vCPUs: only the local APIC's page (its own) stays light */
-	for (unsigned i = 0; vm->nr_vcpus > 1 && i < vm->nr_mmio; i++)
-		vm->mmio[i].light = vm->mmio[i].fn == lapic_mmio_shared;
+	if (vm->nr_vcpus > 1)
+		platform_light_shared(vm);
 
 	msr_handler_fn lapic_fn = vm->nr_vcpus > 1 ? lapic_msr_shared : lapic_msr_handler;
 	vm_register_msr(vm, MSR_APIC_BASE, 1, lapic_fn);

@@ -103,9 +103,6 @@ static void stats_add(struct exit_stats *sum, const struct exit_stats *s)
 	sum->denied_mmio_reads += s->denied_mmio_reads;
 	sum->denied_mmio_writes += s->denied_mmio_writes;
 	sum->emulated += s->emulated;
-	sum->ipis_sent += s->ipis_sent;
-	sum->ipis_sent_light += s->ipis_sent_light;
-	sum->ipis_received += s->ipis_received;
 }
 
 static uint64_t stats_total(const struct exit_stats *s, uint64_t *heavy)
@@ -146,11 +143,11 @@ void exit_print_stats(struct vm *vm)
 			st.emulated, st.denied_mmio_reads, st.denied_mmio_writes);
 	/* several vCPUs: each one's share, and the IPIs between them */
 	for (unsigned i = 0; vm->nr_vcpus > 1 && i < vm->nr_vcpus; i++) {
-		const struct exit_stats *s = &vm->vcpus[i]->stats;
-		uint64_t t = stats_total(s, &heavy);
+		const struct vcpu *v = vm->vcpus[i];
+		uint64_t t = stats_total(&v->stats, &heavy);
 		print_share(share, sizeof(share), t - heavy, t);
 		kprintf("  vCPU %-3u %8lu exits, light %s; IPIs sent %lu, received %lu (of them light: "
-			"sent %lu)\n", i, t, share, s->ipis_sent, s->ipis_received, s->ipis_sent_light);
+			"sent %lu)\n", i, t, share, v->ipis.sent, v->ipis.received, v->ipis.sent_light);
 	}
 	guest_clock_print_stats(vm);
 }

@@ -219,7 +219,7 @@ ALWAYS_INLINE light_ret light_intr_window(struct vcpu *v, const unsigned sw)
 
 /* The guest GPR `n` (x86 encoding order) where the light path has it: rbp
  * and r12-r15 are still in the CPU there, so they are not reachable (0). */
-static uint64_t *light_gpr(struct vcpu *v, unsigned n)
+ALWAYS_INLINE uint64_t *light_gpr(struct vcpu *v, unsigned n)
 {
 	struct guest_regs *r = &v->regs;
 	switch (n) {

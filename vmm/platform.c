@@ -124,7 +124,7 @@ static struct vcpu *vcpu_of(struct lapic *a)
 static void apic_deliver(struct vcpu *t, const struct lapic *from, const struct apic_msg *m)
 {
 	if (from)   /* an IPI (the I/O APIC sends from 0) */
-		__atomic_add_fetch(&t->stats.ipis_received, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&t->ipis.received, 1, __ATOMIC_RELAXED);
 	lapic_msg_receive(&t->lapic, m);
 	vcpu_notify(t);   /* the hazard check (or a kick) injects it */
 }
@@ -134,7 +134,7 @@ static void apic_bus_send(void *ctx, struct lapic *from, const struct apic_msg *
 	struct vm *vm = ((struct dev_host *)ctx)->head.vm;
 	struct vcpu *lowest = 0;
 	if (from)
-		vcpu_of(from)->stats.ipis_sent++;
+		vcpu_of(from)->ipis.sent++;
 	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
 		struct vcpu *t = vm->vcpus[i];
 		if (!lapic_msg_targets(&t->lapic, from, m))
@@ -202,9 +202,9 @@ static bool ipi_post_light(struct vcpu *v, uint64_t icr)
 	uint8_t vec = (uint8_t)icr;
 	lapic_icr_record(&v->lapic, icr);
 	__atomic_or_fetch(&t->posted[vec / 32], 1u << (vec % 32), __ATOMIC_RELEASE);
-	v->stats.ipis_sent++;
-	v->stats.ipis_sent_light++;
-	__atomic_add_fetch(&t->stats.ipis_received, 1, __ATOMIC_RELAXED);
+	v->ipis.sent++;
+	v->ipis.sent_light++;
+	__atomic_add_fetch(&t->ipis.received, 1, __ATOMIC_RELAXED);
 	vcpu_notify(t);
 	return true;
 }

@@ -50,10 +50,14 @@ struct exit_stats {
 	uint64_t denied_port_reads, denied_port_writes, denied_msrs;
 	uint64_t denied_mmio_reads, denied_mmio_writes;
 	uint64_t emulated;       /* instructions the emulator performed */
-	/* IPIs (ICR writes that put a message on the VM's APIC bus) this vCPU
-	 * sent, of them on the light path, and IPIs it received (counted by
-	 * the sender, atomically) */
-	uint64_t ipis_sent, ipis_sent_light, ipis_received;
+};
+
+/* IPIs (ICR writes that put a message on the VM's APIC bus) a vCPU sent, of
+ * them on the light path, and IPIs it received (counted by the sender,
+ * atomically). Apart from struct exit_stats: the light paths' offsets into
+ * struct vcpu stay as they were. */
+struct ipi_stats {
+	uint64_t sent, sent_light, received;
 };
 
 /* vcpu->pending: hazard bits, tested once at the end of every handled light
@@ -129,6 +133,7 @@ struct vcpu {
 	uint32_t posted[8];
 	bool started;
 	bool finished;
+	struct ipi_stats ipis;
 };
 
 struct vm {

@@ -170,6 +170,15 @@ int lapic_eoi(struct lapic *a)
 	return v;
 }
 
+bool lapic_eoi_edge(struct lapic *a)
+{
+	int v = highest_bit256(a->isr);
+	if (v >= 0 && test_bit256(a->tmr, (unsigned)v))
+		return false;
+	lapic_eoi(a);
+	return true;
+}
+
 bool lapic_match_dest(const struct lapic *a, uint32_t dest, bool logical)
 {
 	if (lapic_x2apic(a)) {

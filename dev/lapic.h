@@ -273,6 +273,12 @@ void lapic_ack(struct lapic *a, uint8_t vector);
  * empty). A vector with TMR set calls the eoi hook. */
 int lapic_eoi(struct lapic *a);
 
+/* An EOI that touches nothing but this APIC's ISR: done (true) unless the
+ * vector in service was accepted level-triggered, whose EOI goes on to the
+ * I/O APIC (false: nothing done; the caller takes lapic_eoi's way, with
+ * whatever the I/O APIC needs). */
+bool lapic_eoi_edge(struct lapic *a);
+
 /* Processor priority register as the hardware computes it. */
 uint32_t lapic_ppr(const struct lapic *a);
 

@@ -185,6 +185,21 @@ static int lapic_msr_handler(struct vcpu *v, uint32_t msr, uint64_t *val, bool i
 	return 0;
 }
 
+/* An EOI in a VM of several vCPUs, on the light path: for an edge-triggered
+ * vector it changes only the vCPU's own ISR (other CPUs write its IRR and
+ * TMR, under the VM lock, never its ISR); a level-triggered one goes on to
+ * the I/O APIC, which needs the lock (false). What the EOI uncovers is
+ * delivered by the heavy path (the hazard check leaves the light loop in
+ * such a VM). */
+static bool eoi_light(struct vcpu *v)
+{
+	if (!lapic_eoi_edge(&v->lapic))
+		return false;
+	if (lapic_irr_nonempty(&v->lapic) || platform_nmi_pending(v))
+		v->pending |= VCPU_PENDING_RECHECK;
+	return true;
+}
+
 /* A fixed IPI to another vCPU on the sender's light path (issue 12 item 4,
  * KVM's "fastpath" for the x2APIC write; here the xAPIC MOV too): the vector is posted to the
  * target lock-free and the target is kicked; it moves the vector to its
@@ -219,6 +234,9 @@ static int lapic_msr_shared(struct vcpu *v, uint32_t msr, uint64_t *val, bool is
 		return lapic_msr_handler(v, msr, val, is_write);
 	if (is_write && msr == LAPIC_X2APIC_MSR(LAPIC_ICR_LO) && ipi_post_light(v, *val))
 		return 0;
+	if (is_write && msr == LAPIC_X2APIC_MSR(LAPIC_EOI) && !*val && lapic_x2apic(&v->lapic) &&
+	    eoi_light(v))
+		return 0;
 	return MSR_NEEDS_LOCK;
 }
 
@@ -244,8 +262,12 @@ static int lapic_mmio_shared(struct vcpu *v, uint64_t addr, uint64_t *data, unsi
 {
 	if (vm_shared_ok(v->vm))
 		return apic_mmio_checked(v, addr, data, size, is_write, opaque);
-	if (is_write && size == 4 && addr == LAPIC_BASE + LAPIC_ICR_LO &&
-	    !lapic_x2apic(&v->lapic) && ipi_post_light(v, (uint32_t)*data))
+	/* (the page is decoded only in xAPIC mode with the APIC enabled) */
+	bool xapic = lapic_hw_enabled(&v->lapic) && !lapic_x2apic(&v->lapic);
+	if (is_write && size == 4 && addr == LAPIC_BASE + LAPIC_ICR_LO && xapic &&
+	    ipi_post_light(v, (uint32_t)*data))
+		return IO_OK;
+	if (is_write && size == 4 && addr == LAPIC_BASE + LAPIC_EOI && xapic && eoi_light(v))
 		return IO_OK;
 	return IO_NEEDS_LOCK;
 }

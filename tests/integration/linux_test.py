@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""lightpath integration tests `linux-boot` and `linux-smp2`: boot Debian's Linux in a
-lightpath VM (1 vCPU, then 2) under QEMU (TCG, -cpu EPYC,+svm) and use its shell over
+"""lightpath integration tests `linux-boot`, `linux-smp2` and `linux-beside-triple`: boot
+Debian's Linux in a lightpath VM (1 vCPU, then 2, then beside a failing VM) under QEMU (TCG, -cpu EPYC,+svm) and use its shell over
 the serial port.
 
 Run by tools/test.sh (`make test`) unless LP_SKIP_LINUX=1; on its own:
@@ -48,6 +48,12 @@ cpus = 2, QEMU -smp 2, about 60 s) and checks:
                                             ran on CPU N (field 39), N = 0 and 1
   poweroff                                  as above: status 0, QEMU exit 1
 
+Then `linux-beside-triple` boots the 1-vCPU guest on QEMU -smp 2 with
+build/guests/triple.elf as a second VM (vm0 on CPU 1, vm1 on CPU 0): vm1
+triple-faults and is stopped ('vm1: stopped: triple fault') while Linux boots;
+Linux answers a command and powers off with status 0; the final status is
+vm1's (112), QEMU exit 225.
+
 Prints PASS/FAIL per test and writes "passed failed" to --counts, like itest.py.
 
 --direct (or LP_LINUX_DIRECT=1) boots the same kernel, initramfs and command
@@ -69,6 +75,7 @@ import serial_log  # noqa: E402  (tools/serial_log.py, on the path through lpgue
 
 NAME = "linux-boot"
 NAME_SMP = "linux-smp2"
+NAME_BESIDE = "linux-beside-triple"
 PROMPT_TIMEOUT = int(os.environ.get("LP_LINUX_TIMEOUT", "180"))
 IDLE_UPTIME = 40  # seconds of guest uptime the VM must outlive at the prompt
 BAD_DMESG = re.compile(r"\b(error|failed|bug|not working)\b", re.I)
@@ -382,18 +389,65 @@ def run_smp_test(direct):
             % (NAME_SMP, rows["total"][0], lpguest.light_share(rows)))
 
 
+def run_beside_test(direct):
+    """linux-beside-triple (issue 12): two VMs at once on QEMU -smp 2, the
+    Linux guest (vm0, CPU 1) and guests/selftest/triple.c (vm1, CPU 0),
+    which triple-faults and is stopped while Linux boots; Linux is
+    unaffected: it answers commands and powers off with status 0."""
+    if direct:
+        say("  %s: not run with --direct (it needs lightpath's VMs)" % NAME_BESIDE)
+        return
+    log = os.path.join(ROOT, "build", "test", NAME_BESIDE + ".log")
+    triple = "build/guests/triple.elf"
+    check(os.path.exists(os.path.join(ROOT, triple)), "no %s (run 'make all')" % triple)
+    lpguest.build_guest(quiet=True)
+    g = lpguest.Guest("lightpath", log, cmdline_extra="lp.test=1", timeout=PROMPT_TIMEOUT + 300,
+                      say=say, extra_modules=[triple], smp=2)
+    say("  %s: %s" % (NAME_BESIDE, g.command_line()))
+    g.start()
+    try:
+        g.boot_to_shell(PROMPT_TIMEOUT)
+        g.run("dmesg -n 1")
+        out, rc = g.run("echo beside; uname -s; cat /proc/loadavg >/dev/null && echo ok")
+        say("  %s: echo beside; uname -s: %s" % (NAME_BESIDE, " / ".join(out.split())))
+        check(out.split() == ["beside", "Linux", "ok"], "the shell answered %r" % out)
+        say("  %s: poweroff" % NAME_BESIDE)
+        rc = g.poweroff()
+    except lpguest.GuestError as e:
+        g.kill()
+        raise Fail(str(e))
+    except BaseException:
+        g.kill()
+        raise
+    own = [l for l in serial_log.lines(g.text) if l.startswith("lightpath:")]
+    for want in (r"lightpath: vm0: runs on CPU 1", r"lightpath: vm1: runs on CPU 0",
+                 r"lightpath: vm1: stopped: triple fault \(SHUTDOWN exit\) at rip 0x[0-9a-f]+",
+                 r"lightpath: vm0: ended with status 0 \(ACPI power-off\)",
+                 r"lightpath: all VMs ended; powering off with status 112 \(the first non-zero "
+                 r"status, vm1's; VMs that did not end with 0: 1 of 2\)"):
+        check(any(re.fullmatch(want, l.strip()) for l in own), "no line /%s/" % want)
+    check(not any(l.startswith("lightpath: panic") for l in own), "a hypervisor panic")
+    # the stop happened while Linux was running: vm1's stop line comes before vm0's end
+    stop = next(i for i, l in enumerate(own) if "vm1: stopped" in l)
+    end = next(i for i, l in enumerate(own) if "vm0: ended" in l)
+    check(stop < end, "vm1 was stopped after Linux had ended")
+    say("  %s: vm1 stopped (triple fault) while Linux ran; Linux answered and powered off; "
+        "QEMU exited %d after %.1f s" % (NAME_BESIDE, rc, g.t_end))
+    check(rc == 2 * 112 + 1, "QEMU exit %d, expected %d (status 112, vm1's)" % (rc, 2 * 112 + 1))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--counts", help="write 'passed failed' to this file")
-    ap.add_argument("-k", "--match", help="run only the tests whose name ('%s', '%s') "
-                    "matches this regex" % (NAME, NAME_SMP))
+    ap.add_argument("-k", "--match", help="run only the tests whose name ('%s', '%s', '%s') "
+                    "matches this regex" % (NAME, NAME_SMP, NAME_BESIDE))
     ap.add_argument("--direct", action="store_true",
                     default=os.environ.get("LP_LINUX_DIRECT", "0") == "1",
                     help="boot the guest under plain QEMU, without lightpath (harness check)")
     args, _ = ap.parse_known_args()  # tools/test.sh passes itest.py's options too
 
     passed = failed = 0
-    tests = [(NAME, run_test), (NAME_SMP, run_smp_test)]
+    tests = [(NAME, run_test), (NAME_SMP, run_smp_test), (NAME_BESIDE, run_beside_test)]
     for i, (name, fn) in enumerate(tests):
         if args.match and not re.search(args.match, name):
             say("%s: not selected by -k %s" % (name, args.match))

@@ -104,7 +104,9 @@ class Guest:
     by their place at a line start, see tools/serial_log.py)."""
 
     def __init__(self, mode, log, cmdline_extra="", cfg_path=CFG, lp_opts="", timeout=900,
-                 say=print):
+                 say=print, extra_modules=(), smp=None):
+        """extra_modules: more boot modules after the guest's (more VMs, under
+        lightpath only); smp: QEMU's CPUs (default: one per vCPU)."""
         if mode not in ("lightpath", "direct"):
             raise ValueError(mode)
         self.mode = mode
@@ -116,6 +118,7 @@ class Guest:
         self.memory = int(cfg.get("memory", "256"))
         # one host CPU per vCPU (lightpath pins each vCPU to a CPU of its own)
         self.cpus = int(cfg.get("cpus", "1"))
+        host_cpus = smp or self.cpus
         if mode == "lightpath":
             if cmdline_extra:
                 # lightpath takes the command line from the VM description:
@@ -124,9 +127,9 @@ class Guest:
                 self.cfg_path = os.path.splitext(log)[0] + ".cfg"
                 write_vmcfg(self.cfg_path, cfg, "written by tools/linux/lpguest.py for %s"
                             % rel(log))
-            self.cmd = [LP_QEMU, "--interactive", "--smp", str(self.cpus), "--mem", str(LP_QEMU_MEM),
+            self.cmd = [LP_QEMU, "--interactive", "--smp", str(host_cpus), "--mem", str(LP_QEMU_MEM),
                         "--timeout", str(timeout), "--append", lp_opts,
-                        rel(self.cfg_path), rel(KERNEL), rel(INITRD)]
+                        rel(self.cfg_path), rel(KERNEL), rel(INITRD)] + list(extra_modules)
         else:
             qemu = os.environ.get("LP_QEMU", "qemu-system-x86_64")
             self.cmd = ["timeout", "--kill-after=5", str(timeout), qemu, "-accel", "tcg",

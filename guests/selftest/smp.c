@@ -345,11 +345,15 @@ static bool ap_do(unsigned i, uint32_t cmd, uint32_t a0, uint32_t a1)
 	uint32_t t0 = pm_now();
 	bool ok = true;
 	sti();
-	while (__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) == done)
+	/* PAUSE, as in every wait here: under QEMU 7.2 -icount a CPU that spins
+	 * without it starves the others (core/smp.c, smp_wait_done) */
+	while (__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) == done) {
 		if (pm_since(t0) > US(CMD_MS * 1000)) {
 			ok = false;
 			break;
 		}
+		asm volatile("pause");
+	}
 	cli();
 	if (!ok) {
 		rt_printf("smp: CPU %u (APIC id %u) did not answer command %u within %u ms; "

@@ -156,14 +156,26 @@ void smp_kick(const struct percpu *pc)
 	host_lapic_send_ipi(pc->apic_id, LAPIC_ICR_FIXED | LAPIC_ICR_ASSERT | IDT_VECTOR_WAKE);
 }
 
+/* Every wait for another CPU spins with PAUSE, as the SDM advises for
+ * spin-wait loops; under QEMU it is also what lets the other CPU run at all.
+ * With -icount QEMU runs every CPU in one thread, in turn (round robin), and
+ * QEMU 7.2 (Debian 12's) gives the CPU whose turn it is every instruction up
+ * to the next virtual timer deadline, and the next CPU what is left of it:
+ * nothing. A CPU that spins without PAUSE thus runs to the deadline every
+ * round and the CPU it waits for never runs (QEMU fixed this in 8.1: "ensure
+ * fairness with icount", which splits the budget between the CPUs). PAUSE
+ * ends the CPU's turn at once in QEMU's x86 TCG (helper_pause: "let another
+ * CPU run"). */
 bool smp_wait_done(unsigned cpu, uint64_t timeout_us)
 {
 	if (cpu == 0 || cpu >= SMP_MAX_CPUS || !smp_cpus[cpu])
 		return false;
 	uint64_t ticks = tsc_hz() / 1000000 * timeout_us, start = rdtsc();
-	while (__atomic_load_n(&smp_cpus[cpu]->work, __ATOMIC_ACQUIRE))
+	while (__atomic_load_n(&smp_cpus[cpu]->work, __ATOMIC_ACQUIRE)) {
 		if (rdtsc() - start > ticks)
 			return false;
+		asm volatile("pause" ::: "memory");
+	}
 	return true;
 }
 

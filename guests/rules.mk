@@ -10,7 +10,7 @@ G_LDFLAGS := -nostdlib -static -no-pie -Wl,--build-id=none -Wl,-z,max-page-size=
 
 # Runtime: the same C for both widths; -m32 also needs 64-bit division.
 G_RT32 := $(patsubst %,$(G_DIR)/obj32/%.o,guests/rt/entry32.S guests/rt/rt.c \
-          guests/rt/libgcc32.c lib/string.c lib/printf.c)
+          guests/rt/ap32.c guests/rt/libgcc32.c lib/string.c lib/printf.c)
 G_RT64 := $(patsubst %,$(G_DIR)/obj64/%.o,guests/rt/entry64.S guests/rt/rt.c \
           lib/string.c lib/printf.c)
 

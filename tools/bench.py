@@ -46,7 +46,15 @@ EXITS = ("none", "hypercall", "cpuid", "pio_in_pmtimer", "pio_out", "rdmsr",
 # The local APIC rows (issue 14: MSRs registered late cost what early ones
 # do): every lightpath run reports them (tools/bench.py requires them), logs
 # from before they existed and other hosts need not.
-APIC_EXITS = ("wrmsr_tsc_deadline", "x2apic_eoi", "xapic_eoi")
+APIC_EXITS = ("wrmsr_tsc_deadline", "x2apic_eoi", "xapic_eoi", "self_ipi")
+# The IPI round trip (issue 12): a second boot per configuration, QEMU
+# -smp 2, one VM of two vCPUs (SMP_CFG) running bench32 with ipi=1, which
+# reports mode=flat32-smp2. Its TSC counts the instructions of both CPUs
+# (guests/bench/bench.c, ipi_main, says what the row includes).
+SMP_MODE = "flat32-smp2"
+SMP_EXITS = ("ipi_roundtrip",)
+SMP_QEMU_CPUS = 2
+SMP_CFG = "# lightpath vm\nname = ipi\nkernel = bench32.elf\ncpus = 2\nmemory = 64\n"
 
 # (name, boot options). Each "-off" config turns one optimisation off.
 SWITCHES = (
@@ -257,8 +265,19 @@ def run_config(name, opts, n, timeout, outdir, backend="svm"):
         if err and not why.startswith(("lp-qemu", "lp-bochs")):
             why += "; stderr: " + err[-1]
         raise BenchError("%s: %s (serial log %s)" % (name, why, os.path.relpath(log, ROOT)))
+    res = check_log(name, text, log, opts, n, MODES, EXITS + APIC_EXITS)
+    if backend == "svm":
+        smp, smp_secs = run_smp(name, opts, n, timeout, outdir)
+        res.update(smp)
+        secs += smp_secs
+    return res, secs
+
+
+def check_log(name, text, log, opts, n, modes, exits):
+    """The results of one boot's serial log, checked (bench lines, config
+    bits, the options lightpath echoes)."""
     try:
-        res = parse_bench(text, n=n, exits=EXITS + APIC_EXITS)
+        res = parse_bench(text, n=n, modes=modes, exits=exits)
     except BenchError as e:
         raise BenchError("%s: %s (serial log %s)" % (name, e, os.path.relpath(log, ROOT)))
     try:
@@ -275,14 +294,38 @@ def run_config(name, opts, n, timeout, outdir, backend="svm"):
         if seen.get(k) != v:
             raise BenchError("%s: asked for %s but lightpath reports %s=%s"
                              % (name, word, k, seen.get(k, "(absent)")))
-    return res, secs
+    return res
 
 
-def table(results, configs, mode, fmt="text"):
+def run_smp(name, opts, n, timeout, outdir):
+    """The IPI round trip: QEMU -icount -smp 2, one VM of two vCPUs (opts
+    already has BENCH_OPTS)."""
+    cfg = os.path.join(outdir, "ipi.cfg")
+    with open(cfg, "w") as f:
+        f.write(SMP_CFG)
+    log = os.path.join(outdir, name + "-smp2.log")
+    cmd = [LP_QEMU, "--icount", "--smp", str(SMP_QEMU_CPUS), "--timeout", str(timeout),
+           "--log", log, "--append", opts, os.path.relpath(cfg, ROOT),
+           "build/guests/bench32.elf n=%d ipi=1" % n]
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL)
+    secs = time.monotonic() - t0
+    text = serial_log.read(log) if os.path.exists(log) else ""
+    if proc.returncode != 1:
+        why = "timed out after %d s" % timeout if proc.returncode == 124 else \
+            "QEMU exit %d" % proc.returncode
+        raise BenchError("%s (-smp %d): %s (serial log %s)" % (name, SMP_QEMU_CPUS, why,
+                                                            os.path.relpath(log, ROOT)))
+    return check_log(name + " (-smp %d)" % SMP_QEMU_CPUS, text, log, opts, n, (SMP_MODE,),
+                     SMP_EXITS), secs
+
+
+def table(results, configs, mode, fmt="text", exits=EXITS + APIC_EXITS):
     """Rows = exits, columns = configs, cells = min."""
     names = [c for c, _ in configs]
     rows = []
-    for e in EXITS + APIC_EXITS:
+    for e in exits:
         row = [e]
         for c in names:
             v = results.get(c, {}).get(mode, {}).get(e)
@@ -314,11 +357,11 @@ def json_doc_bochs(results, configs, bochs, backend):
 
 
 def json_doc(results, configs, qemu):
-    def rows(mode):
+    def rows(mode, exits=EXITS + APIC_EXITS):
         out = []
         for c, _ in configs:
-            for e in EXITS + APIC_EXITS:
-                v = results[c][mode].get(e)
+            for e in exits:
+                v = results[c].get(mode, {}).get(e)
                 if v is None:   # an APIC row a log from before them lacks
                     continue
                 out.append({"config": c, "exit": e, "min": v["min"], "mean": v["mean"]})
@@ -330,6 +373,9 @@ def json_doc(results, configs, qemu):
         "guest": "flat32",
         "results": rows("flat32"),
         "results_paged64": rows("paged64"),
+        "results_smp2": rows(SMP_MODE, SMP_EXITS),
+        "smp2": "bench32 ipi=1 in a VM of 2 vCPUs under QEMU -smp %d: the TSC counts the "
+                "instructions of both CPUs" % SMP_QEMU_CPUS,
         "qemu": qemu,
         "cpu": CPU,
     }
@@ -434,6 +480,41 @@ def replace_block(text, begin, end, block, before="## Analysis"):
     return text[:i] + block + "\n\n" + text[i:]
 
 
+def smp_section(results, configs):
+    """The IPI rows' explanation and the round-trip table (markdown)."""
+    return f"""## IPIs
+
+`self_ipi` (in the tables above) is a WRMSR to the x2APIC SELF IPI register
+(0x83F) with IF=1, so the bracket holds more than the exit: lightpath injects the
+interrupt on the way back, the guest's interrupt stub and handler run (guests/rt's
+common stub, which saves every register, and a C handler), the handler's x2APIC
+EOI exits too, and IRET returns before the second RDTSC.
+
+`ipi_roundtrip` needs a second vCPU, so it comes from a second boot per
+configuration: QEMU `-icount ... -smp {SMP_QEMU_CPUS}`, one VM of two vCPUs (`cpus = 2`,
+vCPU i on host CPU i) running bench32 with `ipi=1` (guests/bench/bench.c,
+`ipi_main`). vCPU 0 brackets: a fixed x2APIC IPI to vCPU 1 (WRMSR 0x830), then
+PAUSE until its handler has seen vCPU 1's answer; vCPU 1, spinning on PAUSE with IF=1,
+answers each IPI from its handler with a fixed IPI back, then EOI. Under `-icount` the
+TSC is one clock for both CPUs and counts **the instructions of both**, and QEMU runs
+one CPU at a time, switching at PAUSE (or HLT). So the figure is the sum of: vCPU 0's
+ICR exit (the IPI posted to vCPU 1 and CPU 1 kicked by a host IPI), the exit the kick
+forces on CPU 1, the injection there, vCPU 1's handler with its own ICR exit (posting
+back and kicking CPU 0) and EOI exit, and the same injection, handler and EOI exit on
+CPU 0, plus a few guest instructions (the PAUSE loops, IRET). On hardware the two CPUs
+would run in parallel: this is total path length, not latency. Nothing is subtracted.
+Per round trip lightpath counts six exits: on each vCPU an ICR write (light: the IPI is
+posted), an INTR exit (the kick; heavy: the posted vector is taken and injected) and the
+handler's EOI (heavy: in a VM of several vCPUs the local APIC's EOI takes the VM lock).
+The figure depends on the guest's code layout: in this bench32 image vCPU 0's bracket
+and its handler are on different code pages, and a build of the same code with both
+on one page measured 3796 instead of 4310 (all-on); the likely cause (not traced) is
+lightpath's one-page code cache for the next RIP without NRIP, which vCPU 0's ICR and
+EOI exits would then each miss.
+
+{table(results, configs, SMP_MODE, "md", SMP_EXITS)}"""
+
+
 def markdown(results, configs, qemu, n, analysis, kept=()):
     today = datetime.date.today().isoformat()
     cfg_lines = "\n".join("| `%s` | %s |" % (c, "`%s`" % o if o else "(defaults)")
@@ -476,6 +557,8 @@ PM-timer read still runs the polling test:
 ## Paged 64-bit guest (bench64)
 
 {table(results, configs, "paged64", "md")}
+
+{smp_section(results, configs)}
 
 Measured on {today} with {qemu}.
 Reproduce with `make bench` (results also in `build/bench/exits.json`).
@@ -555,6 +638,11 @@ def print_tables(results, configs, what, footer, backend=""):
         print()
         print("instructions per exit (%s), %s%s guest:" % (what, backend, guest))
         print(table(results, configs, mode))
+    if not backend:   # QEMU: the IPI round trip of its -smp 2 boots
+        print()
+        print("IPI round trip (%s), flat 32-bit guest, VM of 2 vCPUs, QEMU -smp %d "
+              "(instructions of both CPUs):" % (what, SMP_QEMU_CPUS))
+        print(table(results, configs, SMP_MODE, exits=SMP_EXITS))
     print()
     print("(%s)" % footer)
 

@@ -5,7 +5,16 @@
  * instructions besides the exiting one are the save of the first TSC and,
  * where the instruction takes EAX/EDX inputs that RDTSC clobbers, the moves
  * that load them (see guests/README.md). Built as bench32.elf (flat 32-bit,
- * paging off) and bench64.elf (long mode, paging on) from this one file. */
+ * paging off) and bench64.elf (long mode, paging on) from this one file.
+ *
+ * Two rows are not one exit but an interrupt's whole way, and say so:
+ * self_ipi (WRMSR to the x2APIC SELF IPI register with IF=1: the bracket
+ * ends after the interrupt was delivered and its handler, through the
+ * runtime's interrupt stub, did its x2APIC EOI and returned), and, with
+ * ipi=1 in a VM of two vCPUs (bench32 only, mode=flat32-smp2),
+ * ipi_roundtrip: vCPU 0 sends a fixed x2APIC IPI to vCPU 1, whose handler
+ * sends one back; the bracket ends when vCPU 0's handler has seen it (see
+ * ipi_rows for what that counts). */
 #include "guests/rt/msr.h"
 #include "guests/rt/rt.h"
 
@@ -25,6 +34,22 @@
 #define CPUID1_ECX_X2APIC  (1u << 21)
 #define CPUID1_ECX_TSCDL   (1u << 24)
 #define LVTT_MASKED_TSCDL  ((1u << 16) | (2u << 17) | 0xeeu)	/* masked: never delivers */
+#define MSR_X2APIC_SELF    0x83fu
+
+/* The IPI rows' code goes behind the rest of the image's code: placed
+ * before it, it would move the other rows' brackets and data, and their
+ * figures with them (a VMMCALL on another code page than its warm-up's
+ * misses lightpath's one-page code cache, vmm/code_cache.c, once; a buffer
+ * that now crosses a page costs the emulator more). The round trip is as
+ * sensitive: where vCPU 0's bracket and its handler lie on different code
+ * pages, its ICR and EOI exits each miss that cache (docs/BENCHMARKS.md). */
+#define IPI_TEXT __attribute__((section(".text.bench_ipi"), noinline))
+
+/* The IPI rows' vectors. */
+#define VEC_SELF_IPI       0x50u
+#define VEC_PING           0x51u	/* vCPU 0 -> vCPU 1 */
+#define VEC_ECHO           0x52u	/* vCPU 1 -> vCPU 0 */
+#define ECHO_APIC_ID       1u	/* lightpath gives vCPU i APIC ID i */
 
 /* host=kvm (tools/compare/kvmrun): the same measurements, with the checks
  * that are right under KVM. KVM's CPUID 0x40000000 signature is
@@ -50,6 +75,8 @@ enum exit_type {
 	EX_XAPIC_EOI,
 	EX_X2APIC_EOI,
 	EX_WRMSR_TSC_DEADLINE,
+	EX_SELF_IPI,
+	EX_IPI_ROUNDTRIP,
 	EX_COUNT
 };
 
@@ -68,6 +95,8 @@ static const char *const names[EX_COUNT] = {
 	[EX_XAPIC_EOI] = "xapic_eoi",
 	[EX_X2APIC_EOI] = "x2apic_eoi",
 	[EX_WRMSR_TSC_DEADLINE] = "wrmsr_tsc_deadline",
+	[EX_SELF_IPI] = "self_ipi",
+	[EX_IPI_ROUNDTRIP] = "ipi_roundtrip",
 };
 
 /* The emulator's rows: a 4-byte read and write of the MMIO test device's
@@ -88,6 +117,9 @@ struct result {
 
 static struct result results[EX_COUNT];
 static bool failed;
+
+/* Counted by the IPI rows' handlers; echo_seen is what vCPU 0 waits for. */
+static volatile uint32_t self_ipis, pings, echoes, echo_seen;
 
 static void check(bool ok, const char *what)
 {
@@ -201,6 +233,21 @@ static inline uint32_t measure(enum exit_type t)
 			     : "c"(MSR_TSC_DEADLINE), "S"((uint32_t)far_deadline),
 			       "D"((uint32_t)(far_deadline >> 32)) : "memory");
 		break;
+	case EX_SELF_IPI:	/* IF=1: the handler runs before the second RDTSC */
+		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+			     "mov %4, %%eax\n\txor %%edx, %%edx\n\twrmsr\n\trdtsc"
+			     : "=&r"(t0), "=a"(t1), "=d"(hi)
+			     : "c"(MSR_X2APIC_SELF), "i"(VEC_SELF_IPI) : "memory");
+		break;
+	case EX_IPI_ROUNDTRIP:	/* IF=1: wait (PAUSE, see ipi_rows) for the echo */
+		echo_seen = 0;
+		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+			     "mov %4, %%eax\n\tmov %5, %%edx\n\twrmsr\n"
+			     "1:\tpause\n\tcmpl $0, %6\n\tje 1b\n\trdtsc"
+			     : "=&r"(t0), "=a"(t1), "=d"(hi)
+			     : "c"(MSR_X2APIC_ICR), "i"(VEC_PING), "i"(ECHO_APIC_ID), "m"(echo_seen)
+			     : "memory");
+		break;
 	default:
 		return 0;
 	}
@@ -278,6 +325,13 @@ static void enable_breakpoint(void)
 	asm volatile("mov %0, %%dr7" ::"r"((ureg_t)1));
 }
 
+IPI_TEXT static void on_self_ipi(struct rt_frame *f)
+{
+	(void)f;
+	self_ipis++;
+	wrmsr(MSR_X2APIC_EOI, 0);
+}
+
 /* The local APIC rows, lightpath only (CPUID.1 shows x2APIC and the
  * TSC-deadline timer there). xapic_eoi first: x2APIC mode, once on, stays
  * (leaving it goes through a disabled APIC). EOI with nothing in service
@@ -300,6 +354,12 @@ static __attribute__((noinline)) void apic_rows(uint32_t n)
 	check(rdmsr(MSR_TSC_DEADLINE) == far_deadline,
 	      "IA32_TSC_DEADLINE did not keep the deadline the loop wrote");
 	wrmsr(MSR_TSC_DEADLINE, 0);	/* disarmed */
+
+	rt_set_handler(VEC_SELF_IPI, on_self_ipi);
+	sti();
+	run(EX_SELF_IPI, n);
+	cli();
+	check(self_ipis == n + 1, "the self-IPI handler did not run once per WRMSR");
 }
 
 static __attribute__((noinline)) bool sig_ok(void)
@@ -308,12 +368,176 @@ static __attribute__((noinline)) bool sig_ok(void)
 	return sig.ebx == host.sb && sig.ecx == host.sc && sig.edx == host.sd;
 }
 
+/* The results, as lines for tools/bench.py and as a table, then "done". */
+IPI_TEXT static void print_results(const char *mode, uint32_t n)
+{
+	for (int t = 0; t < EX_COUNT; t++) {
+		const struct result *r = &results[t];
+		if (!r->done)
+			continue;
+		uint64_t m = mean_x100(r, n);
+		rt_printf("bench: mode=%s exit=%s n=%u min=%u mean=%llu.%02llu\n", mode,
+			  names[t], n, r->min, (unsigned long long)(m / 100),
+			  (unsigned long long)(m % 100));
+	}
+
+	rt_printf("\n  %-16s %10s %12s   (%s, TSC ticks per round trip, n=%u)\n",
+		  "exit", "min", "mean", mode, n);
+	for (int t = 0; t < EX_COUNT; t++) {
+		const struct result *r = &results[t];
+		if (!r->done)
+			continue;
+		uint64_t m = mean_x100(r, n);
+		rt_printf("  %-16s %10u %9llu.%02llu\n", names[t], r->min,
+			  (unsigned long long)(m / 100), (unsigned long long)(m % 100));
+	}
+	rt_printf("\n");
+
+	rt_printf("bench: mode=%s done\n", mode);
+}
+
+#ifndef __x86_64__
+/* ---- ipi=1: the IPI round trip, in a VM of two vCPUs (bench32 only) ----
+ *
+ * vCPU 0 (this one) starts vCPU 1 with INIT and STARTUP IPIs at the
+ * runtime's trampoline (guests/rt/ap32.c); both switch to x2APIC mode and
+ * keep IF=1. vCPU 1 spins on PAUSE with IF=1 and answers each VEC_PING with
+ * a fixed IPI VEC_ECHO to vCPU 0, then its x2APIC EOI. The bracket: RDTSC;
+ * WRMSR to the ICR (fixed, physical, to APIC ID 1); PAUSE until vCPU 0's
+ * VEC_ECHO handler (x2APIC EOI) has set echo_seen; RDTSC.
+ *
+ * What it counts (tools/bench.py runs it under QEMU -icount -smp 2): QEMU's
+ * TSC is one clock for all CPUs, counting the instructions that all of them
+ * execute, and it runs one CPU at a time. A CPU's turn ends at a PAUSE
+ * (QEMU's x86 TCG: "let another CPU run") or HLT. So the delta is, with
+ * nothing running in parallel: vCPU 0's ICR exit on CPU 0 (the IPI posted
+ * to vCPU 1 and CPU 1 kicked with a host IPI); vCPU 0's first PAUSE; on
+ * CPU 1, the exit the kick forces, lightpath moving the posted vector to
+ * vCPU 1's IRR and injecting it, vCPU 1's handler (runtime stub, ICR exit
+ * back to vCPU 0 with its kick of CPU 0, EOI exit), its IRET and PAUSE; on
+ * CPU 0 the same for VEC_ECHO; then the loop's test. On hardware the two
+ * CPUs run at once: this is the instructions of both, not a latency. */
+#define AP_STACK 8192u
+static uint8_t ap_stack[AP_STACK] __attribute__((aligned(16)));
+static volatile uint32_t ap_up;
+
+IPI_TEXT static void on_ping(struct rt_frame *f)	/* on vCPU 1 */
+{
+	(void)f;
+	pings++;
+	wrmsr(MSR_X2APIC_ICR, VEC_ECHO);	/* fixed, physical, to APIC ID 0 */
+	wrmsr(MSR_X2APIC_EOI, 0);
+}
+
+IPI_TEXT static void on_echo(struct rt_frame *f)	/* on vCPU 0 */
+{
+	(void)f;
+	echoes++;
+	echo_seen = 1;
+	wrmsr(MSR_X2APIC_EOI, 0);
+}
+
+IPI_TEXT static __attribute__((noreturn)) void ap_main(void)
+{
+	rt_idt_load();
+	wrmsr(MSR_APIC_BASE, rdmsr(MSR_APIC_BASE) | APIC_BASE_EXTD);
+	wrmsr(MSR_X2APIC_SVR, 0x1ff);
+	__atomic_store_n(&ap_up, 1, __ATOMIC_RELEASE);
+	sti();
+	for (;;)
+		asm volatile("pause" ::: "memory");
+}
+
+IPI_TEXT static uint32_t pm_since(uint32_t t0)
+{
+	return (inl(LP_PMTIMER_PORT) - t0) & 0xffffff;
+}
+
+/* Waits with PAUSE (under QEMU -icount a CPU spinning without it starves
+ * the other: core/smp.c, smp_wait_done) until *flag != 0 or `us` passed. */
+IPI_TEXT static bool wait_flag(volatile uint32_t *flag, uint32_t us)
+{
+	uint32_t t0 = inl(LP_PMTIMER_PORT);
+	uint32_t ticks = (uint32_t)((uint64_t)us * LP_PMTIMER_HZ / 1000000);
+	while (!*flag) {
+		if (pm_since(t0) > ticks)
+			return false;
+		asm volatile("pause" ::: "memory");
+	}
+	return true;
+}
+
+IPI_TEXT static void xapic_icr(uint32_t dest, uint32_t lo)
+{
+	*(volatile uint32_t *)(uintptr_t)(RT_LAPIC + 0x310) = dest << 24;
+	*(volatile uint32_t *)(uintptr_t)(RT_LAPIC + 0x300) = lo;
+}
+
+IPI_TEXT static int ipi_main(uint32_t n)
+{
+	static const char mode[] = MODE "-smp2";
+	sreg_t config = rt_on_lightpath() ? lp_hypercall(LP_HC_CONFIG, 0, 0, 0, NULL, NULL) : -1;
+	if (config < 0) {
+		check(false, "ipi=1 needs lightpath (LP_HC_CONFIG)");
+		return 1;
+	}
+	rt_printf("bench: mode=%s config=0x%llx\n", mode, (unsigned long long)config);
+	uint32_t ecx = cpuid(1, 0).ecx;
+	if (!(ecx & CPUID1_ECX_X2APIC)) {
+		check(false, "CPUID.1:ECX shows no x2APIC");
+		return 1;
+	}
+	rt_set_handler(VEC_PING, on_ping);
+	rt_set_handler(VEC_ECHO, on_echo);
+	rt_apic_write(false, LAPIC_SVR_OFF, 0x1ff);
+
+	/* INIT, 10 ms, STARTUP, 200 us, STARTUP (the SDM's sequence), in
+	 * xAPIC mode */
+	rt_ap_install(ap_main);
+	rt_ap_set_stack(ap_stack + AP_STACK);
+	static volatile uint32_t never;
+	xapic_icr(ECHO_APIC_ID, (5u << 8) | (1u << 14));
+	wait_flag(&never, 10000);
+	for (int i = 0; i < 2; i++) {
+		xapic_icr(ECHO_APIC_ID, (6u << 8) | (1u << 14) | RT_AP_SIPI_VECTOR);
+		wait_flag(&never, 200);
+	}
+	if (!wait_flag(&ap_up, 1000000)) {
+		check(false, "vCPU 1 (APIC ID 1) did not start within 1 s of its STARTUP IPIs "
+			     "(a VM of two vCPUs: cpus = 2)");
+		return 1;
+	}
+	wrmsr(MSR_APIC_BASE, rdmsr(MSR_APIC_BASE) | APIC_BASE_EXTD);
+
+	/* one checked round trip with a time limit; the measured ones wait
+	 * without one (the boot's timeout is the limit) */
+	sti();
+	echo_seen = 0;
+	wrmsr(MSR_X2APIC_ICR, (uint64_t)ECHO_APIC_ID << 32 | VEC_PING);
+	if (!wait_flag(&echo_seen, 1000000)) {
+		cli();
+		check(false, "no echo from vCPU 1 within 1 s");
+		return 1;
+	}
+	run(EX_IPI_ROUNDTRIP, n);
+	cli();
+	check(pings == n + 2 && echoes == n + 2,
+	      "vCPU 1 did not see each ping once, or vCPU 0 each echo once");
+	print_results(mode, n);
+	return failed ? 1 : 0;
+}
+#endif
+
 int guest_main(void)
 {
 	uint32_t n = (uint32_t)rt_arg_u64("n", 1000);
 	if (n == 0)
 		n = 1;
 	host_init();
+#ifndef __x86_64__
+	if (rt_arg_u64("ipi", 0))
+		return ipi_main(n);
+#endif
 	if (rt_arg_u64("bp", 0))
 		enable_breakpoint();
 	bool kvm = host.kvm;
@@ -383,28 +607,6 @@ int guest_main(void)
 		apic_rows(n);
 	}
 
-	for (int t = 0; t < EX_COUNT; t++) {
-		const struct result *r = &results[t];
-		if (!r->done)
-			continue;
-		uint64_t m = mean_x100(r, n);
-		rt_printf("bench: mode=" MODE " exit=%s n=%u min=%u mean=%llu.%02llu\n",
-			  names[t], n, r->min, (unsigned long long)(m / 100),
-			  (unsigned long long)(m % 100));
-	}
-
-	rt_printf("\n  %-16s %10s %12s   (" MODE ", TSC ticks per round trip, n=%u)\n",
-		  "exit", "min", "mean", n);
-	for (int t = 0; t < EX_COUNT; t++) {
-		const struct result *r = &results[t];
-		if (!r->done)
-			continue;
-		uint64_t m = mean_x100(r, n);
-		rt_printf("  %-16s %10u %9llu.%02llu\n", names[t], r->min,
-			  (unsigned long long)(m / 100), (unsigned long long)(m % 100));
-	}
-	rt_printf("\n");
-
-	rt_printf("bench: mode=" MODE " done\n");
+	print_results(MODE, n);
 	return failed ? 1 : 0;
 }

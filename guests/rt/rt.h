@@ -255,6 +255,19 @@ static inline void rt_apic_write(bool x2apic, unsigned off, uint32_t val)
 		*(volatile uint32_t *)(uintptr_t)(RT_LAPIC + off) = val;
 }
 
+/* ---- application processors (flat 32-bit guests only: guests/rt/ap32.c) ---- */
+/* A STARTUP IPI with vector RT_AP_SIPI_VECTOR starts an AP in real mode at
+ * RT_AP_TRAMP (below 1 MiB; the image itself is linked at 1 MiB), where
+ * rt_ap_install copied a trampoline: protected mode with the runtime's
+ * selectors, paging off, interrupts off, then a call of `entry` on the stack
+ * last given to rt_ap_set_stack (each AP needs its own: start them one at a
+ * time). `entry` must not return (the trampoline halts if it does); it loads
+ * the IDT itself (rt_idt_load). The guest sends INIT and the STARTUP IPIs. */
+#define RT_AP_TRAMP       0x8000u
+#define RT_AP_SIPI_VECTOR 0x08u
+void rt_ap_install(void (*entry)(void));
+void rt_ap_set_stack(void *top);
+
 /* The I/O APIC at the PC's address (a 64-bit guest maps its page with
  * rt_map_mmio first): register `index` through IOREGSEL/IOWIN. */
 #define RT_IOAPIC 0xfec00000u

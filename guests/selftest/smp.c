@@ -8,9 +8,10 @@
  *    `cpus=N` is the number expected.
  *  - Start-up: each AP in turn gets INIT, 10 ms, SIPI, 200 us, SIPI at a
  *    real-mode trampoline copied to 0x8000 (below 1 MiB, page-aligned; the
- *    image itself is linked at 1 MiB). The trampoline enters protected mode
- *    with its own GDT (same selectors as the runtime's), takes the stack the
- *    boot CPU left for it and calls ap_main(), which loads the shared IDT,
+ *    image itself is linked at 1 MiB; guests/rt/ap32.c). The trampoline
+ *    enters protected mode with its own GDT (same selectors as the
+ *    runtime's), takes the stack the boot CPU left for it and calls
+ *    ap_main(), which loads the shared IDT,
  *    enables its local APIC (SVR), records its APIC ID and reports in with
  *    an atomic counter. Every wait is timed by the ACPI PM timer.
  *  - IPIs: fixed, physical destination, boot CPU -> each CPU and each AP ->
@@ -37,7 +38,6 @@
 
 #define MAX_CPUS     16u         /* per-CPU counts are hex digits of a u64 */
 #define AP_STACK     8192u
-#define TRAMP        0x8000u     /* SIPI vector 0x08 */
 
 #define LAPIC_ID     0x020u
 #define LAPIC_TPR    0x080u
@@ -124,59 +124,6 @@ static uint8_t ap_stacks[MAX_CPUS][AP_STACK] __attribute__((aligned(16)));
 /* I/O APIC and the PIT's pin (the MADT's interrupt source override). */
 static uint32_t ioapic_base, ioapic_gsi_base;
 static uint32_t pit_gsi, pit_flags;
-
-/* ------------------------------------------------------------ trampoline */
-
-/* Runs at TRAMP (copied there), entered by SIPI in real mode with CS =
- * 0x0800; positions are offsets from smp_tramp. After INIT, CR0.CD/NW are
- * set: cleared here. */
-extern char smp_tramp[], smp_tramp_end[], smp_tr_stack[], smp_tr_entry[];
-asm(
-	"	.pushsection .rodata.smp_tramp, \"a\"\n"
-	"	.balign 16\n"
-	"	.globl smp_tramp, smp_tramp_end, smp_tr_stack, smp_tr_entry\n"
-	"	.code16\n"
-	"smp_tramp:\n"
-	"	cli\n"
-	"	cld\n"
-	"	mov %cs, %ax\n"
-	"	mov %ax, %ds\n"
-	"	lgdtl tr_gdt_desc - smp_tramp\n"
-	"	mov %cr0, %eax\n"
-	"	and $0x9fffffff, %eax\n"
-	"	or $1, %eax\n"
-	"	mov %eax, %cr0\n"
-	"	ljmpl $0x08, $0x8000 + (tr_pm - smp_tramp)\n"
-	"	.code32\n"
-	"tr_pm:\n"
-	"	mov $0x10, %eax\n"
-	"	mov %eax, %ds\n"
-	"	mov %eax, %es\n"
-	"	mov %eax, %ss\n"
-	"	mov %eax, %fs\n"
-	"	mov %eax, %gs\n"
-	"	mov 0x8000 + (smp_tr_stack - smp_tramp), %esp\n"
-	"	xor %ebp, %ebp\n"
-	"	call *0x8000 + (smp_tr_entry - smp_tramp)\n"
-	"1:	cli\n"
-	"	hlt\n"
-	"	jmp 1b\n"
-	"	.balign 8\n"
-	"tr_gdt:\n"
-	"	.quad 0\n"
-	"	.quad 0x00cf9a000000ffff\n"       /* 0x08 flat 32-bit code */
-	"	.quad 0x00cf92000000ffff\n"       /* 0x10 flat data */
-	"tr_gdt_desc:\n"
-	"	.word 23\n"
-	"	.long 0x8000 + (tr_gdt - smp_tramp)\n"
-	"	.balign 4\n"
-	"smp_tr_stack:\n"
-	"	.long 0\n"
-	"smp_tr_entry:\n"
-	"	.long 0\n"
-	"smp_tramp_end:\n"
-	"	.popsection\n");
-_Static_assert(TRAMP == 0x8000, "the trampoline's asm has 0x8000 built in");
 
 /* ------------------------------------------------------------ clock */
 
@@ -345,11 +292,15 @@ static bool ap_do(unsigned i, uint32_t cmd, uint32_t a0, uint32_t a1)
 	uint32_t t0 = pm_now();
 	bool ok = true;
 	sti();
-	while (__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) == done)
+	/* PAUSE, as in every wait here: under QEMU 7.2 -icount a CPU that spins
+	 * without it starves the others (core/smp.c, smp_wait_done) */
+	while (__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) == done) {
 		if (pm_since(t0) > US(CMD_MS * 1000)) {
 			ok = false;
 			break;
 		}
+		asm volatile("pause");
+	}
 	cli();
 	if (!ok) {
 		rt_printf("smp: CPU %u (APIC id %u) did not answer command %u within %u ms; "
@@ -547,10 +498,7 @@ static void start_aps(void)
 		tap_skip("no application processors to start (one CPU)");
 		return;
 	}
-	memcpy((void *)(uintptr_t)TRAMP, smp_tramp, (size_t)(smp_tramp_end - smp_tramp));
-	volatile uint32_t *stack = (volatile uint32_t *)(uintptr_t)(TRAMP + (smp_tr_stack - smp_tramp));
-	volatile uint32_t *entry = (volatile uint32_t *)(uintptr_t)(TRAMP + (smp_tr_entry - smp_tramp));
-	*entry = (uint32_t)(uintptr_t)ap_main;
+	rt_ap_install(ap_main);
 	for (unsigned i = 1; i < ncpus; i++) {
 		struct cpu *c = &cpus[i];
 		if (c->apic_id > 0xfe) {
@@ -560,13 +508,13 @@ static void start_aps(void)
 		}
 		/* One AP at a time: the stack slot and `booting` are its alone. */
 		booting = i;
-		*stack = (uint32_t)(uintptr_t)(ap_stacks[i] + AP_STACK);
+		rt_ap_set_stack(ap_stacks[i] + AP_STACK);
 		uint32_t before = __atomic_load_n(&aps_up, __ATOMIC_ACQUIRE);
 		ipi(0, c->apic_id, ICR_ASSERT | DM_INIT);
 		pm_wait_us(10000);
-		ipi(0, c->apic_id, ICR_ASSERT | DM_SIPI | (TRAMP >> 12));
+		ipi(0, c->apic_id, ICR_ASSERT | DM_SIPI | RT_AP_SIPI_VECTOR);
 		pm_wait_us(200);
-		ipi(0, c->apic_id, ICR_ASSERT | DM_SIPI | (TRAMP >> 12));
+		ipi(0, c->apic_id, ICR_ASSERT | DM_SIPI | RT_AP_SIPI_VECTOR);
 		pm_wait_us(200);
 		uint32_t t0 = pm_now();
 		while (__atomic_load_n(&aps_up, __ATOMIC_ACQUIRE) == before &&

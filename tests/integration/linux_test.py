@@ -62,6 +62,7 @@ harness (poweroff then ends QEMU with status 0 and there is no exit table).
 """
 
 import argparse
+import contextlib
 import os
 import re
 import sys
@@ -116,26 +117,39 @@ def check(cond, reason):
         raise Fail(reason)
 
 
-def run_test(direct):
-    mode = "direct" if direct else "lightpath"
-    log = os.path.join(ROOT, "build", "test", NAME + ("-direct" if direct else "") + ".log")
+@contextlib.contextmanager
+def shell_session(name, direct, **guest_args):
+    """Builds the guest, boots it (under lightpath, or plain QEMU with
+    --direct) with lp.test=1 to its shell and yields the lpguest.Guest; any
+    failure inside kills QEMU (a GuestError becomes the test's Fail)."""
+    log = os.path.join(ROOT, "build", "test", name + ("-direct" if direct else "") + ".log")
     if not direct:
         check(os.path.exists(os.path.join(ROOT, "build", "lightpath.elf")),
               "no build/lightpath.elf (run 'make all')")
-    say("  %s: building the guest (tools/linux/build.sh)" % NAME)
+    say("  %s: building the guest (tools/linux/build.sh)" % name)
     lpguest.build_guest(quiet=True)
-    g = lpguest.Guest(mode, log, cmdline_extra="lp.test=1", timeout=PROMPT_TIMEOUT + 300,
-                      say=say)
-    say("  %s: %s" % (NAME, g.command_line()))
+    g = lpguest.Guest("direct" if direct else "lightpath", log, cmdline_extra="lp.test=1",
+                      timeout=PROMPT_TIMEOUT + 300, say=say, **guest_args)
+    say("  %s: %s" % (name, g.command_line()))
     g.start()
     try:
         g.boot_to_shell(PROMPT_TIMEOUT)
         check("lightpath-linux: test mode (lp.test=1)" in g.text,
               "/init did not see lp.test=1 on the kernel command line")
-
         # Kernel messages would interleave with the commands' output on the
         # console: keep only emergencies there from now on (dmesg keeps all).
         g.run("dmesg -n 1")
+        yield g
+    except lpguest.GuestError as e:
+        g.kill()
+        raise Fail(str(e))
+    except BaseException:
+        g.kill()
+        raise
+
+
+def run_test(direct):
+    with shell_session(NAME, direct) as g:
         out, rc = g.run("uname -r; cat /proc/cmdline")
         say("  %s: kernel %s" % (NAME, " / cmdline: ".join(out.split("\n")[:2])))
 
@@ -245,12 +259,6 @@ def run_test(direct):
 
         say("  %s: poweroff" % NAME)
         rc = g.poweroff()
-    except lpguest.GuestError as e:
-        g.kill()
-        raise Fail(str(e))
-    except BaseException:
-        g.kill()
-        raise
     say("  %s: QEMU exited %d after %.1f s (shell prompt at %.1f s)" % (NAME, rc, g.t_end, g.t_prompt))
 
     if direct:
@@ -299,22 +307,7 @@ def cpu_user_ticks(g):
 
 def run_smp_test(direct):
     """linux-smp2: the guest with cpus = 2 (docstring at the top)."""
-    log = os.path.join(ROOT, "build", "test", NAME_SMP + ("-direct" if direct else "") + ".log")
-    if not direct:
-        check(os.path.exists(os.path.join(ROOT, "build", "lightpath.elf")),
-              "no build/lightpath.elf (run 'make all')")
-    say("  %s: building the guest (tools/linux/build.sh)" % NAME_SMP)
-    lpguest.build_guest(quiet=True)
-    g = lpguest.Guest("direct" if direct else "lightpath", log, cmdline_extra="lp.test=1",
-                      cfg_path=lpguest.CFG_SMP2, timeout=PROMPT_TIMEOUT + 300, say=say)
-    say("  %s: %s" % (NAME_SMP, g.command_line()))
-    g.start()
-    try:
-        g.boot_to_shell(PROMPT_TIMEOUT)
-        check("lightpath-linux: test mode (lp.test=1)" in g.text,
-              "/init did not see lp.test=1 on the kernel command line")
-        g.run("dmesg -n 1")
-
+    with shell_session(NAME_SMP, direct, cfg_path=lpguest.CFG_SMP2) as g:
         out, rc = g.run("nproc")
         say("  %s: nproc: %s" % (NAME_SMP, out.strip()))
         check(out.strip() == "2", "nproc printed %r, expected 2" % out.strip())
@@ -364,12 +357,6 @@ def run_smp_test(direct):
 
         say("  %s: poweroff" % NAME_SMP)
         rc = g.poweroff()
-    except lpguest.GuestError as e:
-        g.kill()
-        raise Fail(str(e))
-    except BaseException:
-        g.kill()
-        raise
     say("  %s: QEMU exited %d after %.1f s (shell prompt at %.1f s)"
         % (NAME_SMP, rc, g.t_end, g.t_prompt))
     if direct:
@@ -397,28 +384,14 @@ def run_beside_test(direct):
     if direct:
         say("  %s: not run with --direct (it needs lightpath's VMs)" % NAME_BESIDE)
         return
-    log = os.path.join(ROOT, "build", "test", NAME_BESIDE + ".log")
     triple = "build/guests/triple.elf"
     check(os.path.exists(os.path.join(ROOT, triple)), "no %s (run 'make all')" % triple)
-    lpguest.build_guest(quiet=True)
-    g = lpguest.Guest("lightpath", log, cmdline_extra="lp.test=1", timeout=PROMPT_TIMEOUT + 300,
-                      say=say, extra_modules=[triple], smp=2)
-    say("  %s: %s" % (NAME_BESIDE, g.command_line()))
-    g.start()
-    try:
-        g.boot_to_shell(PROMPT_TIMEOUT)
-        g.run("dmesg -n 1")
+    with shell_session(NAME_BESIDE, direct, extra_modules=[triple], smp=2) as g:
         out, rc = g.run("echo beside; uname -s; cat /proc/loadavg >/dev/null && echo ok")
         say("  %s: echo beside; uname -s: %s" % (NAME_BESIDE, " / ".join(out.split())))
         check(out.split() == ["beside", "Linux", "ok"], "the shell answered %r" % out)
         say("  %s: poweroff" % NAME_BESIDE)
         rc = g.poweroff()
-    except lpguest.GuestError as e:
-        g.kill()
-        raise Fail(str(e))
-    except BaseException:
-        g.kill()
-        raise
     own = [l for l in serial_log.lines(g.text) if l.startswith("lightpath:")]
     for want in (r"lightpath: vm0: runs on CPU 1", r"lightpath: vm1: runs on CPU 0",
                  r"lightpath: vm1: stopped: triple fault \(SHUTDOWN exit\) at rip 0x[0-9a-f]+",

@@ -487,6 +487,14 @@ static void vcpu_heavy_enter(struct vcpu *v)
 	vcpu_take_notices(v);
 }
 
+/* The guest runs, in the light loop, until it leaves it. */
+static inline __attribute__((always_inline)) void vcpu_guest_run(struct vcpu *v)
+{
+	vcpu_state_enter(v);
+	vendor_enter_guest(v);
+	vcpu_state_leave(v);
+}
+
 /* vcpu_run: the outer (heavy) loop around the backend's light loop
  * (docs/EXITS.md), until the VM ends or an INIT resets the vCPU. */
 static void vcpu_run(struct vcpu *v)
@@ -495,22 +503,19 @@ static void vcpu_run(struct vcpu *v)
 	bool smp = vm->nr_vcpus > 1;
 	this_cpu()->current = v;
 	vcpu_cpu_state_reset(v);   /* nothing the previous VM left in the CPU */
-	for (;;) {
-		vcpu_state_enter(v);
-		vendor_enter_guest(v);
-		vcpu_state_leave(v);
-		if (!smp) {   /* one vCPU: no lock, no INIT */
+	if (!smp) {   /* one vCPU: no lock, no INIT; the loop it always had */
+		while (!vm->ended) {
+			vcpu_guest_run(v);
 			exit_heavy(v);
-			if (vm->ended)
-				break;
-			continue;
 		}
-		vcpu_heavy_enter(v);
-		exit_heavy(v);
-		bool stop = vm->ended || v->lapic.init_pending;
-		vm_unlock(vm);
-		if (stop)
-			break;
+	} else {
+		for (bool stop = false; !stop;) {
+			vcpu_guest_run(v);
+			vcpu_heavy_enter(v);
+			exit_heavy(v);
+			stop = vm->ended || v->lapic.init_pending;
+			vm_unlock(vm);
+		}
 	}
 	this_cpu()->current = 0;
 }

@@ -90,7 +90,7 @@ ALWAYS_INLINE light_ret light_hypercall(struct vcpu *v, const unsigned sw, const
 		return light_code_miss(v, LP_EXIT_HYPERCALL,
 				       shared ? LIGHT_HYPERCALL_SHARED : LIGHT_HYPERCALL,
 				       sw & SW_LIGHT_OFF);
-	if (*rax != LP_HC_NULL) {
+	if (__builtin_expect(*rax != LP_HC_NULL, 0)) {
 		if (shared)
 			return light_go_heavy(v, LP_EXIT_HYPERCALL);
 		return light_hypercall_other(v, next, sw & SW_LIGHT_OFF);

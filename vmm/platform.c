@@ -246,8 +246,7 @@ static int lapic_msr_shared(struct vcpu *v, uint32_t msr, uint64_t *val, bool is
 static int apic_mmio_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size,
 			     bool is_write, void *opaque)
 {
-	/* the local APIC page is each vCPU's own */
-	int ret = (addr & ~0xfffull) == LAPIC_BASE ? lapic_mmio(v, addr, data, size, is_write, &v->lapic)
+	int ret = (addr & ~0xfffull) == LAPIC_BASE ? lapic_mmio(v, addr, data, size, is_write, opaque)
 						   : ioapic_mmio(v, addr, data, size, is_write, opaque);
 	if (is_write && (lapic_irr_nonempty(&v->lapic) || platform_nmi_pending(v)))
 		v->pending |= VCPU_PENDING_RECHECK;
@@ -260,8 +259,9 @@ static int apic_mmio_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsi
 static int lapic_mmio_shared(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size,
 			     bool is_write, void *opaque)
 {
+	(void)opaque;   /* the boot vCPU's: the page is each vCPU's own */
 	if (vm_shared_ok(v->vm))
-		return apic_mmio_checked(v, addr, data, size, is_write, opaque);
+		return apic_mmio_checked(v, addr, data, size, is_write, &v->lapic);
 	/* (the page is decoded only in xAPIC mode with the APIC enabled) */
 	bool xapic = lapic_hw_enabled(&v->lapic) && !lapic_x2apic(&v->lapic);
 	if (is_write && size == 4 && addr == LAPIC_BASE + LAPIC_ICR_LO && xapic &&

@@ -209,8 +209,17 @@ def run_test(direct):
         check(how, "no successful TSC calibration in dmesg (wanted one of: %s)"
               % "; ".join(TSC_CALIBRATED))
         check(any(TSC_DETECTED.match(l) for l in tsc), "no 'tsc: Detected N MHz processor'")
-        bad = [l for l in tsc if BAD_DMESG.search(l) or UNSTABLE.search(l) or
-               ("Unable" in l and not direct)]
+        # The fast PIT calibration (10 ms of port 0x61 polls) fails when the
+        # host stalls QEMU for longer than the guest clock's polling bridges
+        # (a loaded machine: CI beside builds); Linux then calibrates the slow
+        # way, as on a PC, and that success is what counts. Said, not hidden.
+        fast_failed = "tsc: Fast TSC calibration failed" in tsc
+        if fast_failed:
+            say("  %s: the fast TSC calibration failed; Linux used its slow calibration "
+                "(host load stalls the PIT polls beyond the guest clock's polling)" % NAME)
+        bad = [l for l in tsc if (BAD_DMESG.search(l) or UNSTABLE.search(l) or
+                                  ("Unable" in l and not direct)) and
+               l != "tsc: Fast TSC calibration failed"]
         check(not bad, "the TSC calibration reports a problem: " + " | ".join(bad[:3]))
         say("  %s: the TSC is calibrated: %s" % (NAME, how[0]))
 

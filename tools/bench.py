@@ -541,7 +541,7 @@ two RDTSCs, so each number is the **software path length** of one exit round tri
 and hypervisor instructions between the two RDTSCs, with nothing subtracted. The `none`
 row is the empty bracket (RDTSC to RDTSC with no exiting instruction between them).
 `wrmsr_kernel_gs_base` is a guest-owned MSR, which lightpath passes through unless
-`msr=always` (docs/SECURITY.md, "Guest-owned MSRs"): there it is no exit, and the row
+`msr=always` (docs/SECURITY.md, case 18): there it is no exit, and the row
 measures the WRMSR instruction itself, as on bare metal.
 
 The world switch itself counts 0, and VMRUN, VMLOAD and VMSAVE count 1 each, like any

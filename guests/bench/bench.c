@@ -17,7 +17,7 @@
  * ipi_rows for what that counts).
  *
  * wrmsr_kernel_gs_base is not an exit where lightpath passes the MSR
- * through (its default: docs/SECURITY.md, "Guest-owned MSRs"): then it
+ * through (its default: docs/SECURITY.md, case 18): then it
  * measures the WRMSR instruction itself, as on bare metal or under KVM. */
 #include "guests/rt/msr.h"
 #include "guests/rt/rt.h"

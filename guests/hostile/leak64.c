@@ -9,7 +9,7 @@
  * 64-bit, to reach XMM8-15 and the upper ZMM registers.
  *
  * The guest-owned MSRs (syscall, SYSENTER, FS/GS.base) are passed through
- * by default (docs/SECURITY.md, "Guest-owned MSRs"): leak64 counts the MSR
+ * by default (docs/SECURITY.md, case 18): leak64 counts the MSR
  * exits their writes and reads make, and reads them back after a heavy
  * exit, which lightpath's lazy switch must have kept without having seen
  * the writes.

@@ -32,8 +32,7 @@ int vendor_vm_init(struct vm *vm)
 	 * SFMASK, SYSENTER_*), in the CPU from VMLOAD to VMSAVE and in the
 	 * VMCB otherwise, so VMSAVE keeps whatever the guest wrote without an
 	 * exit, whether it runs at the heavy exit (svm.vmload=lazy) or at every
-	 * exit (always); lightpath never WRMSRs them from the guest's value,
-	 * */
+	 * exit (always); msr=always keeps the syscall ones intercepted, */
 	vm_maps_pass_guest_msrs(vm, &npt_format);
 	/* and TSC_AUX, which only RDTSCP/RDPID read: the guest owns the
 	 * register, the host never uses it. */

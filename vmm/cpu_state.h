@@ -13,7 +13,13 @@
  * The CPU is the only home of the guest's XCR0 too: lightpath checks and
  * loads it on an XSETBV exit, but keeps no copy, because an emulator
  * without the XSETBV intercept (QEMU before 8.2) lets the guest write it
- * without an exit. */
+ * without an exit.
+ *
+ * The guest-owned MSRs the guest also writes without an exit (FS/GS.base,
+ * SYSENTER_*, the syscall MSRs: vm_maps_pass_guest_msrs) are not here: each
+ * has a per-vCPU home the lazy switch saves them to (VMCB, VMCS,
+ * v->guest_smsr), made zeroed with the vCPU and loaded before its first
+ * entry, which is their reset. */
 #ifndef VMM_CPU_STATE_H
 #define VMM_CPU_STATE_H
 

@@ -87,7 +87,11 @@ static bool pat_valid(uint64_t pat)
 	return true;
 }
 
-/* EFER, PAT, the syscall MSRs and SYSENTER_*: state the backend keeps. */
+/* EFER, PAT, the syscall MSRs and SYSENTER_*: state the backend keeps.
+ * The guest-owned ones (syscall MSRs with msr=lazy, SYSENTER_*) are passed
+ * through (vm_maps_pass_guest_msrs): their accesses reach this handler only
+ * where a switch intercepts them (msr=always), and it stays right for any
+ * configuration that does. */
 static int msr_cpu_state(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
 {
 	if (msr == MSR_EFER)

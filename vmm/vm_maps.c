@@ -1,7 +1,9 @@
 #include "vmm/vm_maps.h"
 
+#include "core/cpu.h"
 #include "core/pmem.h"
 #include "lib/string.h"
+#include "vmm/state_switch.h"
 #include "vmm/vm.h"
 
 #define PAGE_2M (2ull << 20)
@@ -46,10 +48,27 @@ int vm_maps_create(struct vm *vm, const struct vm_map_format *f)
 void vm_maps_pass_msr(struct vm *vm, const struct vm_map_format *f, uint32_t msr)
 {
 	uint8_t *bm = (uint8_t *)(uintptr_t)vm->msrpm_pa;
-	uint32_t i = (msr - 0xc0000000u) * f->msr_stride;
-	uint32_t r = f->msr_high_read_bit + i, w = f->msr_high_write_bit + i;
+	bool high = msr >= 0xc0000000u;
+	uint32_t i = (msr & 0x1fffu) * f->msr_stride;
+	uint32_t r = (high ? f->msr_high_read_bit : f->msr_low_read_bit) + i;
+	uint32_t w = (high ? f->msr_high_write_bit : f->msr_low_write_bit) + i;
 	bm[r / 8] &= (uint8_t)~(1u << (r % 8));
 	bm[w / 8] &= (uint8_t)~(1u << (w % 8));
+}
+
+void vm_maps_pass_guest_msrs(struct vm *vm, const struct vm_map_format *f)
+{
+	static const uint32_t always[] = {
+		MSR_FS_BASE, MSR_GS_BASE,
+		MSR_IA32_SYSENTER_CS, MSR_IA32_SYSENTER_ESP, MSR_IA32_SYSENTER_EIP,
+	};
+	for (unsigned i = 0; i < sizeof(always) / sizeof(always[0]); i++)
+		vm_maps_pass_msr(vm, f, always[i]);
+	/* msr=always: lightpath is their keeper between exits and WRMSRs
+	 * them itself on every entry, so it must see (and check) each write */
+	if (vm->opt->msr_lazy)
+		for (unsigned i = 0; i < SMSR_COUNT; i++)
+			vm_maps_pass_msr(vm, f, smsr_index[i]);
 }
 
 void vm_maps_destroy(struct vm *vm, const struct vm_map_format *f)

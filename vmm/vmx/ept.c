@@ -10,12 +10,14 @@
 #include "vmm/vmx/vmx_ops.h"
 
 /* The MSR bitmap: read-low, read-high, write-low, write-high, 1 KiB each;
- * "high" covers MSRs 0xC0000000-0xC0001FFF. */
+ * "low" covers MSRs 0-0x1FFF, "high" 0xC0000000-0xC0001FFF. */
 static const struct vm_map_format ept_format = {
 	.table_flags = EPT_RWX,
 	.leaf_flags = EPT_RWX | EPT_MEMTYPE_WB | EPT_LARGE,
 	.io_bitmap_bytes = 2 * 4096,   /* I/O bitmaps A (ports 0-0x7fff) and B */
 	.msr_bitmap_bytes = 4096,
+	.msr_low_read_bit = 0,
+	.msr_low_write_bit = 2048 * 8,
 	.msr_high_read_bit = 1024 * 8,
 	.msr_high_write_bit = 3072 * 8,
 	.msr_stride = 1,
@@ -30,10 +32,12 @@ int vendor_vm_init(struct vm *vm)
 {
 	if (vm_maps_create(vm, &ept_format))
 		return -1;
-	/* every port and MSR exits, except FS.base/GS.base, which the VMCS
-	 * switches on every entry and exit: the guest reads and writes its own */
-	vm_maps_pass_msr(vm, &ept_format, MSR_FS_BASE);
-	vm_maps_pass_msr(vm, &ept_format, MSR_GS_BASE);
+	/* every port and MSR exits, except the guest-owned MSRs: FS/GS.base
+	 * and SYSENTER_*, which the VMCS saves and loads on every exit and
+	 * entry, and with msr=lazy KERNEL_GS_BASE, STAR, LSTAR, CSTAR, SFMASK,
+	 * which stay in the CPU through the light loop and are read back with
+	 * RDMSR at the heavy exit (smsr_save_guest_load_host), */
+	vm_maps_pass_guest_msrs(vm, &ept_format);
 	/* and TSC_AUX, as on SVM: the guest owns it (RDTSCP reads it), the host
 	 * never uses it, and each vCPU starts with it 0 (vmm/cpu_state.h) */
 	vm_maps_pass_msr(vm, &ept_format, MSR_TSC_AUX);

@@ -49,6 +49,8 @@ const struct cpuid_host *cpuid_host(void)
 			cpuid(0xd, i, r);
 			size[i] = r[0];
 			offset[i] = r[1];
+			host.xsave_comp_size[i] = r[0];
+			host.xsave_comp_align |= (uint64_t)(r[2] >> 1 & 1) << i;
 		}
 	host.xsave_size = cpuid_xsave_size(host.xcr0, offset, size);
 	host_read = true;
@@ -85,6 +87,13 @@ void exit_cpuid(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4]
 		cpuid_vm_view(leaf, subleaf, out);
 		if (leaf == 0xb || leaf == 0x1f)
 			out[3] = v->lapic.id;          /* x2APIC ID */
+		else if (leaf == 0xd && subleaf == 1 && cpuid_host()->xcr0)
+			/* computed, not the CPU's: Bochs 2.7 gives the standard
+			 * form's size there. The guest's XCR0 lives in the CPU
+			 * (vmm/cpu_state.h); its IA32_XSS is 0. */
+			out[1] = cpuid_xsave_compacted_size(xgetbv(0) & cpuid_host()->xcr0,
+							    cpuid_host()->xsave_comp_size,
+							    cpuid_host()->xsave_comp_align);
 		else if (leaf == 0x8000001eu)
 			out[0] = v->lapic.id;          /* extended APIC ID */
 	}

@@ -27,6 +27,8 @@ struct cpuid_host {
 	uint32_t spec_ext8_ebx;  /* AMD CPUID.80000008H:EBX bits 12, 14, 15, 24 */
 	uint64_t xcr0;           /* XSAVE components offered: host's & CPUID_XCR0_ALLOWED */
 	uint32_t xsave_size;     /* standard-form XSAVE area for all of them */
+	uint32_t xsave_comp_size[64];  /* CPUID.(0DH,i):EAX of the offered ones */
+	uint64_t xsave_comp_align;     /* bit i: CPUID.(0DH,i):ECX[1], 64-byte aligned when compacted */
 };
 
 /* CPUID.1 */
@@ -74,6 +76,12 @@ void cpuid_policy_apply(const struct cpuid_host *h, uint32_t leaf, uint32_t subl
  * each component's offset and size (CPUID.(0DH,i):EBX and EAX): the legacy
  * area and header (576 bytes) at least. */
 uint32_t cpuid_xsave_size(uint64_t xcr0, const uint32_t offset[64], const uint32_t size[64]);
+
+/* Size of the compacted-form XSAVE area (XSAVEC) for the components in
+ * `xfeatures`: 576 bytes, then each component in order, at a 64-byte
+ * boundary where bit i of `align64` says so. CPUID.(0DH,1):EBX is this for
+ * XCR0 | IA32_XSS (Linux sizes its XSAVEC buffers with it). */
+uint32_t cpuid_xsave_compacted_size(uint64_t xfeatures, const uint32_t size[64], uint64_t align64);
 
 /* The bits of `leaf` that mirror guest state, from the guest's CR4:
  * CPUID.1:ECX.OSXSAVE is CR4.OSXSAVE (bit 18), CPUID.7.0:ECX.OSPKE is

@@ -123,7 +123,7 @@ static void basic(const struct cpuid_host *h, uint32_t leaf, uint32_t sub, uint3
 			r[3] = (uint32_t)(h->xcr0 >> 32);
 			r[2] = h->xsave_size;          /* EBX: the CPU's, for the guest's XCR0 */
 		} else if (sub == 1) {
-			r[0] &= LEAFD_1_EAX;           /* EBX: the CPU's, for XCR0 (IA32_XSS is 0) */
+			r[0] &= LEAFD_1_EAX;           /* EBX: exit_cpuid computes it for the XCR0 */
 			r[2] = r[3] = 0;               /* no supervisor components */
 		} else if (sub >= 64 || !(h->xcr0 >> sub & 1)) {
 			zero(r);
@@ -200,5 +200,18 @@ uint32_t cpuid_xsave_size(uint64_t xcr0, const uint32_t offset[64], const uint32
 	for (unsigned i = 2; i < 64; i++)
 		if ((xcr0 >> i & 1) && offset[i] + size[i] > end)
 			end = offset[i] + size[i];
+	return end;
+}
+
+uint32_t cpuid_xsave_compacted_size(uint64_t xfeatures, const uint32_t size[64], uint64_t align64)
+{
+	uint32_t end = 576;                /* legacy area and XSAVE header */
+	for (unsigned i = 2; i < 64; i++) {
+		if (!(xfeatures >> i & 1))
+			continue;
+		if (align64 >> i & 1)
+			end = (end + 63) & ~63u;
+		end += size[i];
+	}
 	return end;
 }

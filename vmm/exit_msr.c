@@ -227,6 +227,41 @@ static int msr_debugctl(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_wri
 	return *val ? -1 : 0;
 }
 
+/* IA32_MISC_ENABLE: every Intel CPU has it (no CPUID bit), and Linux's
+ * verify_cpu reads it on Intel before it has an IDT, where a #GP is a
+ * triple fault. Fast strings on (REP MOVS/STOS are the CPU's), BTS and
+ * PEBS unavailable (no Debug Store); automatic thermal control, perfmon
+ * (CPUID 0AH is 0), MONITOR (hidden), the CPUID limit and XD disable off.
+ * A write of the value read is taken (an OS writing back what it read
+ * runs); changing any bit is #GP: none is emulated. */
+#define MSR_IA32_MISC_ENABLE 0x1a0u
+#define MISC_ENABLE_VALUE    ((1ull << 0) | (1ull << 11) | (1ull << 12))
+
+static int msr_misc_enable(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
+{
+	(void)v;
+	(void)msr;
+	if (!is_write) {
+		*val = MISC_ENABLE_VALUE;
+		return 0;
+	}
+	return *val == MISC_ENABLE_VALUE ? 0 : -1;
+}
+
+/* IA32_BIOS_SIGN_ID (0x8B): the microcode revision in bits 63:32. Linux
+ * writes 0, runs CPUID and reads it; no update is ever loaded in a VM, so
+ * every write is dropped and a read is revision 0. */
+#define MSR_IA32_BIOS_SIGN_ID 0x8bu
+
+static int msr_bios_sign_id(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
+{
+	(void)v;
+	(void)msr;
+	if (!is_write)
+		*val = 0;
+	return 0;
+}
+
 void exit_register_cpu_msrs(struct vm *vm)
 {
 	const struct cpuid_host *h = cpuid_host();
@@ -239,6 +274,8 @@ void exit_register_cpu_msrs(struct vm *vm)
 	if (h->intel) {
 		vm_register_msr(vm, MSR_INTEL_PMC0, PMU_INTEL_COUNTERS, msr_pmu_never_counts);
 		vm_register_msr(vm, MSR_INTEL_EVTSEL0, PMU_INTEL_COUNTERS, msr_pmu_never_counts);
+		vm_register_msr(vm, MSR_IA32_MISC_ENABLE, 1, msr_misc_enable);
+		vm_register_msr(vm, MSR_IA32_BIOS_SIGN_ID, 1, msr_bios_sign_id);
 	} else {
 		vm_register_msr(vm, MSR_AMD_PERF_LEGACY, 2 * PMU_AMD_COUNTERS, msr_pmu_never_counts);
 	}

@@ -129,6 +129,14 @@ static void test_leaf_d(void **state)
 	assert_int_equal(cpuid_xsave_size(0xe7, off, size), 0xa80);
 	assert_int_equal(cpuid_xsave_size(0x7, off, size), 0x340);
 	assert_int_equal(cpuid_xsave_size(0x3, off, size), 576);
+	/* the compacted form (CPUID.(0DH,1):EBX; Bochs 2.7 reports 0xa80 there) */
+	assert_int_equal(cpuid_xsave_compacted_size(0xe7, size, 0), 0x980);
+	assert_int_equal(cpuid_xsave_compacted_size(0x7, size, 0), 0x340);
+	assert_int_equal(cpuid_xsave_compacted_size(0x3, size, 0), 576);
+	uint32_t odd[64] = { 0 };
+	odd[2] = 8; odd[5] = 0x40;
+	assert_int_equal(cpuid_xsave_compacted_size(0x27, odd, 1ull << 5), 704);   /* 584 -> 640 */
+	assert_int_equal(cpuid_xsave_compacted_size(0x27, odd, 0), 648);
 }
 
 /* Bochs ryzen's extended leaves */

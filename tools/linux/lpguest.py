@@ -13,15 +13,21 @@ Two ways to boot the same kernel, initramfs and command line:
                lightpath: the baseline, and a check of the harness itself.
 Both: TCG, -cpu EPYC,+svm, no -icount, serial port on QEMU's stdin/stdout,
 QEMU -smp as the description's `cpus` (build/linux/linux-smp2.cfg: 2).
+A third, "bochs": tools/lp-bochs with the Intel VT-x image
+(build/lightpath-vmx.elf, cpu corei7_skylake_x, 512 MiB), COM1 on a pty
+that this module reads and types into (Bochs has no stdio serial port).
 """
 
 import os
+import pty
 import re
+import select
 import signal
 import subprocess
 import sys
 import threading
 import time
+import tty
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
@@ -32,6 +38,9 @@ CFG_SMP2 = os.path.join(LINUX_DIR, "linux-smp2.cfg")   # the same guest, cpus = 
 KERNEL = os.path.join(LINUX_DIR, "vmlinuz")
 INITRD = os.path.join(LINUX_DIR, "initrd.cpio.gz")
 LP_QEMU = os.path.join(ROOT, "tools", "lp-qemu")
+LP_BOCHS = os.path.join(ROOT, "tools", "lp-bochs")
+VMX_IMAGE = os.path.join(ROOT, "build", "lightpath-vmx.elf")
+BOCHS_MEGS = 512   # the VM's 256 MiB plus lightpath itself
 CPU = "EPYC,+svm"
 # QEMU's RAM under lightpath: the VM's 256 MiB plus lightpath itself.
 LP_QEMU_MEM = 512
@@ -107,7 +116,7 @@ class Guest:
                  say=print, extra_modules=(), smp=None):
         """extra_modules: more boot modules after the guest's (more VMs, under
         lightpath only); smp: QEMU's CPUs (default: one per vCPU)."""
-        if mode not in ("lightpath", "direct"):
+        if mode not in ("lightpath", "direct", "bochs"):
             raise ValueError(mode)
         self.mode = mode
         self.log = log
@@ -119,7 +128,8 @@ class Guest:
         # one host CPU per vCPU (lightpath pins each vCPU to a CPU of its own)
         self.cpus = int(cfg.get("cpus", "1"))
         host_cpus = smp or self.cpus
-        if mode == "lightpath":
+        self._pty = None
+        if mode in ("lightpath", "bochs"):
             if cmdline_extra:
                 # lightpath takes the command line from the VM description:
                 # write one next to the log with the extra words.
@@ -127,8 +137,19 @@ class Guest:
                 self.cfg_path = os.path.splitext(log)[0] + ".cfg"
                 write_vmcfg(self.cfg_path, cfg, "written by tools/linux/lpguest.py for %s"
                             % rel(log))
+        if mode == "lightpath":
             self.cmd = [LP_QEMU, "--interactive", "--smp", str(host_cpus), "--mem", str(LP_QEMU_MEM),
                         "--timeout", str(timeout), "--append", lp_opts,
+                        rel(self.cfg_path), rel(KERNEL), rel(INITRD)] + list(extra_modules)
+        elif mode == "bochs":
+            # COM1 on a pty in raw mode (no echo or newline translation of
+            # its own): what the guest prints and what is typed pass as bytes
+            self._pty = pty.openpty()
+            tty.setraw(self._pty[1])
+            name = os.path.splitext(os.path.basename(log))[0]
+            self.cmd = [LP_BOCHS, "--timeout", str(timeout), "--megs", str(BOCHS_MEGS),
+                        "--cpus", str(host_cpus), "--name", name, "--append", lp_opts,
+                        "--serial-tty", os.ttyname(self._pty[1]),
                         rel(self.cfg_path), rel(KERNEL), rel(INITRD)] + list(extra_modules)
         else:
             qemu = os.environ.get("LP_QEMU", "qemu-system-x86_64")
@@ -161,15 +182,23 @@ class Guest:
         self.t0 = time.monotonic()
         # A session (and process group) of its own: kill() ends timeout and
         # QEMU together, never anything else.
-        self.p = subprocess.Popen(self.cmd, cwd=ROOT, stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=self._errf, bufsize=0,
-                                  start_new_session=True)
+        # (Bochs: the console is the pty; lp-bochs prints nothing else)
+        pipe = subprocess.DEVNULL if self._pty else subprocess.PIPE
+        self.p = subprocess.Popen(self.cmd, cwd=ROOT, stdin=pipe, stdout=pipe,
+                                  stderr=self._errf, bufsize=0, start_new_session=True)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
     def _read(self):
-        fd = self.p.stdout.fileno()
+        fd = self._pty[0] if self._pty else self.p.stdout.fileno()
         while True:
+            if self._pty:
+                # the pty never reaches end-of-file (this process holds its
+                # other side): the end is Bochs' exit
+                if not select.select([fd], [], [], 0.2)[0]:
+                    if self.p.poll() is not None:
+                        break
+                    continue
             try:
                 chunk = os.read(fd, 4096)
             except OSError:
@@ -220,6 +249,10 @@ class Guest:
         self.t_end = self.elapsed()
         self._logf.close()
         self._errf.close()
+        if self._pty:
+            for fd in self._pty:
+                os.close(fd)
+            self._pty = None
         return self.rc
 
     # ------------------------------------------------------------ console
@@ -261,8 +294,13 @@ class Guest:
         for i in range(0, len(text), 8):
             chunk = text[i:i + 8]
             try:
-                self.p.stdin.write(chunk.encode())
-                self.p.stdin.flush()
+                if self._pty:
+                    if self.p.poll() is not None:
+                        raise OSError("Bochs exited")
+                    os.write(self._pty[0], chunk.encode())
+                else:
+                    self.p.stdin.write(chunk.encode())
+                    self.p.stdin.flush()
             except (BrokenPipeError, OSError):
                 raise GuestError("QEMU's stdin is closed (QEMU exited?); last line: %s"
                                  % self.last_line())

@@ -232,9 +232,14 @@ void vendor_enter_guest(struct vcpu *v)
 
 /* A VM exit clears RFLAGS.IF, and with external-interrupt exiting a host
  * interrupt arriving in the guest exits (reason 1) and stays pending in the
- * local APIC: the heavy path opens a window for it here. */
+ * local APIC: the exit's handler opens a window for it here. That window is
+ * what the VMX-preemption-timer watchdog guarantees (vmx.h, WATCHDOG_MS),
+ * so the watchdog starts counting again from here (the current VMCS is the
+ * exiting vCPU's); its own exit is handled as a host interrupt. */
 void vendor_host_interrupt_window(void)
 {
+	if (vmx_caps.watchdog_ticks)
+		vmwrite(VMCS_PREEMPTION_TIMER, vmx_caps.watchdog_ticks);
 	asm volatile("sti; nop; cli" ::: "memory");
 }
 

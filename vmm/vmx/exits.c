@@ -131,14 +131,6 @@ static void vmx_heavy_ept_misconfig(struct vcpu *v)
 		 vmread(VMCS_GUEST_PHYS_ADDR));
 }
 
-/* The VMX-preemption timer ran out (vmx.h, WATCHDOG_MS): re-arm it and do
- * what a host timer interrupt does. */
-static void vmx_heavy_watchdog(struct vcpu *v)
-{
-	vmwrite(VMCS_PREEMPTION_TIMER, vmx_caps.watchdog_ticks);
-	heavy_host_intr(v);
-}
-
 /* #DB as the CPU would have delivered it. The CPU left RIP where the
  * exception puts it (an instruction breakpoint is a fault, a data breakpoint
  * or single step a trap), but on a #DB exit it does not write DR6: the
@@ -242,8 +234,9 @@ const struct exit_row vendor_exit_table[] = {
 		 vmx_heavy_ept_misconfig),
 	EXIT_VIRT_INSN(VMX_EXIT_INVEPT, VMX_EXIT_INVEPT),
 	EXIT_RDTSCP(VMX_EXIT_RDTSCP),
-	EXIT_ROW(VMX_EXIT_PREEMPTION_TIMER, VMX_EXIT_PREEMPTION_TIMER, LP_EXIT_INTR, LIGHT_NONE,
-		 vmx_heavy_watchdog),
+	/* the watchdog (vmx.h, WATCHDOG_MS): a host-interrupt window, light;
+	 * vendor_host_interrupt_window re-arms it */
+	EXIT_HOST_INTR(VMX_EXIT_PREEMPTION_TIMER),
 	EXIT_VIRT_INSN(VMX_EXIT_INVVPID, VMX_EXIT_INVVPID),
 	EXIT_XSETBV(VMX_EXIT_XSETBV),
 	EXIT_WBINVD(VMX_EXIT_WBINVD),

@@ -273,11 +273,60 @@ void vendor_vcpu_release(struct vcpu *v)
 	vmclear((uint64_t)(uintptr_t)v->arch.vmcs);
 }
 
+/* A GDT descriptor's attributes in the VMCS access-rights format (type, S,
+ * DPL, P in bits 7:0; AVL, L, D/B, G in bits 15:12), with the accessed
+ * bit set: VM entry wants it in every usable code and data segment, and a
+ * CPU loading the selector would have set it. */
+static uint32_t desc_ar(uint64_t desc)
+{
+	return (uint32_t)(((desc >> 40) & 0xff) | (((desc >> 52) & 0xf) << 12)) | 1u;
+}
+
+static uint32_t desc_limit(uint64_t desc)
+{
+	uint32_t limit = (uint32_t)((desc & 0xffff) | ((desc >> 32) & 0xf0000));
+	return (desc & (1ull << 55)) ? (limit << 12) | 0xfff : limit;
+}
+
+/* The boot protocol's 64-bit entry (vmm/linux_boot.h): long mode with the
+ * loader's identity map, flat segments from its GDT, RSI the zero page. */
 void vendor_vcpu_init_linux(struct vcpu *v, const struct linux_boot_state *st)
 {
-	/* the 64-bit entry state is not set up in the VMCS yet: say so */
+	const struct vmx_caps *c = &vmx_caps;
 	vendor_vcpu_init(v, st->rip, 0, 0);
-	vm_fault(v->vm, "Linux guests are not supported on the Intel VT-x backend yet");
+	if (v->vm->ended)
+		return;
+	spin_lock(&setup_lock);
+	setup_bad_field = 0;
+	/* the guest sees its own CR0/CR4 in the read shadows; the CPU runs
+	 * with VMX's fixed bits added (CR0.NE, CR4.VMXE) */
+	vmcs_set(VMCS_CR0_READ_SHADOW, st->cr0);
+	vmcs_set(VMCS_GUEST_CR0, (st->cr0 | (c->cr0_fixed0 & ~(CR0_PE | CR0_PG))) & c->cr0_fixed1);
+	vmcs_set(VMCS_CR4_READ_SHADOW, st->cr4);
+	vmcs_set(VMCS_GUEST_CR4, (st->cr4 | c->cr4_fixed0) & c->cr4_fixed1);
+	vmcs_set(VMCS_GUEST_CR3, st->cr3);
+	/* EFER.LMA and the IA-32e entry control must agree */
+	vmcs_set(VMCS_GUEST_EFER, st->efer);
+	if (st->efer & EFER_LMA)
+		vmcs_set(VMCS_ENTRY_CONTROLS, vmread(VMCS_ENTRY_CONTROLS) | ENTRY_IA32E_MODE_GUEST);
+	set_seg(SEG_CS_N, st->cs, desc_ar(st->cs_desc), desc_limit(st->cs_desc), 0);
+	uint32_t ds_ar = desc_ar(st->ds_desc), ds_limit = desc_limit(st->ds_desc);
+	set_seg(SEG_DS_N, st->ds, ds_ar, ds_limit, 0);
+	set_seg(SEG_ES_N, st->ds, ds_ar, ds_limit, 0);
+	set_seg(SEG_SS_N, st->ds, ds_ar, ds_limit, 0);
+	set_seg(SEG_FS_N, st->ds, ds_ar, ds_limit, 0);
+	set_seg(SEG_GS_N, st->ds, ds_ar, ds_limit, 0);
+	vmcs_set(VMCS_GUEST_GDTR_BASE, st->gdt_base);
+	vmcs_set(VMCS_GUEST_GDTR_LIMIT, st->gdt_limit);
+	vmcs_set(VMCS_GUEST_IDTR_BASE, 0);
+	vmcs_set(VMCS_GUEST_IDTR_LIMIT, 0);
+	vmcs_set(VMCS_GUEST_RFLAGS, st->rflags);
+	vmcs_set(VMCS_GUEST_RIP, st->rip);
+	vmcs_set(VMCS_GUEST_RSP, st->rsp);
+	setup_end(v->vm);
+	v->regs.rax = 0;
+	v->regs.rbx = 0;
+	v->regs.rsi = st->rsi;
 }
 
 void vendor_dr_intercept_off(struct vcpu *v)

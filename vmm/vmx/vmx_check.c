@@ -43,6 +43,17 @@ static bool canonical(uint64_t a)
 	return (uint64_t)((int64_t)(a << 16) >> 16) == a;
 }
 
+/* The CPU's physical-address width (CPUID 0x80000008, 36 if absent). */
+static unsigned phys_bits(void)
+{
+	uint32_t r[4];
+	cpuid(0x80000000u, 0, r);
+	if (r[0] < 0x80000008u)
+		return 36;
+	cpuid(0x80000008u, 0, r);
+	return r[0] & 0xff;
+}
+
 static void check_ctl(struct finding *f, uint32_t field, struct vmx_ctl_cap c)
 {
 	uint32_t v = (uint32_t)rd(field);
@@ -214,6 +225,10 @@ static void check_guest(struct finding *f)
 		fail(f, VMCS_GUEST_CR4, "breaks IA32_VMX_CR4_FIXED0/1");
 	if (ia32e && (!(cr0 & CR0_PG) || !(cr4 & CR4_PAE)))
 		fail(f, VMCS_ENTRY_CONTROLS, "IA-32e mode guest without CR0.PG and CR4.PAE");
+	if (!ia32e && (cr4 & CR4_PCIDE))
+		fail(f, VMCS_GUEST_CR4, "PCIDE set outside IA-32e mode");
+	if (rd(VMCS_GUEST_CR3) >> phys_bits())
+		fail(f, VMCS_GUEST_CR3, "bits beyond the physical-address width set");
 	if ((entry & ENTRY_LOAD_DEBUG_CONTROLS) && (rd(VMCS_GUEST_DR7) >> 32))
 		fail(f, VMCS_GUEST_DR7, "bits 63:32 set");
 	if (entry & ENTRY_LOAD_EFER) {
@@ -276,6 +291,12 @@ static void check_guest(struct finding *f)
 		fail(f, VMCS_GUEST_FS_BASE, "not canonical");
 	if (!canonical(rd(VMCS_GUEST_GS_BASE)))
 		fail(f, VMCS_GUEST_GS_BASE, "not canonical");
+	/* in IA-32e mode the CPU uses these bases as 64-bit linear addresses */
+	static const uint32_t bases64[] = { VMCS_GUEST_TR_BASE, VMCS_GUEST_LDTR_BASE,
+					    VMCS_GUEST_GDTR_BASE, VMCS_GUEST_IDTR_BASE };
+	for (unsigned i = 0; i < sizeof(bases64) / sizeof(bases64[0]); i++)
+		if (!canonical(rd(bases64[i])))
+			fail(f, bases64[i], "not canonical");
 	if (rd(VMCS_GUEST_GDTR_LIMIT) >> 16)
 		fail(f, VMCS_GUEST_GDTR_LIMIT, "above 0xffff");
 	if (rd(VMCS_GUEST_IDTR_LIMIT) >> 16)

@@ -156,6 +156,19 @@ def shell_session(name, direct, mode="lightpath", prompt_timeout=PROMPT_TIMEOUT,
         raise
 
 
+def expect_poweroff(g, rc, runner):
+    """After `poweroff` under lightpath: vm0 ended by ACPI power-off and
+    `runner` (QEMU, lp-bochs) exited 1; returns lightpath's own lines (they
+    start a line; the guest's all start "[vm0] ")."""
+    own = [l for l in serial_log.lines(g.text) if l.startswith("lightpath:")]
+    check("lightpath: vm0: ended with status 0 (ACPI power-off)" in own,
+          "no line 'lightpath: vm0: ended with status 0 (ACPI power-off)'; last lightpath line: %s"
+          % (own or ["(none)"])[-1])
+    check(rc == 1, "%s exit %d after poweroff, expected 1 (every VM ended with status 0)"
+          % (runner, rc))
+    return own
+
+
 def run_test(direct):
     with shell_session(NAME, direct) as g:
         out, rc = g.run("uname -r; cat /proc/cmdline")
@@ -282,12 +295,7 @@ def run_test(direct):
         check(rc == 0, "plain QEMU exited %d after poweroff, expected 0" % rc)
         check("reboot: Power down" in g.text, "no 'reboot: Power down' from the kernel")
         return
-    # lightpath's lines start a line; the guest's all start "[vm0] "
-    own = [l for l in serial_log.lines(g.text) if l.startswith("lightpath:")]
-    check("lightpath: vm0: ended with status 0 (ACPI power-off)" in own,
-          "no line 'lightpath: vm0: ended with status 0 (ACPI power-off)'; last lightpath line: %s"
-          % (own or ["(none)"])[-1])
-    check(rc == 1, "QEMU exit %d after poweroff, expected 1 (every VM ended with status 0)" % rc)
+    own = expect_poweroff(g, rc, "QEMU")
     rows, table = lpguest.exit_stats(g.text)
     check(rows, "no 'lightpath: vm0: exit statistics' table after the VM ended")
     say("  %s: lightpath's exit statistics for the boot, to the shell and back:" % NAME)
@@ -379,13 +387,9 @@ def run_smp_test(direct):
     if direct:
         check(rc == 0, "plain QEMU exited %d after poweroff, expected 0" % rc)
         return
-    own = [l for l in serial_log.lines(g.text) if l.startswith("lightpath:")]
+    own = expect_poweroff(g, rc, "QEMU")
     check("lightpath: vm0: 2 vCPUs on CPUs 0,1 (vCPU i on the i-th)" in own,
           "no line 'lightpath: vm0: 2 vCPUs on CPUs 0,1 (vCPU i on the i-th)'")
-    check("lightpath: vm0: ended with status 0 (ACPI power-off)" in own,
-          "no line 'lightpath: vm0: ended with status 0 (ACPI power-off)'; last lightpath line: %s"
-          % (own or ["(none)"])[-1])
-    check(rc == 1, "QEMU exit %d after poweroff, expected 1 (every VM ended with status 0)" % rc)
     rows, table = lpguest.exit_stats(g.text)
     if rows and "total" in rows:
         say("  %s: %d exits, light share %.1f%% (several vCPUs: device and APIC exits are "
@@ -457,11 +461,7 @@ def run_vmx_test(direct):
               "sleep 1 took %.2f s by the guest's uptime" % (float(words[1]) - float(words[0])))
         say("  %s: poweroff" % NAME_VMX)
         rc = g.poweroff()
-    own = [l for l in serial_log.lines(g.text) if l.startswith("lightpath:")]
-    check("lightpath: vm0: ended with status 0 (ACPI power-off)" in own,
-          "no line 'lightpath: vm0: ended with status 0 (ACPI power-off)'; last lightpath line: %s"
-          % (own or ["(none)"])[-1])
-    check(rc == 1, "lp-bochs exit %d after poweroff, expected 1 (every VM ended with status 0)" % rc)
+    own = expect_poweroff(g, rc, "lp-bochs")
     rows, table = lpguest.exit_stats(g.text)
     check(rows and "total" in rows, "no exit statistics table with a 'total' row")
     for l in table:

@@ -511,12 +511,11 @@ CPU 0, plus a few guest instructions (the PAUSE loops, IRET). On hardware the tw
 would run in parallel: this is total path length, not latency. Nothing is subtracted.
 Per round trip lightpath counts six exits: on each vCPU an ICR write (light: the IPI is
 posted), an INTR exit (the kick; heavy: the posted vector is taken and injected) and the
-handler's EOI (heavy: in a VM of several vCPUs the local APIC's EOI takes the VM lock).
+handler's EOI (light: an edge-triggered vector's EOI changes only the vCPU's own ISR).
 The figure depends on the guest's code layout: in this bench32 image vCPU 0's bracket
-and its handler are on different code pages, and a build of the same code with both
-on one page measured 3796 instead of 4310 (all-on); the likely cause (not traced) is
-lightpath's one-page code cache for the next RIP without NRIP, which vCPU 0's ICR and
-EOI exits would then each miss.
+and its handler are on different code pages; a one-off build with both on one page gave
+a lower figure (not measured by a command in the repo; the likely cause, not traced, is
+lightpath's one-page code cache for the next RIP without NRIP).
 
 {table(results, configs, SMP_MODE, "md", SMP_EXITS)}"""
 

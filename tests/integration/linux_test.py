@@ -156,6 +156,17 @@ def shell_session(name, direct, mode="lightpath", prompt_timeout=PROMPT_TIMEOUT,
         raise
 
 
+def dmesg_lines(g, name, cmd):
+    """Runs a `dmesg | grep ...` command line, shows what it printed, and
+    returns its lines without the printk time stamps."""
+    out, rc = g.run(cmd, kernel_lines=True)
+    lines = [l for l in out.splitlines() if l.strip()]
+    say("  %s: %s:" % (name, cmd))
+    for l in lines:
+        say("    " + l)
+    return [PRINTK_TIME.sub("", l).strip() for l in lines]
+
+
 def expect_poweroff(g, rc, runner):
     """After `poweroff` under lightpath: vm0 ended by ACPI power-off and
     `runner` (QEMU, lp-bochs) exited 1; returns lightpath's own lines (they
@@ -205,12 +216,7 @@ def run_test(direct):
 
         # The HPET (dev/hpet.h): found, and its clocksource registered before
         # tsc-early, so that the clocksource watchdog counts with it.
-        out, rc = g.run("dmesg | grep -iE 'hpet|clocksource: tsc-early'", kernel_lines=True)
-        hl = [PRINTK_TIME.sub("", l).strip() for l in out.splitlines() if l.strip()]
-        say("  %s: dmesg | grep -iE 'hpet|clocksource: tsc-early':" % NAME)
-        for l in out.splitlines():
-            if l.strip():
-                say("    " + l)
+        hl = dmesg_lines(g, NAME, "dmesg | grep -iE 'hpet|clocksource: tsc-early'")
         check(any(l.startswith("hpet0: at MMIO 0xfed00000") for l in hl),
               "no 'hpet0: at MMIO 0xfed00000' in dmesg")
         at = lambda p: next((i for i, l in enumerate(hl) if l.startswith(p)), None)
@@ -219,12 +225,7 @@ def run_test(direct):
         check(i_early is None or i_hpet < i_early,
               "the HPET clocksource registered after tsc-early")
 
-        out, rc = g.run("dmesg | grep 'tsc: '", kernel_lines=True)
-        tsc = [PRINTK_TIME.sub("", l).strip() for l in out.splitlines() if l.strip()]
-        say("  %s: dmesg | grep 'tsc: ':" % NAME)
-        for l in out.splitlines():
-            if l.strip():
-                say("    " + l)
+        tsc = dmesg_lines(g, NAME, "dmesg | grep 'tsc: '")
         # Linux adds ". N loops" to "PIT calibration matches ..."
         how = [l for l in tsc if l.startswith(TSC_CALIBRATED)]
         check(how, "no successful TSC calibration in dmesg (wanted one of: %s)"
@@ -337,12 +338,8 @@ def run_smp_test(direct):
         say("  %s: nproc: %s" % (NAME_SMP, out.strip()))
         check(out.strip() == "2", "nproc printed %r, expected 2" % out.strip())
 
-        out, rc = g.run("dmesg | grep -E 'smp: |smpboot: |CPU1|TSC|tsc'", kernel_lines=True)
-        for l in out.splitlines():
-            if l.strip():
-                say("    " + l)
-        check(any(PRINTK_TIME.sub("", l).strip() == "smp: Brought up 1 node, 2 CPUs"
-                  for l in out.splitlines()), "no 'smp: Brought up 1 node, 2 CPUs' in dmesg")
+        smp = dmesg_lines(g, NAME_SMP, "dmesg | grep -E 'smp: |smpboot: |CPU1|TSC|tsc'")
+        check("smp: Brought up 1 node, 2 CPUs" in smp, "no 'smp: Brought up 1 node, 2 CPUs' in dmesg")
 
         before = cpu_user_ticks(g)
         check(sorted(before) == [0, 1], "/proc/stat lists CPUs %s, expected 0 and 1" % sorted(before))

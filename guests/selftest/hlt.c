@@ -17,6 +17,15 @@ static void on_irq(struct rt_frame *f)
 
 static volatile unsigned timer_count;
 
+#define STATS_FAILED (~0ull)
+
+/* One exit reason's count, STATS_FAILED if lightpath does not answer. */
+static uint64_t exit_count(unsigned reason)
+{
+	sreg_t r = lp_hypercall(LP_HC_STATS, reason, 0, 0, NULL, NULL);
+	return r < 0 ? STATS_FAILED : (uint64_t)(ureg_t)r;
+}
+
 static void on_timer(struct rt_frame *f)
 {
 	(void)f;
@@ -58,9 +67,7 @@ int guest_main(void)
 	tap_begin("hlt");
 	rt_set_handler(VEC_TEST, on_irq);
 
-	struct { sreg_t ret; uint64_t exits; } before = { 0, 0 };
-	before.ret = lp_hypercall(LP_HC_STATS, LP_EXIT_HLT, 0, 0, NULL, NULL);
-	before.exits = before.ret < 0 ? 0 : (ureg_t)before.ret;
+	uint64_t hlt_before = exit_count(LP_EXIT_HLT);
 
 	/* Mask the legacy PICs: under plain QEMU the BIOS left the timer on
 	 * vector 8; lightpath drops these writes (no PIC). */
@@ -68,6 +75,7 @@ int guest_main(void)
 	outb(0xa1, 0xff);
 
 	cli();
+	uint64_t intr_before = exit_count(LP_EXIT_INTR);
 	sreg_t raised = lp_hypercall(LP_HC_RAISE_IRQ, VEC_TEST, 0, 0, NULL, NULL);
 	tap_eq((uint64_t)raised, 0, "LP_HC_RAISE_IRQ(0x40) returns 0");
 	tap_eq(irq_count, 0, "no delivery while IF=0");
@@ -90,10 +98,15 @@ int guest_main(void)
 	tap_eq(irq_ip, hlt_next, "the interrupt returned to the instruction after HLT");
 	tap_eq(after_hlt, 1, "execution continued after HLT");
 
-	sreg_t r = lp_hypercall(LP_HC_STATS, LP_EXIT_HLT, 0, 0, NULL, NULL);
-	uint64_t after = r < 0 ? 0 : (ureg_t)r;
-	tap_ok(r >= 0, (uint64_t)r, ">= 0", "LP_HC_STATS(LP_EXIT_HLT) succeeds");
-	tap_ge(after - before.exits, 1, "LP_EXIT_HLT count grew by at least 1");
+	uint64_t hlts = exit_count(LP_EXIT_HLT) - hlt_before;
+	uint64_t intrs = exit_count(LP_EXIT_INTR) - intr_before;
+	tap_ok(hlt_before != STATS_FAILED, hlt_before, "!= ~0", "LP_HC_STATS(LP_EXIT_HLT) succeeds");
+	/* The HLT exits, unless a host interrupt's exit came with RIP at the
+	 * HLT: lightpath then completes the HLT with the injection
+	 * (vmm/exit_heavy.c, inject_completes_hlt) and the HLT never runs. */
+	tap_ok(hlts >= 1 || intrs >= 1, hlts,
+	       intrs ? ">= 1 (or a host interrupt's exit took its place)" : ">= 1",
+	       "the HLT exited (LP_EXIT_HLT grew), or a host interrupt's exit completed it");
 
 	/* A second interrupt with IF=1 already: delivered at once. */
 	sti();

@@ -11,6 +11,8 @@
 struct lp_options {
 	bool light;        /* light=on|off         seed 000 */
 	bool vmload_lazy;  /* svm.vmload=lazy|always  seed 003 */
+	bool vmx_tpr_shadow; /* vmx.tpr=shadow|exit: CR8 through VT-x's TPR shadow where the
+				CPU has one, or CR8 exiting (the fallback) */
 	bool dr_lazy;      /* dr=lazy|always       seed 001 */
 	bool pmu_lazy;     /* pmu=lazy|always      seed 002 */
 	bool msr_lazy;     /* msr=lazy|always      seed 000 follow-up */

@@ -37,7 +37,7 @@ static int highest_bit256(const uint32_t *r)
 static void reset_registers(struct lapic *a)
 {
 	vm_timer_cancel(&a->timer);
-	a->tpr = 0;
+	*a->tpr = 0;
 	a->svr = 0xff;
 	a->ldr = 0;
 	a->dfr = 0xffffffffu;
@@ -58,6 +58,7 @@ static void reset_registers(struct lapic *a)
 void lapic_init(struct lapic *a, struct dev_host *host, uint32_t apic_id, bool bsp)
 {
 	memset(a, 0, sizeof(*a));
+	a->tpr = &a->tpr_own;
 	a->id = apic_id;
 	a->apic_base = LAPIC_BASE | APIC_BASE_EN | (bsp ? APIC_BASE_BSP : 0);
 	a->wait_sipi = !bsp;   /* an AP waits for its STARTUP from power-up */
@@ -104,9 +105,24 @@ uint32_t lapic_ppr(const struct lapic *a)
 {
 	int isrv = highest_bit256(a->isr);
 	uint32_t isr_class = isrv < 0 ? 0 : ((uint32_t)isrv & 0xf0);
-	if ((a->tpr & 0xf0) >= isr_class)
-		return a->tpr & 0xff;
+	uint32_t tpr = lapic_tpr(a);
+	if ((tpr & 0xf0) >= isr_class)
+		return tpr & 0xff;
 	return isr_class;
+}
+
+void lapic_tpr_move(struct lapic *a, uint32_t *reg)
+{
+	*reg = *a->tpr;
+	a->tpr = reg;
+}
+
+unsigned lapic_tpr_blocked_class(const struct lapic *a)
+{
+	int v = highest_bit256(a->irr);
+	if (v < 0 || ((uint32_t)v & 0xf0) > (lapic_tpr(a) & 0xf0))
+		return 0;
+	return (unsigned)v >> 4;
 }
 
 static void record_error(struct lapic *a, uint32_t bits)
@@ -495,7 +511,7 @@ uint64_t lapic_read(struct lapic *a, unsigned off)
 	case LAPIC_VERSION:
 		return LAPIC_VERSION_VALUE;
 	case LAPIC_TPR:
-		return a->tpr;
+		return lapic_tpr(a);
 	case LAPIC_PPR:
 		return lapic_ppr(a);
 	case LAPIC_LDR:
@@ -546,7 +562,7 @@ void lapic_write(struct lapic *a, unsigned off, uint64_t value)
 			a->id = v >> 24;
 		break;
 	case LAPIC_TPR:
-		a->tpr = v & 0xff;
+		*a->tpr = v & 0xff;
 		break;
 	case LAPIC_EOI:
 		lapic_eoi(a);

@@ -133,7 +133,12 @@ typedef void (*lapic_send_fn)(void *ctx, struct lapic *from, const struct apic_m
 struct lapic {
 	uint32_t id;            /* APIC ID */
 	uint64_t apic_base;     /* IA32_APIC_BASE */
-	uint32_t tpr, svr, ldr, dfr;
+	/* TPR: tpr_own, or where the CPU keeps it (VT-x's TPR shadow: the
+	 * virtual-APIC page's VTPR, which a guest's MOV to CR8 writes without
+	 * an exit): always through lapic_tpr() */
+	uint32_t *tpr;
+	uint32_t tpr_own;
+	uint32_t svr, ldr, dfr;
 	uint32_t esr;           /* what ESR reads: latched at the last ESR write */
 	uint32_t esr_pending;   /* errors since then */
 	uint32_t icr_lo, icr_hi;
@@ -281,6 +286,20 @@ bool lapic_eoi_edge(struct lapic *a);
 
 /* Processor priority register as the hardware computes it. */
 uint32_t lapic_ppr(const struct lapic *a);
+
+static inline uint32_t lapic_tpr(const struct lapic *a)
+{
+	return *a->tpr;
+}
+
+/* Keeps the TPR at *reg from now on (its value moves there). */
+void lapic_tpr_move(struct lapic *a, uint32_t *reg);
+
+/* The priority class (vector >> 4) of the highest interrupt in IRR when
+ * the TPR alone keeps it there (its class is not above TPR[7:4]), else 0:
+ * lowering TPR[7:4] below it makes the interrupt deliverable (VT-x's TPR
+ * threshold). */
+unsigned lapic_tpr_blocked_class(const struct lapic *a);
 
 /* Does this APIC accept a message for (dest, logical)? Physical: its ID or
  * the broadcast ID; logical: flat/cluster model (xAPIC) or x2APIC cluster. */

@@ -63,7 +63,7 @@ static void inject_completes_hlt(struct vcpu *v)
 	exit_insn_completed(v);
 }
 
-void exit_inject_interrupts(struct vcpu *v)
+static void inject_interrupts(struct vcpu *v)
 {
 	if (v->vm->clock.polling)   /* every exit while the guest polls its clocks */
 		guest_clock_after_exit(v);
@@ -99,6 +99,14 @@ void exit_inject_interrupts(struct vcpu *v)
 		return;
 	}
 	vendor_intr_window(v, true);
+}
+
+void exit_inject_interrupts(struct vcpu *v)
+{
+	inject_interrupts(v);
+	/* what the TPR holds back now: lowering it must bring an exit where
+	 * the guest can do that without one (VT-x's TPR shadow) */
+	vendor_tpr_watch(v);
 }
 
 int exit_raise_test_irq(struct vcpu *v, uint8_t vector)

@@ -141,7 +141,7 @@ static void apic_bus_send(void *ctx, struct lapic *from, const struct apic_msg *
 			continue;
 		if (m->delivery_mode != LAPIC_DM_LOWEST)
 			apic_deliver(t, from, m);
-		else if (!lowest || (t->lapic.tpr & 0xf0) < (lowest->lapic.tpr & 0xf0))
+		else if (!lowest || (lapic_tpr(&t->lapic) & 0xf0) < (lapic_tpr(&lowest->lapic) & 0xf0))
 			lowest = t;
 	}
 	if (lowest)
@@ -178,8 +178,10 @@ static int lapic_msr_handler(struct vcpu *v, uint32_t msr, uint64_t *val, bool i
 {
 	if (lapic_msr(&v->lapic, msr, val, is_write) == LAPIC_GP)
 		return -1;
-	if (is_write && msr == MSR_APIC_BASE)
+	if (is_write && msr == MSR_APIC_BASE) {
 		exit_cpuid_apic_changed(v);   /* CPUID.1:EDX.APIC follows the enable */
+		v->pending |= VCPU_PENDING_RECHECK;   /* a disable cleared IRR and TPR */
+	}
 	if (is_write && (lapic_irr_nonempty(&v->lapic) || platform_nmi_pending(v)))
 		v->pending |= VCPU_PENDING_RECHECK;
 	return 0;
@@ -460,7 +462,7 @@ static void dump_interrupt_state(struct vm *vm)
 	kprintf("lightpath: vm%u: ioapic lines 0x%x, uart ier 0x%x rx %u irq %u, ioapic pin4 0x%lx, "
 		"lapic irr %s isr 0x%x tpr 0x%x, pending vector %d, %s\n", vm->id, pc->ioapic.lines,
 		pc->uart.ier, pc->uart.rx_count, pc->uart.irq_level, pc->ioapic.rte[4],
-		lapic_irr_nonempty(&v->lapic) ? "set" : "empty", highest_isr, v->lapic.tpr, pending,
+		lapic_irr_nonempty(&v->lapic) ? "set" : "empty", highest_isr, lapic_tpr(&v->lapic), pending,
 		vendor_interrupt_state(v));
 	/* the timers: a guest that waits for one that never comes shows it here */
 	const struct lapic *a = &v->lapic;

@@ -148,6 +148,10 @@ struct npf_info {
  *   void vendor_inject_intr(v, vector)
  *   void vendor_intr_window(v, bool want)          exit when IF opens, or not
  *   bool vendor_intr_window_requested(v)
+ *   void vendor_tpr_watch(v)       after each delivery decision: an exit when
+ *                                   the guest lowers its TPR below what IRR
+ *                                   holds back, where a TPR change makes none
+ *                                   (VT-x's TPR shadow; SVM: CR8 exits, nothing)
  *   void vendor_clear_interrupt_shadow(v)
  *   bool vendor_nmi_blocked(v)      the guest's last NMI handler has not
  *                                   returned (IRET) yet

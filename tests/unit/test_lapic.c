@@ -160,6 +160,39 @@ static void test_tpr_ppr_priority(void **state)
 	assert_int_equal(neoi, 0);           /* all edge: no EOI broadcast */
 }
 
+/* VT-x's TPR shadow: the TPR moves to VTPR on the virtual-APIC page, where
+ * the CPU's MOV to CR8 writes it; the APIC's reads, writes, priorities and
+ * reset use it there, and the TPR threshold is the class it holds back. */
+static void test_tpr_moved_and_blocked_class(void **state)
+{
+	(void)state;
+	static uint32_t vapic[1024];
+	enable();
+	mw(LAPIC_TPR, 0x20);
+	lapic_tpr_move(&apic, &vapic[LAPIC_TPR / 4]);
+	assert_int_equal(vapic[LAPIC_TPR / 4], 0x20);
+	assert_int_equal(lapic_tpr_blocked_class(&apic), 0);   /* IRR empty */
+	lapic_accept(&apic, 0x45, false);
+	assert_int_equal(lapic_tpr_blocked_class(&apic), 0);   /* deliverable */
+	vapic[LAPIC_TPR / 4] = 0x50;   /* the guest's MOV to CR8 (5) */
+	assert_int_equal(mr(LAPIC_TPR), 0x50);
+	assert_int_equal(mr(LAPIC_PPR), 0x50);
+	assert_int_equal(lapic_highest_pending(&apic), -1);
+	assert_int_equal(lapic_tpr_blocked_class(&apic), 4);
+	vapic[LAPIC_TPR / 4] = 0x40;   /* same class: still held back */
+	assert_int_equal(lapic_tpr_blocked_class(&apic), 4);
+	mw(LAPIC_TPR, 0x30);
+	assert_int_equal(vapic[LAPIC_TPR / 4], 0x30);
+	assert_int_equal(lapic_tpr_blocked_class(&apic), 0);
+	assert_int_equal(lapic_highest_pending(&apic), 0x45);
+	vapic[LAPIC_TPR / 4] = 0xf0;
+	uint64_t base;
+	assert_int_equal(msr_r(MSR_APIC_BASE, &base), 0);
+	assert_int_equal(msr_w(MSR_APIC_BASE, base & ~APIC_BASE_EN), 0);   /* reset */
+	assert_int_equal(vapic[LAPIC_TPR / 4], 0);
+	assert_int_equal(lapic_tpr_blocked_class(&apic), 0);
+}
+
 static void test_level_eoi_hook(void **state)
 {
 	(void)state;
@@ -625,6 +658,7 @@ int main(void)
 		cmocka_unit_test_setup(test_reset_state, setup),
 		cmocka_unit_test_setup(test_firmware_state, setup),
 		cmocka_unit_test_setup(test_tpr_ppr_priority, setup),
+		cmocka_unit_test_setup(test_tpr_moved_and_blocked_class, setup),
 		cmocka_unit_test_setup(test_level_eoi_hook, setup),
 		cmocka_unit_test_setup(test_illegal_vector_and_esr, setup),
 		cmocka_unit_test_setup(test_xapic_ipis, setup),

@@ -235,6 +235,12 @@ static inline bool vendor_intr_window_requested(struct vcpu *v)
 	return v->arch.vmcb.int_ctl & SVM_INT_CTL_V_IRQ;
 }
 
+/* Every change of the TPR exits (CR8 and the APIC's TPR are emulated). */
+static inline void vendor_tpr_watch(struct vcpu *v)
+{
+	(void)v;
+}
+
 static inline void vendor_clear_interrupt_shadow(struct vcpu *v)
 {
 	v->arch.vmcb.int_state &= ~SVM_INT_STATE_SHADOW;

@@ -199,6 +199,22 @@ static inline bool vendor_intr_window_requested(struct vcpu *v)
 	return v->arch.proc & PROC_INTR_WINDOW_EXITING;
 }
 
+/* With the TPR shadow a MOV to CR8 changes VTPR without an exit; the CPU
+ * exits (TPR below threshold) when VTPR[7:4] drops below the threshold: the
+ * class of the interrupt the TPR holds back, or 0. The threshold never
+ * exceeds VTPR[7:4] (lapic_tpr_blocked_class reads it), which VM entry
+ * requires. */
+static inline void vendor_tpr_watch(struct vcpu *v)
+{
+	if (!v->arch.tpr_shadow)
+		return;
+	uint32_t threshold = lapic_tpr_blocked_class(&v->lapic);
+	if (threshold != v->arch.tpr_threshold) {
+		v->arch.tpr_threshold = threshold;
+		vmwrite(VMCS_TPR_THRESHOLD, threshold);
+	}
+}
+
 /* NMIs: the guest's interruptibility state holds its NMI blocking (virtual
  * NMIs: the CPU sets it when it delivers one and clears it at the IRET). */
 static inline bool vendor_nmi_blocked(struct vcpu *v)

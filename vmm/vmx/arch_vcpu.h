@@ -13,12 +13,17 @@
 
 struct vcpu_arch {
 	uint8_t vmcs[4096] __attribute__((aligned(4096)));
+	/* the virtual-APIC page (TPR shadow): only VTPR at 0x80 is used, the
+	 * local APIC's TPR itself (lapic_tpr_move) */
+	uint8_t vapic[4096] __attribute__((aligned(4096)));
 	uint8_t launched;        /* VMLAUNCH done: the stub uses VMRESUME */
 	uint8_t entry_failed;    /* VMLAUNCH/VMRESUME fell through (VMfail) */
 	bool smsr_in_cpu;        /* msr=lazy: the guest's syscall MSRs are in the CPU */
 	uint32_t proc;           /* primary processor-based controls as written */
 	uint64_t guest_dr6;      /* DR6 is not in the VMCS: switched with DR0-3 */
 	bool vnmi;               /* virtual NMIs and NMI-window exiting are on */
+	bool tpr_shadow;         /* CR8 reaches VTPR in vapic without an exit */
+	uint32_t tpr_threshold;  /* as written (vendor_tpr_watch) */
 };
 
 #endif

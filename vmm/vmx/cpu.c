@@ -9,6 +9,7 @@
 #include "core/percpu.h"
 #include "core/pmem.h"
 #include "core/tsc.h"
+#include "lib/printf.h"
 #include "vmm/spec_ctrl.h"
 #include "vmm/state_switch.h"
 #include "vmm/vendor.h"
@@ -102,7 +103,6 @@ static int vmx_fail(const char *what)
 
 int vendor_cpu_init(const struct lp_options *opt)
 {
-	(void)opt;
 	uint32_t r[4];
 	cpuid(1, 0, r);
 	if (!cpu_is_intel() || !(r[2] & (1u << 5)))
@@ -138,11 +138,14 @@ int vendor_cpu_init(const struct lp_options *opt)
 	if (!(c->pin.may & PIN_EXT_INTR_EXITING))
 		return vmx_fail("this CPU's VMX has no external-interrupt exiting");
 	uint32_t need_proc = PROC_HLT_EXITING | PROC_USE_IO_BITMAPS | PROC_USE_MSR_BITMAPS |
-			     PROC_MOV_DR_EXITING | PROC_INTR_WINDOW_EXITING | PROC_CR8_LOAD_EXITING |
-			     PROC_CR8_STORE_EXITING;
+			     PROC_MOV_DR_EXITING | PROC_INTR_WINDOW_EXITING;
 	if ((c->proc.may & need_proc) != need_proc)
-		return vmx_fail("this CPU's VMX lacks HLT exiting, I/O or MSR bitmaps, MOV-DR exiting, "
-				"interrupt-window exiting or CR8 exiting");
+		return vmx_fail("this CPU's VMX lacks HLT exiting, I/O or MSR bitmaps, MOV-DR exiting "
+				"or interrupt-window exiting");
+	c->tpr_shadow = c->proc.may & PROC_USE_TPR_SHADOW;
+	if (!c->tpr_shadow && (c->proc.may & VMX_PROC_CR8_EXITS) != VMX_PROC_CR8_EXITS)
+		return vmx_fail("this CPU's VMX has neither a TPR shadow nor CR8 exiting (a guest's "
+				"MOV to CR8 would reach the CPU's own TPR)");
 	uint32_t need_exit = EXIT_HOST_ADDR_SPACE_SIZE | EXIT_SAVE_EFER | EXIT_LOAD_EFER;
 	uint32_t need_entry = ENTRY_IA32E_MODE_GUEST | ENTRY_LOAD_EFER;
 	if ((c->exit.may & need_exit) != need_exit || (c->entry.may & need_entry) != need_entry)
@@ -151,8 +154,7 @@ int vendor_cpu_init(const struct lp_options *opt)
 		return vmx_fail("this CPU's VMX forces CR3/INVLPG exiting (no true controls)");
 	if ((c->proc.may & VMX_PROC_GUEST_INSN_EXITS) != VMX_PROC_GUEST_INSN_EXITS ||
 	    !(c->proc2.may & PROC2_WBINVD_EXITING))
-		return vmx_fail("this CPU's VMX cannot intercept MONITOR, MWAIT, RDPMC, MOV CR8 or "
-				"WBINVD");
+		return vmx_fail("this CPU's VMX cannot intercept MONITOR, MWAIT, RDPMC or WBINVD");
 	c->vpid = (c->proc2.may & PROC2_ENABLE_VPID) &&
 		  (c->ept_vpid & (VPID_CAP_INVVPID | VPID_CAP_INVVPID_ALL)) ==
 			  (VPID_CAP_INVVPID | VPID_CAP_INVVPID_ALL);
@@ -175,11 +177,24 @@ int vendor_cpu_init(const struct lp_options *opt)
 	const char *why_not = vendor_cpu_virt_on(this_cpu());
 	if (why_not)
 		return vmx_fail(why_not);
-	kprintf("lightpath: Intel VMX with EPT and unrestricted guest%s; next RIP from the "
+	/* the APIC virtualization beyond the TPR shadow would make the CPU own
+	 * IRR and ISR (docs/VMX.md): said when the CPU has it, not used */
+	char unused[96];
+	snprintf(unused, sizeof(unused), "%s%s%s%s",
+		 (c->proc2.may & PROC2_VIRTUALIZE_APIC_ACCESS) ? ", APIC-access page" : "",
+		 (c->proc2.may & PROC2_APIC_REGISTER_VIRT) ? ", APIC-register virtualization" : "",
+		 (c->proc2.may & PROC2_VIRTUAL_INTR_DELIVERY) ? ", virtual-interrupt delivery" : "",
+		 (c->pin.may & PIN_POSTED_INTERRUPTS) ? ", posted interrupts" : "");
+	kprintf("lightpath: Intel VMX with EPT and unrestricted guest%s%s; next RIP from the "
 		"VM-exit instruction length; %u PMU counters; %s; svm.vmload has no VMX meaning "
-		"and is ignored\n", c->vpid ? ", VPID" : "", c->pmu_counters,
+		"and is ignored\n", c->vpid ? ", VPID" : "",
+		!c->tpr_shadow ? ", CR8 exiting (no TPR shadow)"
+		: opt->vmx_tpr_shadow ? ", TPR shadow" : ", CR8 exiting (vmx.tpr=exit)",
+		c->pmu_counters,
 		c->watchdog_ticks ? "a VMX-preemption-timer watchdog every " STR(WATCHDOG_MS) " ms"
 				  : "no VMX-preemption timer (no watchdog)");
+	if (unused[0])
+		kprintf("lightpath: VMX APIC virtualization offered, not used: %s\n", unused + 2);
 	return 0;
 }
 

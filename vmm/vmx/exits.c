@@ -203,6 +203,14 @@ static void vmx_heavy_exception(struct vcpu *v)
 	heavy_host_intr(v);
 }
 
+/* The guest lowered VTPR (MOV to CR8, TPR shadow) below the class of an
+ * interrupt the TPR held back (vendor_tpr_watch): trap-like, the MOV is
+ * done; deliver it. */
+static void vmx_heavy_tpr_below(struct vcpu *v)
+{
+	v->pending |= VCPU_PENDING_RECHECK;
+}
+
 /* Every exit the VMCS's controls enable, in exit-reason order. */
 const struct exit_row vendor_exit_table[] = {
 	EXIT_ROW(VMX_EXIT_EXCEPTION_NMI, VMX_EXIT_EXCEPTION_NMI, LP_EXIT_EXCEPTION, LIGHT_NONE,
@@ -229,6 +237,8 @@ const struct exit_row vendor_exit_table[] = {
 	EXIT_WRMSR(VMX_EXIT_WRMSR),
 	EXIT_NOT_OFFERED(VMX_EXIT_MWAIT, VMX_EXIT_MWAIT),
 	EXIT_NOT_OFFERED(VMX_EXIT_MONITOR, VMX_EXIT_MONITOR),
+	EXIT_ROW(VMX_EXIT_TPR_BELOW_THRESHOLD, VMX_EXIT_TPR_BELOW_THRESHOLD, LP_EXIT_VINTR,
+		 LIGHT_NONE, vmx_heavy_tpr_below),
 	EXIT_NESTED_FAULT(VMX_EXIT_EPT_VIOLATION),
 	EXIT_ROW(VMX_EXIT_EPT_MISCONFIG, VMX_EXIT_EPT_MISCONFIG, LP_EXIT_NPF, LIGHT_NONE,
 		 vmx_heavy_ept_misconfig),

@@ -125,7 +125,9 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 		vm_fault(vm, "VMCLEAR of the VMCS at 0x%lx failed", vmcs_pa);
 		return;
 	}
+	uint32_t tpr = lapic_tpr(&v->lapic);   /* (it may live in arch.vapic) */
 	memset(&v->arch, 0, sizeof(v->arch));
+	*v->lapic.tpr = tpr;
 	*(uint32_t *)v->arch.vmcs = (uint32_t)c->basic & 0x7fffffffu;
 	if (!vmclear(vmcs_pa) || !vmptrld(vmcs_pa)) {
 		vm_fault(vm, "VMCLEAR/VMPTRLD of the VMCS at 0x%lx failed", vmcs_pa);
@@ -147,13 +149,22 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 					       (watchdog ? PIN_PREEMPTION_TIMER : 0)));
 	if (watchdog)   /* counts on across exits (saved), re-armed when it fires */
 		vmcs_set(VMCS_PREEMPTION_TIMER, c->watchdog_ticks);
-	/* CR8 is the emulated local APIC's TPR: without CR8 exiting (or a TPR
-	 * shadow) a guest's MOV CR8 would reach the CPU's own TPR */
+	/* CR8 is the emulated local APIC's TPR: without CR8 exiting or a TPR
+	 * shadow a guest's MOV CR8 would reach the CPU's own TPR. With the
+	 * shadow the APIC's TPR is VTPR (lapic_tpr_move), which CR8 reads and
+	 * writes without an exit (vendor_tpr_watch: the exit it needs). */
+	v->arch.tpr_shadow = c->tpr_shadow && o->vmx_tpr_shadow;
+	if (v->arch.tpr_shadow) {
+		lapic_tpr_move(&v->lapic, (uint32_t *)(v->arch.vapic + LAPIC_TPR));
+		vmcs_set(VMCS_VIRTUAL_APIC_PAGE, (uint64_t)(uintptr_t)v->arch.vapic);
+		vmcs_set(VMCS_TPR_THRESHOLD, 0);
+	}
 	/* TSC offsetting: the guest's IA32_TSC writes (vmm/exit_msr.c) and the
 	 * VM's clock (vmm/guest_clock.h) */
 	uint32_t proc = PROC_HLT_EXITING | PROC_USE_IO_BITMAPS | PROC_USE_MSR_BITMAPS |
 			PROC_USE_TSC_OFFSETTING |
 			PROC_SECONDARY_CONTROLS | (o->dr_lazy ? PROC_MOV_DR_EXITING : 0) |
+			(v->arch.tpr_shadow ? PROC_USE_TPR_SHADOW : VMX_PROC_CR8_EXITS) |
 			VMX_PROC_GUEST_INSN_EXITS;   /* docs/SECURITY.md: what a guest can execute */
 	v->arch.proc = ctl_adjust(c->proc, proc);
 	if (!o->dr_lazy && (v->arch.proc & PROC_MOV_DR_EXITING))

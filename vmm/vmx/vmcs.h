@@ -68,6 +68,7 @@
 #define VMCS_EXIT_MSR_LOAD_ADDR      0x2008u
 #define VMCS_ENTRY_MSR_LOAD_ADDR     0x200au
 #define VMCS_TSC_OFFSET              0x2010u
+#define VMCS_VIRTUAL_APIC_PAGE       0x2012u
 #define VMCS_EPT_POINTER             0x201au
 #define VMCS_GUEST_PHYS_ADDR         0x2400u
 #define VMCS_LINK_POINTER            0x2800u
@@ -174,6 +175,7 @@
 #define PIN_NMI_EXITING              (1u << 3)
 #define PIN_VIRTUAL_NMIS             (1u << 5)
 #define PIN_PREEMPTION_TIMER         (1u << 6)
+#define PIN_POSTED_INTERRUPTS        (1u << 7)
 /* ---- primary processor-based controls ---- */
 #define PROC_INTR_WINDOW_EXITING     (1u << 2)
 #define PROC_USE_TSC_OFFSETTING      (1u << 3)
@@ -186,6 +188,7 @@
 #define PROC_CR3_STORE_EXITING       (1u << 16)
 #define PROC_CR8_LOAD_EXITING        (1u << 19)
 #define PROC_CR8_STORE_EXITING       (1u << 20)
+#define PROC_USE_TPR_SHADOW          (1u << 21)
 #define PROC_NMI_WINDOW_EXITING      (1u << 22)
 #define PROC_MOV_DR_EXITING          (1u << 23)
 #define PROC_UNCOND_IO_EXITING       (1u << 24)
@@ -194,17 +197,21 @@
 #define PROC_MONITOR_EXITING         (1u << 29)
 #define PROC_SECONDARY_CONTROLS      (1u << 31)
 /* The instructions that would reach the physical CPU (docs/SECURITY.md):
- * MONITOR/MWAIT (#UD), RDPMC (#GP), MOV to/from CR8 (the physical TPR
- * without a TPR shadow: emulated on the VM's local APIC) */
+ * MONITOR/MWAIT (#UD), RDPMC (#GP) */
 #define VMX_PROC_GUEST_INSN_EXITS    (PROC_MWAIT_EXITING | PROC_MONITOR_EXITING | \
-				      PROC_RDPMC_EXITING | PROC_CR8_LOAD_EXITING | \
-				      PROC_CR8_STORE_EXITING)
+				      PROC_RDPMC_EXITING)
+/* MOV to/from CR8 reaches the physical TPR unless it exits (then it is
+ * emulated on the VM's local APIC) or the TPR shadow takes it */
+#define VMX_PROC_CR8_EXITS           (PROC_CR8_LOAD_EXITING | PROC_CR8_STORE_EXITING)
 /* ---- secondary processor-based controls ---- */
+#define PROC2_VIRTUALIZE_APIC_ACCESS (1u << 0)
 #define PROC2_ENABLE_EPT             (1u << 1)
 #define PROC2_ENABLE_RDTSCP          (1u << 3)
 #define PROC2_ENABLE_VPID            (1u << 5)
 #define PROC2_WBINVD_EXITING         (1u << 6)
 #define PROC2_UNRESTRICTED_GUEST     (1u << 7)
+#define PROC2_APIC_REGISTER_VIRT     (1u << 8)
+#define PROC2_VIRTUAL_INTR_DELIVERY  (1u << 9)
 #define PROC2_ENABLE_INVPCID         (1u << 12)
 #define PROC2_ENABLE_XSAVES          (1u << 20)
 /* ---- VM-exit controls ---- */
@@ -261,6 +268,7 @@
 #define VMX_EXIT_MONITOR             39
 #define VMX_EXIT_PAUSE               40
 #define VMX_EXIT_MACHINE_CHECK       41
+#define VMX_EXIT_TPR_BELOW_THRESHOLD 43
 #define VMX_EXIT_EPT_VIOLATION       48
 #define VMX_EXIT_EPT_MISCONFIG       49
 #define VMX_EXIT_INVEPT              50

@@ -20,6 +20,7 @@ struct vmx_caps {
 	struct vmx_ctl_cap pin, proc, proc2, exit, entry;
 	uint64_t cr0_fixed0, cr0_fixed1, cr4_fixed0, cr4_fixed1;
 	bool vpid;
+	bool tpr_shadow;         /* "use TPR shadow" may be set */
 	unsigned pmu_counters;   /* general-purpose counters switched (CPUID 0xA), at most 4 */
 	uint32_t watchdog_ticks; /* VMX-preemption timer value for WATCHDOG_MS, 0: no timer */
 };

@@ -27,6 +27,7 @@ static const struct { uint32_t enc; const char *name; } fields[] = {
 	F(VMCS_EXIT_MSR_LOAD_ADDR),
 	F(VMCS_ENTRY_MSR_LOAD_ADDR),
 	F(VMCS_TSC_OFFSET),
+	F(VMCS_VIRTUAL_APIC_PAGE),
 	F(VMCS_EPT_POINTER),
 	F(VMCS_GUEST_PHYS_ADDR),
 	F(VMCS_LINK_POINTER),

@@ -15,6 +15,8 @@ import itest
 import vmx_tests as vmx
 
 GUEST = "tpr64"
+# CR8 accesses tpr64 makes at least (its storm alone has more)
+CR8_OPS = 100
 TAP_LINE = re.compile(r"^\[vm0\] (not )?ok \d+ ")
 
 
@@ -45,12 +47,39 @@ def t_qemu(switches):
     return run
 
 
-def t_vmx(switches):
+# How lightpath's VT-x banner names the way CR8 goes (vmm/vmx/cpu.c).
+CR8_WAY = {"": "TPR shadow", "vmx.tpr=exit": r"CR8 exiting \(vmx.tpr=exit\)"}
+
+
+def cr8_exits(b):
+    """vm0's 'other' exits: on VT-x the CR accesses (CR8's among them)."""
+    rows, _ = itest.lpguest.exit_stats(b.text, 0)
+    itest.check(rows, "no exit statistics for vm0")
+    return rows.get("other", (0,))[0]
+
+
+def t_vmx(switches, cr8=""):
+    """With the TPR shadow (the default where the CPU has one) the guest's
+    MOV to and from CR8 reach VTPR without an exit, and lowering it below
+    an interrupt it held back exits (TPR below threshold) to deliver it;
+    with vmx.tpr=exit (the fallback for a CPU without the shadow) every CR8
+    access exits. tpr64 passes either way."""
     def run():
-        label = "hostile-tpr" + ("-" + itest.HOSTILE_SWITCHES[0] if switches else "")
+        label = "hostile-tpr" + ("-" + itest.HOSTILE_SWITCHES[0] if switches else "") + \
+            ("-cr8-exits" if cr8 else "")
         healthy = itest.healthy(bochs=True, wide=True)
-        b = vmx.BochsBoot(label, [itest.guest(GUEST), healthy[0]], append=switches)
+        b = vmx.BochsBoot(label, [itest.guest(GUEST), healthy[0]],
+                          append=(switches + " " + cr8).strip())
+        b.expect(r"^lightpath: Intel VMX with EPT .*, %s;" % CR8_WAY[cr8],
+                 "the VT-x banner naming how CR8 is handled (%s)" % CR8_WAY[cr8])
         expect_tpr_then_healthy(b, GUEST + ".elf", healthy)
+        n = cr8_exits(b)
+        if cr8:
+            itest.check(n >= CR8_OPS, "vmx.tpr=exit: %d 'other' exits, expected at least %d "
+                        "(one per CR8 access)" % (n, CR8_OPS))
+        else:
+            itest.check(n < CR8_OPS, "TPR shadow: %d 'other' exits, expected fewer than %d "
+                        "(CR8 accesses should not exit)" % (n, CR8_OPS))
         return b
     return run
 
@@ -87,6 +116,7 @@ def qemu_tests():
 def vmx_tests():
     return [(1, "vmx-hostile-tpr", t_vmx("")),
             (1, "vmx-hostile-tpr-" + itest.HOSTILE_SWITCHES[0], t_vmx(itest.HOSTILE_SWITCHES[1])),
+            (1, "vmx-hostile-tpr-cr8-exits", t_vmx("", "vmx.tpr=exit")),
             (1, "vmx-hostile-tpr-cr8-spin", t_vmx_cr8_spin("")),
             (1, "vmx-hostile-tpr-cr8-spin-" + itest.HOSTILE_SWITCHES[0],
              t_vmx_cr8_spin(itest.HOSTILE_SWITCHES[1]))]

@@ -18,6 +18,7 @@ enum option_kind {
 	OPT_MIB,     /* an unsigned MiB count in MEM_MB_MIN..MEM_MB_MAX */
 	OPT_SECONDS, /* whole seconds, 0..OPTIONS_VM_TIMEOUT_MAX_S */
 	OPT_CPUS,    /* a CPU count, 1..OPTIONS_CPUS_MAX */
+	OPT_STATS,   /* stats=: the table, and what is measured beside it */
 };
 
 struct option_desc {
@@ -42,7 +43,7 @@ static const struct option_desc option_table[] = {
 	SWITCH("unclaimed", unclaimed_pc, "pc", "stop"),
 	SWITCH("clock", clock_poll, "poll", "host"),
 	{ "mem", OPT_MIB, offsetof(struct lp_options, mem_mb), NULL, NULL },
-	SWITCH("stats", stats, "on", "off"),
+	{ "stats", OPT_STATS, offsetof(struct lp_options, stats), NULL, NULL },
 	{ "vm.timeout", OPT_SECONDS, offsetof(struct lp_options, vm_timeout_s), NULL, NULL },
 	{ "cpus", OPT_CPUS, offsetof(struct lp_options, cpus), NULL, NULL },
 };
@@ -63,6 +64,8 @@ void options_defaults(struct lp_options *opt)
 	opt->clock_poll = true;
 	opt->mem_mb = MEM_MB_DEFAULT;
 	opt->stats = true;
+	opt->stats_cost = false;
+	opt->stats_sites = false;
 	opt->vm_timeout_s = 0;
 	opt->cpus = 0;
 }
@@ -149,6 +152,9 @@ static void set_bad_value(char *err, size_t errlen,
 	else if (d->kind == OPT_CPUS)
 		snprintf(err, errlen, "bad value '%s' for %s= (use 1..%u: the most host CPUs to "
 			 "start, the boot CPU included)", q, d->key, OPTIONS_CPUS_MAX);
+	else if (d->kind == OPT_STATS)
+		snprintf(err, errlen, "bad value '%s' for %s= (use on, off, cost, sites or all)", q,
+			 d->key);
 	else if (d->kind == OPT_SECONDS)
 		snprintf(err, errlen, "bad value '%s' for %s= (use whole seconds 0..%u; 0 = no limit)",
 			 q, d->key, OPTIONS_VM_TIMEOUT_MAX_S);
@@ -210,6 +216,25 @@ static bool parse_cpus(const char *s, size_t n, unsigned *out)
 	return true;
 }
 
+/* on: the exit table; cost, sites: the table and that measurement (all:
+ * both); off: nothing. */
+static bool parse_stats(struct lp_options *opt, const char *s, size_t n)
+{
+	static const struct { const char *word; bool table, cost, sites; } values[] = {
+		{ "on", true, false, false },  { "off", false, false, false },
+		{ "cost", true, true, false }, { "sites", true, false, true },
+		{ "all", true, true, true },
+	};
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++)
+		if (word_is(s, n, values[i].word)) {
+			opt->stats = values[i].table;
+			opt->stats_cost = values[i].cost;
+			opt->stats_sites = values[i].sites;
+			return true;
+		}
+	return false;
+}
+
 static int apply_word(struct lp_options *opt, const char *w, size_t n,
 		      char *err, size_t errlen)
 {
@@ -239,6 +264,9 @@ static int apply_word(struct lp_options *opt, const char *w, size_t n,
 			else if (word_is(val, vallen, d->off_word))
 				*(bool *)field = false;
 			else
+				goto bad_value;
+		} else if (d->kind == OPT_STATS) {
+			if (!parse_stats(opt, val, vallen))
 				goto bad_value;
 		} else if (d->kind == OPT_CPUS) {
 			unsigned n;

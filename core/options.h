@@ -21,7 +21,9 @@ struct lp_options {
 	bool clock_poll;   /* clock=poll|host: guest time while polling (vmm/guest_clock.h) */
 	bool unclaimed_pc; /* unclaimed=pc|stop: guest-physical addresses nobody claims */
 	unsigned mem_mb;   /* mem=N: guest RAM per VM in MiB (4..1024), default 64 */
-	bool stats;        /* stats=on|off: print the exit table when a VM ends */
+	bool stats;        /* stats=on|off|cost|sites|all: print the exit table when a VM ends */
+	bool stats_cost;   /* stats=cost|all: per exit reason, the TSC ticks each exit took */
+	bool stats_sites;  /* stats=sites|all: per exit reason, the guest RIPs exiting most */
 	unsigned vm_timeout_s; /* vm.timeout=SECONDS: each VM's time limit, 0 = none (default) */
 	unsigned cpus;     /* cpus=N: start at most N host CPUs, the boot CPU included; 0 = all */
 };

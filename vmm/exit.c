@@ -3,6 +3,7 @@
 #include "core/console.h"
 #include "core/cpu.h"
 #include "lib/printf.h"
+#include "vmm/exit_cost.h"
 #include "vmm/vcpu_exit.h"
 
 /* LP_HC_TIMER expiry: the vector becomes a pending virtual interrupt. */
@@ -84,6 +85,11 @@ static const char *const reason_names[LP_EXIT_COUNT] = {
 	[LP_EXIT_OTHER] = "other",          [LP_EXIT_RDTSC] = "rdtsc",
 };
 
+const char *exit_reason_name(unsigned reason)
+{
+	return reason < LP_EXIT_COUNT ? reason_names[reason] : "?";
+}
+
 /* share in tenths of a percent, printed as "45.1%" */
 static void print_share(char *buf, unsigned len, uint64_t part, uint64_t whole)
 {
@@ -150,4 +156,5 @@ void exit_print_stats(struct vm *vm)
 			"sent %lu)\n", i, t, share, v->ipis.sent, v->ipis.received, v->ipis.sent_light);
 	}
 	guest_clock_print_stats(vm);
+	exit_cost_print(vm);
 }

@@ -176,5 +176,7 @@ int exit_rdpmc(struct vcpu *v, uint64_t *val);
 /* Prints the VM's exit statistics table (all its vCPUs together), and with
  * several vCPUs a line per vCPU with its IPIs. */
 void exit_print_stats(struct vm *vm);
+/* An LP_EXIT_* reason's name in the statistics ("cpuid"). */
+const char *exit_reason_name(unsigned reason);
 
 #endif

@@ -6,6 +6,7 @@
 #include "core/cpu.h"
 #include "include/lightpath/abi.h"
 #include "vmm/code_cache.h"
+#include "vmm/exit_cost.h"
 #include "vmm/spec_ctrl.h"
 #include "vmm/exit.h"
 #include "vmm/state_switch.h"
@@ -518,14 +519,22 @@ static enum light_kind light_kind_smp(enum light_kind k)
 	}
 }
 
-light_handler_fn *exit_light_handler(const struct vcpu *v, unsigned sw, const struct exit_row *r)
+light_handler_fn *exit_light_handler_real(const struct vcpu *v, unsigned sw,
+					   const struct exit_row *r)
 {
 	enum light_kind k = r ? (enum light_kind)r->light : LIGHT_NONE;
 	return light_handlers[sw][v->vm->nr_vcpus > 1 ? light_kind_smp(k) : k];
 }
 
+light_handler_fn *exit_light_handler(const struct vcpu *v, unsigned sw, const struct exit_row *r)
+{
+	return v->cost ? exit_cost_light : exit_light_handler_real(v, sw, r);
+}
+
 void exit_light_table_fill(struct vcpu *v, unsigned sw)
 {
+	if (v->cost)
+		v->cost->sw = sw;   /* the handlers exit_cost_light measures */
 	for (unsigned c = 0; c < VENDOR_EXIT_CODES; c++)
 		v->light_table[c] = exit_light_handler(v, sw, c < VENDOR_EXIT_CODES - 1 ?
 						       exit_row_of(c) : 0);

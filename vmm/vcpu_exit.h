@@ -90,8 +90,11 @@ unsigned exit_switch_set(const struct lp_options *o);
 /* Points v->light_table at the handlers of switch set `sw`. */
 void exit_light_table_fill(struct vcpu *v, unsigned sw);
 /* The light handler of switch set `sw` for exit-table row r (0: none) as
- * this vCPU's VM takes it (several vCPUs: fewer light kinds). */
+ * this vCPU's VM takes it (several vCPUs: fewer light kinds); a measuring
+ * vCPU (stats=cost|sites) gets exit_cost_light, which calls the real one. */
 light_handler_fn *exit_light_handler(const struct vcpu *v, unsigned sw, const struct exit_row *r);
+light_handler_fn *exit_light_handler_real(const struct vcpu *v, unsigned sw,
+					   const struct exit_row *r);
 
 /* An instruction lightpath skips for the guest: its plain encoding, for the
  * next-RIP check when the CPU does not report the length (SVM without NRIP),

@@ -14,6 +14,7 @@
 #include "lib/string.h"
 #include "vmm/cpu_state.h"
 #include "vmm/exit.h"
+#include "vmm/exit_cost.h"
 #include "vmm/firmware.h"
 #include "vmm/guest_clock.h"
 #include "vmm/spec_ctrl.h"
@@ -495,28 +496,46 @@ static inline __attribute__((always_inline)) void vcpu_guest_run(struct vcpu *v)
 	vcpu_state_leave(v);
 }
 
-/* vcpu_run: the outer (heavy) loop around the backend's light loop
- * (docs/EXITS.md), until the VM ends or an INIT resets the vCPU. */
-static void vcpu_run(struct vcpu *v)
+/* The outer (heavy) loop around the backend's light loop (docs/EXITS.md),
+ * until the VM ends or an INIT resets the vCPU; one copy per (smp, cost),
+ * so that a VM that does not measure has no instruction for it. */
+static inline __attribute__((always_inline)) void vcpu_loop(struct vcpu *v, const bool smp,
+							    const bool cost)
 {
 	struct vm *vm = v->vm;
-	bool smp = vm->nr_vcpus > 1;
-	this_cpu()->current = v;
-	vcpu_cpu_state_reset(v);   /* nothing the previous VM left in the CPU */
 	if (!smp) {   /* one vCPU: no lock, no INIT; the loop it always had */
 		while (!vm->ended) {
 			vcpu_guest_run(v);
 			exit_heavy(v);
+			if (cost)
+				exit_cost_heavy_done(v);
 		}
 	} else {
 		for (bool stop = false; !stop;) {
 			vcpu_guest_run(v);
 			vcpu_heavy_enter(v);
 			exit_heavy(v);
+			if (cost)
+				exit_cost_heavy_done(v);
 			stop = vm->ended || v->lapic.init_pending;
 			vm_unlock(vm);
 		}
 	}
+}
+
+static void vcpu_run(struct vcpu *v)
+{
+	bool smp = v->vm->nr_vcpus > 1, cost = v->cost && v->cost->cost;
+	this_cpu()->current = v;
+	vcpu_cpu_state_reset(v);   /* nothing the previous VM left in the CPU */
+	if (!smp && !cost)
+		vcpu_loop(v, false, false);
+	else if (!smp)
+		vcpu_loop(v, false, true);
+	else if (!cost)
+		vcpu_loop(v, true, false);
+	else
+		vcpu_loop(v, true, true);
 	this_cpu()->current = 0;
 }
 
@@ -655,8 +674,10 @@ static bool vcpus_alloc(struct vm *vm, const struct vm_spec *spec)
 
 static void vcpus_free(struct vm *vm)
 {
-	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+		exit_cost_free(vm->vcpus[i]);
 		pmem_free((uint64_t)(uintptr_t)vm->vcpus[i], sizeof(struct vcpu));
+	}
 }
 
 /* Posts every AP vCPU to its CPU; one that cannot be posted stops the VM. */
@@ -732,6 +753,13 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 		status = LP_STATUS_HV_ERROR;
 		goto out;
 	}
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		if (!exit_cost_alloc(vm->vcpus[i])) {
+			kprintf("lightpath: vm%u: not enough memory for stats=cost/sites (%lu MiB free)\n",
+				id, pmem_free_bytes() >> 20);
+			status = LP_STATUS_HV_ERROR;
+			goto out;
+		}
 	vm_msrs_init(vm);
 	exit_register_msrs(vm);
 	spec_register_msrs(vm);

@@ -81,6 +81,7 @@ enum syscall_msr { SMSR_STAR, SMSR_LSTAR, SMSR_CSTAR, SMSR_SFMASK, SMSR_KGS, SMS
 
 struct vm;
 struct vcpu;
+struct exit_cost;
 
 struct vcpu {
 	struct vcpu_arch arch;      /* first: the backend's page-aligned block */
@@ -134,6 +135,8 @@ struct vcpu {
 	bool started;
 	bool finished;
 	struct ipi_stats ipis;
+	/* stats=cost|sites|all: what is measured per exit (vmm/exit_cost.h) */
+	struct exit_cost *cost;
 };
 
 struct vm {

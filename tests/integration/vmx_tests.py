@@ -511,9 +511,22 @@ def t_cpu_refused(label, model, line):
     return run
 
 
+def t_stats_cost(label, kernel=None, cpu=None):
+    """stats=all on VT-x (or SVM with NRIP save): the cost and sites
+    sections as on QEMU (itest.check_stats_cost)."""
+    def run():
+        b = BochsBoot(label, [guest("stats")], append="stats=all", kernel=kernel, cpu=cpu)
+        itest.selftest_result(b, "stats")
+        itest.check_stats_cost(b, itest.GUESTS + "/stats.elf", 60)
+        return b
+    return run
+
+
 def all_tests():
     """[(phase, name, fn)]: phase 2 tests need phase 1's baselines."""
     t = []
+    t.append((1, "vmx-stats-cost", t_stats_cost("stats-cost")))
+    t.append((1, "nrip-stats-cost", t_stats_cost("nrip-stats-cost", kernel=SVM_IMAGE, cpu=NRIP_CPU)))
     for g in SELFTESTS:
         t.append((1, "vmx-selftest-" + g, t_selftest(g)))
     cfg, opts = itest.HOSTILE_SWITCHES

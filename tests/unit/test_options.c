@@ -29,6 +29,8 @@ static void assert_options_equal(const struct lp_options *a, const struct lp_opt
 	assert_int_equal(a->clock_poll, b->clock_poll);
 	assert_int_equal(a->mem_mb, b->mem_mb);
 	assert_int_equal(a->stats, b->stats);
+	assert_int_equal(a->stats_cost, b->stats_cost);
+	assert_int_equal(a->stats_sites, b->stats_sites);
 	assert_int_equal(a->vm_timeout_s, b->vm_timeout_s);
 	assert_int_equal(a->cpus, b->cpus);
 }
@@ -40,6 +42,24 @@ static int parse(struct lp_options *o, const char *cmdline)
 	memset(err, 'x', sizeof(err));
 	err[sizeof(err) - 1] = '\0';
 	return options_parse(o, cmdline, err, sizeof(err));
+}
+
+/* stats=: the table alone, nothing, or the table with what is measured. */
+static void test_stats_values(void **state)
+{
+	(void)state;
+	static const struct { const char *cmd; bool table, cost, sites; } cases[] = {
+		{ "stats=on", true, false, false },  { "stats=off", false, false, false },
+		{ "stats=cost", true, true, false }, { "stats=sites", true, false, true },
+		{ "stats=all", true, true, true },   { "stats=all stats=on", true, false, false },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct lp_options o;
+		assert_int_equal(parse(&o, cases[i].cmd), 0);
+		assert_int_equal(o.stats, cases[i].table);
+		assert_int_equal(o.stats_cost, cases[i].cost);
+		assert_int_equal(o.stats_sites, cases[i].sites);
+	}
 }
 
 static void test_defaults(void **state)
@@ -56,6 +76,8 @@ static void test_defaults(void **state)
 	assert_true(o.io_fast);
 	assert_int_equal(o.mem_mb, 64);
 	assert_true(o.stats);
+	assert_false(o.stats_cost);                    /* measuring is asked for */
+	assert_false(o.stats_sites);
 	assert_int_equal(o.vm_timeout_s, 0);           /* no time limit */
 	assert_int_equal(options_config_bits(&o), ALL_BITS);
 }
@@ -229,7 +251,8 @@ static void test_bad_values(void **state)
 	assert_true(parse(&o, "io=slow") < 0);
 	assert_string_equal(err, "bad value 'slow' for io= (use fast or emulate)");
 	assert_true(parse(&o, "stats=1") < 0);
-	assert_string_equal(err, "bad value '1' for stats= (use on or off)");
+	assert_string_equal(err, "bad value '1' for stats= (use on, off, cost, sites or all)");
+	assert_true(parse(&o, "stats=cost,sites") < 0);
 	assert_true(parse(&o, "light=on=off") < 0);
 	assert_string_equal(err, "bad value 'on=off' for light= (use on or off)");
 }
@@ -347,6 +370,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_stats_values),
 		cmocka_unit_test(test_empty_and_blank),
 		cmocka_unit_test(test_each_switch),
 		cmocka_unit_test(test_all_off),

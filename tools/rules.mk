@@ -28,10 +28,12 @@ linux-guest: deps
 
 # Linux boot to the shell under lightpath vs plain QEMU (3 runs each): exit
 # reasons, light share, wall-time ratio -> docs/BENCHMARKS.md (<!-- linux -->).
+# BACKEND=vmx: the VT-x image under Bochs, 1 run, no direct boot
+# (build/bench/linux-boot-vmx.json, <!-- linux-vmx -->).
 # A few minutes; not part of `make test`.
 linux-report: deps
 	@$(MAKE) --no-print-directory all linux-guest
-	@$(PYTHON) tools/linux-boot-report.py
+	@$(PYTHON) tools/linux-boot-report.py --backend $(BACKEND)
 
 .PHONY: run-bench linux-guest linux-report
 

@@ -39,6 +39,7 @@ struct exit_site {
 struct exit_cost {
 	bool cost, sites;        /* what stats= asked for */
 	unsigned sw;             /* the switch set of the handlers measured */
+	uint64_t t_start;        /* TSC when the measurement began (the VM's start) */
 	bool open;               /* an exit is on its way through the heavy path */
 	unsigned open_reason;
 	uint64_t open_t0;

@@ -1434,6 +1434,13 @@ def check_stats_cost(b, elf, hypercalls):
               "cost row %r: buckets %d..%d, min/max say %d..%d"
               % (l, min(hist), max(hist), lo.bit_length() - 1, hi.bit_length() - 1))
         cost[m.group(1)] = n
+    tot = [re.match(r"^  cost total: (\d+) ticks in exit handling of (\d+) since the VM started "
+                    r"\((\d+)\.(\d)%\)$", l) for l in lines]
+    tot = [m for m in tot if m]
+    check(len(tot) == 1, "no single 'cost total:' line")
+    spent, ran = int(tot[0].group(1)), int(tot[0].group(2))
+    check(0 < spent < ran and int(tot[0].group(3)) * 10 + int(tot[0].group(4)) == spent * 1000 // ran,
+          "cost total: %d of %d ticks, share printed %s.%s%%" % (spent, ran, tot[0].group(3), tot[0].group(4)))
     reasons = {k: v[0] for k, v in rows.items() if k != "total"}
     check(cost == reasons, "cost rows %r differ from the exit table %r" % (cost, reasons))
     funcs = elf_functions(elf)

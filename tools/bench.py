@@ -20,10 +20,16 @@ Bochs instead (tools/lp-bochs, `clock: sync=none`, where the guest TSC also
 counts executed instructions), without the SVM-only vmload-off config, and
 writes build/bench/exits-vmx.json and the VMX section of docs/BENCHMARKS.md
 (between <!-- vmx --> markers; the rest of the file is left alone).
+
+Each backend also draws its flat 32-bit table with matplotlib (draw()) as
+docs/img/bench-qemu.svg, bench-vmx.svg or bench-nrip.svg, linked from its
+section of docs/BENCHMARKS.md; without matplotlib it says so and writes the
+rest. --no-docs writes neither.
 """
 
 import argparse
 import datetime
+import io
 import json
 import os
 import re
@@ -95,6 +101,12 @@ CPU = "EPYC,+svm"
 ANALYSIS_BEGIN = "<!-- analysis -->"
 ANALYSIS_END = "<!-- /analysis -->"
 
+# The pictures (draw()): one per backend, linked from BENCHMARKS.md as img/NAME.
+IMG_DIR = os.path.join(ROOT, "docs", "img")
+QEMU_IMG = "bench-qemu.svg"
+QEMU_XLABEL = "instructions per exit (QEMU -icount)"
+BOCHS_XLABEL = "instructions per exit (Bochs, TSC counts instructions)"
+
 # Intel VT-x under Bochs: svm.vmload has no VMX meaning (the VMX backend
 # ignores it), so its config is left out.
 VMX_CONFIGS = tuple(c for c in CONFIGS if c[0] != "vmload-off")
@@ -111,9 +123,12 @@ NRIP_END = "<!-- /nrip -->"
 # The Bochs backends: what to boot and where the results go.
 BOCHS_BACKENDS = {
     "vmx": {"cpu": VMX_CPU, "kernel": None, "configs": VMX_CONFIGS, "json": "exits-vmx.json",
-            "log": "vmx-", "title": "VMX"},
+            "log": "vmx-", "title": "VMX", "img": "bench-vmx.svg",
+            "picture": "Intel VT-x under Bochs (%s)" % VMX_CPU},
     "svm-nrip": {"cpu": NRIP_CPU, "kernel": "build/lightpath.elf", "configs": CONFIGS,
-                 "json": "exits-nrip.json", "log": "nrip-", "title": "SVM with NRIP save"},
+                 "json": "exits-nrip.json", "log": "nrip-", "title": "SVM with NRIP save",
+                 "img": "bench-nrip.svg",
+                 "picture": "AMD SVM with NRIP save under Bochs (%s)" % NRIP_CPU},
 }
 
 # Bench lines count only at the start of a line of guest output: behind
@@ -351,6 +366,65 @@ def table(results, configs, mode, fmt="text", exits=LP_EXITS):
     return "\n".join(out)
 
 
+def config_color(name):
+    """A config's bar colour, the same in every backend's picture: matplotlib's
+    default cycle without its grey, and all-off near black."""
+    palette = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C9", "0.15")
+    return palette[[c for c, _ in CONFIGS].index(name)]
+
+
+def draw(results, configs, title, xlabel, name):
+    """Draws the flat 32-bit table (min per exit and config) as a grouped
+    horizontal bar chart into docs/img/NAME: one group per exit row, one bar
+    per configuration, log x axis (the rows span 2..5000 instructions).
+    Returns the markdown image link for BENCHMARKS.md, or "" after printing
+    one line saying why the picture was not drawn."""
+    rel = os.path.relpath(os.path.join(IMG_DIR, name), ROOT)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")   # no display needed
+        from matplotlib import pyplot as plt
+    except ImportError as e:
+        print("bench: picture %s not drawn: %s (make bench installs python3-matplotlib)"
+              % (rel, e), flush=True)
+        return ""
+    names = [c for c, _ in configs]
+    rows = [e for e in LP_EXITS
+            if any(e in results.get(c, {}).get("flat32", {}) for c in names)]
+    bar = 0.8 / len(names)
+    top = 1
+    # Fixed ids (hashsalt) and text as text: the same figures give the same file.
+    with plt.rc_context({"svg.hashsalt": "lightpath", "svg.fonttype": "none",
+                         "font.size": 8}):
+        fig, ax = plt.subplots(figsize=(8, 1.6 + 0.62 * len(rows)))
+        for i, c in enumerate(names):
+            per = results.get(c, {}).get("flat32", {})
+            ys = [r + (i - (len(names) - 1) / 2) * bar for r, e in enumerate(rows) if e in per]
+            xs = [per[e]["min"] for e in rows if e in per]
+            top = max([top] + xs)
+            # a bar from 1 (log axis) to the value
+            ax.barh(ys, [x - 1 for x in xs], height=bar, left=1, color=config_color(c), label=c)
+            for y, x in zip(ys, xs):
+                ax.text(x * 1.04, y, str(x), va="center", fontsize=5)
+        ax.set_xscale("log")
+        ax.set_xlim(1, 4 * top)   # room for the labels and the legend
+        ax.set_yticks(range(len(rows)), rows)
+        ax.set_ylim(len(rows) - 0.5, -0.5)   # table order, top to bottom
+        ax.grid(axis="x", which="major", linewidth=0.5, alpha=0.5)
+        ax.set_xlabel(xlabel)
+        ax.set_title("%s: flat 32-bit guest, min of n per exit" % title)
+        ax.legend(loc="lower right", fontsize=7, title="config")
+        fig.tight_layout()
+        out = io.StringIO()
+        fig.savefig(out, format="svg", metadata={"Date": None})
+        plt.close(fig)
+    os.makedirs(IMG_DIR, exist_ok=True)
+    write_atomic(os.path.join(IMG_DIR, name), out.getvalue())
+    print("wrote %s" % rel)
+    return "\n![%s, flat 32-bit guest: instructions per exit by configuration](img/%s)\n" \
+        % (title, name)
+
+
 def json_doc_bochs(results, configs, bochs, backend):
     doc = json_doc(results, configs, bochs)
     del doc["qemu"]
@@ -421,7 +495,7 @@ def read_blocks(path, skip=(ANALYSIS_BEGIN,)):
     return out
 
 
-def vmx_block(results, n, bochs):
+def vmx_block(results, n, bochs, img=""):
     today = datetime.date.today().isoformat()
     cfg = ", ".join("`%s`" % c for c, _ in VMX_CONFIGS)
     return f"""{VMX_BEGIN}
@@ -438,7 +512,7 @@ over n={n} iterations (`mean` in `build/bench/exits-vmx.json`).
 ### Flat 32-bit guest (bench32), VMX
 
 {table(results, VMX_CONFIGS, "flat32", "md")}
-
+{img}
 ### Paged 64-bit guest (bench64), VMX
 
 {table(results, VMX_CONFIGS, "paged64", "md")}
@@ -447,7 +521,7 @@ Measured on {today} with {bochs}. Reproduce with `make bench BACKEND=vmx`.
 {VMX_END}"""
 
 
-def nrip_block(results, n, bochs):
+def nrip_block(results, n, bochs, img=""):
     today = datetime.date.today().isoformat()
     return f"""{NRIP_BEGIN}
 ## AMD SVM with NRIP save (the hardware path), under Bochs
@@ -464,7 +538,7 @@ over n={n} iterations (`mean` in `build/bench/exits-nrip.json`).
 ### Flat 32-bit guest (bench32), SVM with NRIP save
 
 {table(results, CONFIGS, "flat32", "md")}
-
+{img}
 ### Paged 64-bit guest (bench64), SVM with NRIP save
 
 {table(results, CONFIGS, "paged64", "md")}
@@ -520,7 +594,7 @@ lightpath's one-page code cache for the next RIP without NRIP).
 {table(results, configs, SMP_MODE, "md", SMP_EXITS)}"""
 
 
-def markdown(results, configs, qemu, n, analysis, kept=()):
+def markdown(results, configs, qemu, n, analysis, kept=(), img=""):
     today = datetime.date.today().isoformat()
     cfg_lines = "\n".join("| `%s` | %s |" % (c, "`%s`" % o if o else "(defaults)")
                           for c, o in configs)
@@ -561,7 +635,7 @@ PM-timer read still runs the polling test:
 {lead_text}## Flat 32-bit guest (bench32)
 
 {table(results, configs, "flat32", "md")}
-
+{img}
 ## Paged 64-bit guest (bench64)
 
 {table(results, configs, "paged64", "md")}
@@ -581,7 +655,7 @@ def main():
     ap = argparse.ArgumentParser(description="lightpath exit benchmark (make bench)")
     ap.add_argument("--n", type=int, default=1000, help="iterations per exit (default 1000)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per boot (default 300)")
-    ap.add_argument("--no-docs", action="store_true", help="do not rewrite docs/BENCHMARKS.md")
+    ap.add_argument("--no-docs", action="store_true", help="do not rewrite docs/BENCHMARKS.md or docs/img")
     ap.add_argument("--parse", metavar="LOG", help="only parse LOG and print the results as JSON")
     ap.add_argument("--n-expected", type=int, help="with --parse: require this n")
     ap.add_argument("--backend", choices=("svm", "vmx", "svm-nrip"), default="svm",
@@ -628,8 +702,10 @@ def main():
     print("wrote %s" % os.path.relpath(path, ROOT))
 
     if not args.no_docs:
+        img = draw(results, CONFIGS, "lightpath under QEMU TCG (%s)" % CPU, QEMU_XLABEL, QEMU_IMG)
         md = os.path.join(ROOT, "docs", "BENCHMARKS.md")
-        write_atomic(md, markdown(results, CONFIGS, qemu, args.n, read_analysis(md), read_blocks(md)))
+        write_atomic(md, markdown(results, CONFIGS, qemu, args.n, read_analysis(md), read_blocks(md),
+                                  img))
         print("wrote %s" % os.path.relpath(md, ROOT))
     return 0
 
@@ -692,6 +768,7 @@ def main_bochs(args, outdir):
                  "software path length, not cycles", backend=be["title"] + ", ")
     print("wrote %s" % os.path.relpath(path, ROOT))
     if not args.no_docs:
+        img = draw(results, configs, "lightpath, " + be["picture"], BOCHS_XLABEL, be["img"])
         md = os.path.join(ROOT, "docs", "BENCHMARKS.md")
         try:
             with open(md) as f:
@@ -699,9 +776,10 @@ def main_bochs(args, outdir):
         except OSError:
             text = "# lightpath exit benchmarks\n\n## Analysis\n"
         if args.backend == "vmx":
-            text = replace_block(text, VMX_BEGIN, VMX_END, vmx_block(results, args.n, bochs))
+            text = replace_block(text, VMX_BEGIN, VMX_END, vmx_block(results, args.n, bochs, img))
         else:   # the hardware path leads the page
-            text = replace_block(text, NRIP_BEGIN, NRIP_END, nrip_block(results, args.n, bochs),
+            text = replace_block(text, NRIP_BEGIN, NRIP_END,
+                                 nrip_block(results, args.n, bochs, img),
                                  before="## Flat 32-bit guest (bench32)")
         write_atomic(md, text)
         print("wrote %s" % os.path.relpath(md, ROOT))

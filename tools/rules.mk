@@ -45,8 +45,12 @@ test: deps
 # Instructions per exit under QEMU -icount, all configurations;
 # BACKEND=vmx: the Intel VT-x image under Bochs (build/bench/exits-vmx.json);
 # BACKEND=svm-nrip: the SVM image with NRIP save under Bochs (exits-nrip.json).
+# Each also draws its flat 32-bit table as docs/img/bench-*.svg with matplotlib,
+# installed here rather than by `deps` (make test does not need it); if that
+# install fails the bench still runs and says the picture was not drawn.
 BACKEND ?= svm
 bench: deps
+	@LP_DEPS_BENCH=1 tools/deps.sh || true
 	@$(MAKE) --no-print-directory all
 	@$(PYTHON) tools/bench.py --backend $(BACKEND)
 

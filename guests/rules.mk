@@ -20,7 +20,7 @@ G_TESTS32 := hello cpuid ports msrs virtinsn triple stats dr hlt mmio_bad irqsta
 G_TESTS64 := nextrip64 syscall64
 # Self tests built at both widths from one source: guests/selftest/NAME.c ->
 # NAME32.elf (flat protected mode) and NAME64.elf (long mode, paging on)
-G_TESTS_BOTH := mmio unclaimed tfstep irqonce mbinfo cpumsr hpet
+G_TESTS_BOTH := mmio unclaimed tfstep irqonce mbinfo cpumsr hpet intr
 # 32-bit self tests linked at 0x8000 instead of 1 MiB (a kernel below 1 MiB):
 # guests/selftest/NAME.c -> NAME-low32.elf
 G_TESTS_LOW32 := mbinfo

@@ -59,7 +59,6 @@ static void inject_completes_hlt(struct vcpu *v)
 		return;
 	rip += 1;
 	vendor_set_rip(v, pg.cs_long ? rip : (rip & 0xffffffffull));
-	vendor_clear_interrupt_shadow(v);
 	exit_insn_completed(v);
 }
 
@@ -235,6 +234,8 @@ static void heavy_emulate(struct vcpu *v, enum heavy_emul what, uint64_t fault_g
 		v->emul_retries = 0;
 	switch (st) {
 	case EMUL_DONE:
+		if (c.rip != vendor_guest_rip(v))   /* done, not one REP iteration of it */
+			vendor_clear_interrupt_shadow(v);
 		emul_ctx_store(v, &c);
 		v->stats.emulated++;
 		if (step)   /* the instruction, or one REP iteration of it, is done */
@@ -277,8 +278,7 @@ static void heavy_skip(struct vcpu *v, struct insn_pattern p)
 	uint64_t next = vendor_next_rip_slow(v, p);
 	if (next) {
 		vendor_set_rip(v, next);
-		vendor_clear_interrupt_shadow(v);   /* an STI/MOV SS shadow ends with the instruction */
-		exit_insn_completed(v);
+		exit_insn_completed(v);   /* an STI/MOV SS shadow ends with the instruction */
 	}
 }
 

@@ -190,8 +190,7 @@ ALWAYS_INLINE light_ret light_hlt(struct vcpu *v, const unsigned sw)
 	if (!vendor_next_rip(v, insn_hlt, sw, &next))
 		return light_code_miss(v, LP_EXIT_HLT, LIGHT_HLT, sw & SW_LIGHT_OFF);
 	vendor_skip_insn(v, next);
-	vendor_clear_interrupt_shadow(v);   /* an STI shadow ends with the HLT */
-	exit_insn_completed(v);
+	exit_insn_completed(v);   /* an STI shadow ends with the HLT */
 	v->pending |= VCPU_PENDING_RECHECK;
 	return light_done(v, LP_EXIT_HLT, sw);
 }

@@ -262,8 +262,7 @@ static void clock_rdtsc(struct vcpu *v, struct insn_pattern insn, bool rdtscp)
 		return;
 	guest_clock_rdtsc(v, rdtscp);
 	vendor_set_rip(v, next);
-	vendor_clear_interrupt_shadow(v);   /* an STI/MOV SS shadow ends with it */
-	exit_insn_completed(v);             /* RFLAGS.TF: the single step is due */
+	exit_insn_completed(v);   /* the STI/MOV SS shadow ends; RFLAGS.TF: the step is due */
 }
 
 /* QEMU 7.2 reports an intercepted RDTSCP with the RDTSC exit code (its

@@ -176,12 +176,17 @@ struct npf_info {
  */
 #include "arch_exit.h"
 
-/* After lightpath completed the guest's instruction (RIP advanced, or a REP
- * iteration done), on the light or the heavy path: with RFLAGS.TF set the
- * single-step #DB is due, as on a CPU (VCPU_PENDING_STEP; the heavy path
- * delivers it). Inline: the light path pays one test. */
+/* After lightpath completed the guest's instruction (RIP advanced), on the
+ * light or the heavy path: an STI or MOV SS shadow the instruction sat in
+ * ends with it (the CPU reports the shadow at the exit; left set, the next
+ * entry would hold interrupts through one more guest instruction, and a
+ * `sti; out; cli` would never take the interrupt waiting for it: intr32/64),
+ * and with RFLAGS.TF set the single-step #DB is due, as on a CPU
+ * (VCPU_PENDING_STEP; the heavy path delivers it). Inline: the light path
+ * pays the shadow clear and one test. */
 static inline __attribute__((always_inline)) void exit_insn_completed(struct vcpu *v)
 {
+	vendor_clear_interrupt_shadow(v);
 	if (__builtin_expect(vendor_guest_tf(v), 0))
 		v->pending |= VCPU_PENDING_STEP;
 }

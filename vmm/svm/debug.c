@@ -156,7 +156,6 @@ void svm_heavy_dr_write(struct vcpu *v)
 		v->guest_dr[n] = val;         /* dr=lazy after first use, dr=always: here on the heavy path */
 	uint64_t next = svm_has_nrip && vmcb->nrip ? vmcb->nrip : vmcb->rip + len;
 	vendor_set_rip(v, pg.cs_long ? next : (next & 0xffffffffull));
-	vendor_clear_interrupt_shadow(v);
 	exit_insn_completed(v);
 	svm_dr_update(v);
 }

@@ -248,7 +248,6 @@ static void svm_heavy_cr8(struct vcpu *v)
 	}
 	uint64_t next = svm_has_nrip && vmcb->nrip ? vmcb->nrip : vmcb->rip + i + 3;
 	vmcb->rip = pg.cs_long ? next : (next & 0xffffffffull);
-	vendor_clear_interrupt_shadow(v);
 	exit_insn_completed(v);
 }
 

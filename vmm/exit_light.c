@@ -163,16 +163,19 @@ ALWAYS_INLINE light_ret light_msr(struct vcpu *v, const unsigned sw,
 	return light_done(v, reason, sw);
 }
 
-/* RDTSC, which exits only while the guest polls its clocks: the VM's time
- * (guest_clock_rdtsc). On SVM without NRIP an RDTSCP that QEMU reports with
- * the RDTSC code misses the pattern and goes heavy (heavy_rdtsc). */
-ALWAYS_INLINE light_ret light_rdtsc(struct vcpu *v, const unsigned sw)
+/* RDTSC and RDTSCP, which exit only while the guest polls its clocks: the
+ * VM's time (guest_clock_rdtsc), and for RDTSCP the guest's TSC_AUX, which
+ * the CPU holds (never switched). On SVM without NRIP an RDTSCP that QEMU
+ * reports with the RDTSC code misses the RDTSC pattern: light_code_miss
+ * tries RDTSCP's. */
+ALWAYS_INLINE light_ret light_rdtsc(struct vcpu *v, const unsigned sw, const bool rdtscp)
 {
 	uint64_t next;
 	v->stats.exits[LP_EXIT_RDTSC]++;
-	if (!vendor_next_rip(v, insn_rdtsc, sw, &next))
-		return light_code_miss(v, LP_EXIT_RDTSC, LIGHT_RDTSC, sw & SW_LIGHT_OFF);
-	guest_clock_rdtsc(v, false);
+	if (!vendor_next_rip(v, rdtscp ? insn_rdtscp : insn_rdtsc, sw, &next))
+		return light_code_miss(v, LP_EXIT_RDTSC, rdtscp ? LIGHT_RDTSCP : LIGHT_RDTSC,
+				       sw & SW_LIGHT_OFF);
+	guest_clock_rdtsc(v, rdtscp);
 	vendor_skip_insn(v, next);
 	exit_insn_completed(v);
 	return light_done(v, LP_EXIT_RDTSC, sw);
@@ -328,10 +331,15 @@ static COLD light_ret light_code_miss(struct vcpu *v, unsigned reason, enum ligh
 	struct guest_paging pg;
 	vendor_guest_paging(v, &pg);
 	uint64_t lin = vendor_cs_base(v) + vendor_guest_rip(v), off;
-	if (code_cache_peek(v, lin, pg.cr3, pg.cr0, &off) || !code_cache_fill(v) ||
-	    !code_cache_peek(v, lin, pg.cr3, pg.cr0, &off))   /* near the page end: heavy */
-		return light_go_heavy(v, reason);
 	light_ret r;
+	if (code_cache_peek(v, lin, pg.cr3, pg.cr0, &off)) {
+		/* QEMU's RDTSCP comes with RDTSC's exit code */
+		if (kind != LIGHT_RDTSC)
+			return light_go_heavy(v, reason);
+		kind = LIGHT_RDTSCP;
+	} else if (!code_cache_fill(v) || !code_cache_peek(v, lin, pg.cr3, pg.cr0, &off)) {
+		return light_go_heavy(v, reason);   /* near the page end */
+	}
 	v->stats.exits[reason]--;            /* the retry counts it again */
 	switch (kind) {
 	case LIGHT_HYPERCALL: r = light_hypercall(v, 0, false); break;
@@ -341,7 +349,8 @@ static COLD light_ret light_code_miss(struct vcpu *v, unsigned reason, enum ligh
 	case LIGHT_RDMSR: r = light_msr(v, 0, LIGHT_RDMSR); break;
 	case LIGHT_WRMSR: r = light_msr(v, 0, LIGHT_WRMSR); break;
 	case LIGHT_HLT: r = light_hlt(v, 0); break;
-	case LIGHT_RDTSC: r = light_rdtsc(v, 0); break;
+	case LIGHT_RDTSC: r = light_rdtsc(v, 0, false); break;
+	case LIGHT_RDTSCP: r = light_rdtsc(v, 0, true); break;
 	default:
 		v->stats.exits[reason]++;
 		return light_go_heavy(v, reason);
@@ -395,7 +404,8 @@ ALWAYS_INLINE light_ret light_dispatch(struct vcpu *v, const unsigned sw,
 	case LIGHT_INTR_WINDOW: return light_intr_window(v, sw);
 	case LIGHT_NPF: return light_npf(v, sw, false);
 	case LIGHT_NPF_SHARED: return light_npf(v, sw, true);
-	case LIGHT_RDTSC: return light_rdtsc(v, sw);
+	case LIGHT_RDTSC: return light_rdtsc(v, sw, false);
+	case LIGHT_RDTSCP: return light_rdtsc(v, sw, true);
 	default: return light_other(v);
 	}
 }
@@ -423,6 +433,7 @@ ALWAYS_INLINE light_ret light_exit(struct vcpu *v, const unsigned sw,
 	LIGHT_DEF(a, b, host_intr, LIGHT_HOST_INTR) LIGHT_DEF(a, b, intr_window, LIGHT_INTR_WINDOW) \
 	LIGHT_DEF(a, b, npf, LIGHT_NPF) LIGHT_DEF(a, b, rdtsc, LIGHT_RDTSC)                       \
 	LIGHT_DEF(a, b, npf_shared, LIGHT_NPF_SHARED)                                             \
+	LIGHT_DEF(a, b, rdtscp, LIGHT_RDTSCP)                                                     \
 	LIGHT_DEF(a, b, hypercall_shared, LIGHT_HYPERCALL_SHARED)
 #define LIGHT_DEF(a, b, name, kind)                                                               \
 	static __attribute__((noipa)) light_ret LIGHT_FN(a, b, name)(struct vcpu *v)         \
@@ -439,6 +450,7 @@ ALWAYS_INLINE light_ret light_exit(struct vcpu *v, const unsigned sw,
 		[LIGHT_INTR_WINDOW] = LIGHT_FN(a, b, intr_window), [LIGHT_NPF] = LIGHT_FN(a, b, npf), \
 		[LIGHT_RDTSC] = LIGHT_FN(a, b, rdtsc),                                            \
 		[LIGHT_NPF_SHARED] = LIGHT_FN(a, b, npf_shared),                                  \
+		[LIGHT_RDTSCP] = LIGHT_FN(a, b, rdtscp),                                          \
 		[LIGHT_HYPERCALL_SHARED] = LIGHT_FN(a, b, hypercall_shared)                       \
 	},
 #define LIGHT_SETS8(a, X) X(a, 0) X(a, 1) X(a, 2) X(a, 3) X(a, 4) X(a, 5) X(a, 6) X(a, 7)
@@ -448,7 +460,7 @@ ALWAYS_INLINE light_ret light_exit(struct vcpu *v, const unsigned sw,
 	LIGHT_SETS8(8, X) LIGHT_SETS8(9, X) LIGHT_SETS8(10, X) LIGHT_SETS8(11, X)                 \
 	LIGHT_SETS8(12, X) LIGHT_SETS8(13, X) LIGHT_SETS8(14, X) LIGHT_SETS8(15, X)
 
-_Static_assert(LIGHT_KIND_COUNT == 14 && SW_SETS_MAX == 16 * 8, "LIGHT_SET lists every kind and set");
+_Static_assert(LIGHT_KIND_COUNT == 15 && SW_SETS_MAX == 16 * 8, "LIGHT_SET lists every kind and set");
 LIGHT_SETS(LIGHT_SET)
 light_handler_fn *const light_handlers[SW_SETS_MAX][LIGHT_KIND_COUNT] = { LIGHT_SETS(LIGHT_ROW) };
 
@@ -506,6 +518,7 @@ static enum light_kind light_kind_smp(enum light_kind k)
 		return LIGHT_HYPERCALL_SHARED;
 	case LIGHT_CPUID:
 	case LIGHT_RDTSC:
+	case LIGHT_RDTSCP:
 	case LIGHT_IO:       /* the PM timer only (platform.c: the others are slow) */
 	case LIGHT_MSR:      /* a handler of shared state says MSR_NEEDS_LOCK */
 	case LIGHT_RDMSR:

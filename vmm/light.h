@@ -70,6 +70,7 @@ enum light_kind {
 	LIGHT_RDTSC,         /* RDTSC while the guest polls its clocks (vmm/guest_clock.h) */
 	LIGHT_NPF_SHARED,    /* LIGHT_NPF in a VM of several vCPUs (exit_light_table_fill) */
 	LIGHT_HYPERCALL_SHARED, /* LIGHT_HYPERCALL there */
+	LIGHT_RDTSCP,        /* RDTSCP likewise (Linux's rdtsc_ordered on CPUs that have it) */
 	LIGHT_KIND_COUNT
 };
 

@@ -61,7 +61,7 @@ struct exit_row {
 #define EXIT_RDPMC(code) EXIT_ROW(code, code, LP_EXIT_OTHER, LIGHT_NONE, heavy_rdpmc)
 /* RDTSC/RDTSCP exit only while the guest polls its clocks (vmm/guest_clock.h) */
 #define EXIT_RDTSC(code) EXIT_ROW(code, code, LP_EXIT_RDTSC, LIGHT_RDTSC, heavy_rdtsc)
-#define EXIT_RDTSCP(code) EXIT_ROW(code, code, LP_EXIT_RDTSC, LIGHT_NONE, heavy_rdtscp)
+#define EXIT_RDTSCP(code) EXIT_ROW(code, code, LP_EXIT_RDTSC, LIGHT_RDTSCP, heavy_rdtscp)
 
 /* The backend's table (vmm/svm/exits.c, vmm/vmx/exits.c). */
 extern const struct exit_row vendor_exit_table[];

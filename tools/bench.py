@@ -29,7 +29,6 @@ rest. --no-docs writes neither.
 
 import argparse
 import datetime
-import io
 import json
 import os
 import re
@@ -40,6 +39,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serial_log  # noqa: E402  (tools/serial_log.py)
+import plots  # noqa: E402  (tools/plots.py: the pictures' common part)
+from plots import write_atomic  # noqa: E402
 LP_QEMU = os.path.join(ROOT, "tools", "lp-qemu")
 LP_BOCHS = os.path.join(ROOT, "tools", "lp-bochs")
 
@@ -102,7 +103,6 @@ ANALYSIS_BEGIN = "<!-- analysis -->"
 ANALYSIS_END = "<!-- /analysis -->"
 
 # The pictures (draw()): one per backend, linked from BENCHMARKS.md as img/NAME.
-IMG_DIR = os.path.join(ROOT, "docs", "img")
 QEMU_IMG = "bench-qemu.svg"
 QEMU_XLABEL = "instructions per exit (QEMU -icount)"
 BOCHS_XLABEL = "instructions per exit (Bochs, TSC counts instructions)"
@@ -379,48 +379,18 @@ def draw(results, configs, title, xlabel, name):
     per configuration, log x axis (the rows span 2..5000 instructions).
     Returns the markdown image link for BENCHMARKS.md, or "" after printing
     one line saying why the picture was not drawn."""
-    rel = os.path.relpath(os.path.join(IMG_DIR, name), ROOT)
-    try:
-        import matplotlib
-        matplotlib.use("Agg")   # no display needed
-        from matplotlib import pyplot as plt
-    except ImportError as e:
-        print("bench: picture %s not drawn: %s (make bench installs python3-matplotlib)"
-              % (rel, e), flush=True)
+    plt = plots.pyplot("bench", "picture " + plots.img(name), "make bench")
+    if not plt:
         return ""
     names = [c for c, _ in configs]
     rows = [e for e in LP_EXITS
             if any(e in results.get(c, {}).get("flat32", {}) for c in names)]
-    bar = 0.8 / len(names)
-    top = 1
-    # Fixed ids (hashsalt) and text as text: the same figures give the same file.
-    with plt.rc_context({"svg.hashsalt": "lightpath", "svg.fonttype": "none",
-                         "font.size": 8}):
-        fig, ax = plt.subplots(figsize=(8, 1.6 + 0.62 * len(rows)))
-        for i, c in enumerate(names):
-            per = results.get(c, {}).get("flat32", {})
-            ys = [r + (i - (len(names) - 1) / 2) * bar for r, e in enumerate(rows) if e in per]
-            xs = [per[e]["min"] for e in rows if e in per]
-            top = max([top] + xs)
-            # a bar from 1 (log axis) to the value
-            ax.barh(ys, [x - 1 for x in xs], height=bar, left=1, color=config_color(c), label=c)
-            for y, x in zip(ys, xs):
-                ax.text(x * 1.04, y, str(x), va="center", fontsize=5)
-        ax.set_xscale("log")
-        ax.set_xlim(1, 4 * top)   # room for the labels and the legend
-        ax.set_yticks(range(len(rows)), rows)
-        ax.set_ylim(len(rows) - 0.5, -0.5)   # table order, top to bottom
-        ax.grid(axis="x", which="major", linewidth=0.5, alpha=0.5)
-        ax.set_xlabel(xlabel)
+    series = [(c, config_color(c), {e: v["min"] for e, v in results.get(c, {}).get("flat32", {}).items()})
+              for c in names]
+    with plots.svg(plt, name, (8, 1.6 + 0.62 * len(rows))) as (fig, ax):
+        plots.grouped_barh(ax, rows, series, xlabel)
         ax.set_title("%s: flat 32-bit guest, min of n per exit" % title)
         ax.legend(loc="lower right", fontsize=7, title="config")
-        fig.tight_layout()
-        out = io.StringIO()
-        fig.savefig(out, format="svg", metadata={"Date": None})
-        plt.close(fig)
-    os.makedirs(IMG_DIR, exist_ok=True)
-    write_atomic(os.path.join(IMG_DIR, name), out.getvalue())
-    print("wrote %s" % rel)
     return "\n![%s, flat 32-bit guest: instructions per exit by configuration](img/%s)\n" \
         % (title, name)
 
@@ -708,12 +678,6 @@ def main():
                                   img))
         print("wrote %s" % os.path.relpath(md, ROOT))
     return 0
-
-
-def write_atomic(path, text):
-    with open(path + ".tmp", "w") as f:
-        f.write(text)
-    os.replace(path + ".tmp", path)
 
 
 def print_tables(results, configs, what, footer, backend=""):

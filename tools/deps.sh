@@ -2,7 +2,8 @@
 # Installs the Debian packages lightpath needs to build, run and test, if any
 # are missing. Prints nothing when everything is already installed.
 # Used by `make run`, `make test`, `make bench` and `make iso` (tools/rules.mk).
-# LP_DEPS_BENCH=1 (`make bench`) adds matplotlib, LP_DEPS_FUZZ=1 (`make fuzz`) clang.
+# LP_DEPS_BENCH=1 (`make bench`, `make linux-report`) adds matplotlib, LP_DEPS_FUZZ=1
+# (`make fuzz`) clang.
 set -euo pipefail
 
 packages=(
@@ -14,8 +15,8 @@ packages=(
 	bochs bochsbios vgabios
 	cpio	# tools/linux/build.sh: the Linux guest's initramfs
 )
-# `make bench` only (LP_DEPS_BENCH=1): matplotlib, for its pictures in
-# docs/img (tools/bench.py still writes its tables without it).
+# `make bench` and `make linux-report` only (LP_DEPS_BENCH=1): matplotlib,
+# for their pictures in docs/img (both still write their tables without it).
 if [[ "${LP_DEPS_BENCH:-0}" == 1 ]]; then
 	packages+=(python3-matplotlib)
 fi

@@ -15,6 +15,16 @@ build/bench/linux-boot.json and the section between <!-- linux --> and
 <!-- /linux --> in docs/BENCHMARKS.md (`make bench` keeps it). Serial logs:
 build/bench/linux-boot-{lightpath,direct}-N.log.
 
+After the timed runs, one more boot (not timed) measures where the exits come
+from: lightpath under QEMU -icount (the TSC counts instructions) with
+stats=all and the kernel command line plus nokaslr, then a direct boot that
+looks the sites' RIPs up in the kernel's /proc/kallsyms (Debian's System.map
+is a placeholder). The cost per reason, the hypervisor's share of the
+instructions and the top sites go to the JSON's "cost" key and the section's
+"Where the exits come from"; the exit mix and the cost histogram are drawn
+with matplotlib (tools/plots.py) as docs/img/linux-boot-{mix,cost}.svg.
+Serial logs: build/bench/linux-boot-{icount-1,symbols}.log.
+
 --backend vmx (`make linux-report BACKEND=vmx`): the same guest on the Intel
 VT-x image under Bochs (tools/lp-bochs, as the linux-vmx test), N times
 (default 1: a boot takes minutes), with a progress line every 10 s; no
@@ -39,6 +49,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(ROOT, "tools", "linux"))
 import lpguest  # noqa: E402
 import bench  # noqa: E402  (tools/bench.py, on the path through lpguest: bochs_version)
+import plots  # noqa: E402  (tools/plots.py: the pictures' common part)
 
 OUT = os.path.join(ROOT, "build", "bench")
 DOC = os.path.join(ROOT, "docs", "BENCHMARKS.md")
@@ -105,10 +116,13 @@ def bochsrc_line(log, key):
     return None
 
 
-def one_boot(mode, i, timeout, slack=0, progress=False):
-    log = os.path.join(OUT, "linux-boot-%s-%d.log" % (mode, i))
-    note = (lambda m: say("%s run %d: %s" % (mode, i, m.strip()))) if progress else (lambda m: None)
-    g = lpguest.Guest(mode, log, timeout=timeout + slack, say=note)
+def one_boot(mode, i, timeout, slack=0, progress=False, tag=None, **guest):
+    """One boot to the shell and back; tag names its log and messages
+    (default: the mode), guest: more of lpguest.Guest's options."""
+    tag = tag or mode
+    log = os.path.join(OUT, "linux-boot-%s-%d.log" % (tag, i))
+    note = (lambda m: say("%s run %d: %s" % (tag, i, m.strip()))) if progress else (lambda m: None)
+    g = lpguest.Guest(mode, log, timeout=timeout + slack, say=note, **guest)
     note("starting: " + g.command_line())
     g.start()
     try:
@@ -120,7 +134,7 @@ def one_boot(mode, i, timeout, slack=0, progress=False):
         # the runner's own complaint (lp-bochs: no grub-mkrescue...), if it said one
         err = [l for l in g.stderr_text().splitlines() if l.strip()]
         raise lpguest.GuestError("%s run %d: %s%s (serial log %s)"
-                                 % (mode, i, e, "; stderr: " + err[-1] if err else "",
+                                 % (tag, i, e, "; stderr: " + err[-1] if err else "",
                                     lpguest.rel(log)))
     r = {"prompt_s": round(g.t_prompt, 2), "init_s": round(g.t_init, 2),
          "total_s": round(g.t_end, 2), "rc": rc, "log": lpguest.rel(log)}
@@ -129,13 +143,13 @@ def one_boot(mode, i, timeout, slack=0, progress=False):
         ok = "lightpath: vm0: ended with status 0 (ACPI power-off)" in lpguest.serial_log.lines(g.text)
         if rc != 1 or not ok:
             raise lpguest.GuestError("%s run %d: %s exit %d, %s (serial log %s)"
-                                     % (mode, i, RUNNER[mode], rc,
+                                     % (tag, i, RUNNER[mode], rc,
                                         "powered off" if ok else "no ACPI power-off line",
                                         lpguest.rel(log)))
         rows, table = lpguest.exit_stats(g.text)
         if not rows or "total" not in rows:
             raise lpguest.GuestError("%s run %d: no exit statistics table (serial log %s)"
-                                     % (mode, i, lpguest.rel(log)))
+                                     % (tag, i, lpguest.rel(log)))
         r["exits"] = {k: {"exits": v[0], "light": v[1], "heavy": v[2]} for k, v in rows.items()}
         r["light_share"] = round(lpguest.light_share(rows), 2)
         r["table"] = table
@@ -156,7 +170,7 @@ def one_boot(mode, i, timeout, slack=0, progress=False):
         m = re.findall(r"\[\s*(\d+\.\d+)\] reboot: Power down", g.text)
         r["guest_uptime_s"] = float(m[-1]) if m else None
     say("%-9s run %d: shell prompt after %5.1f s, %s exit %d after %5.1f s%s"
-        % (mode, i, g.t_prompt, RUNNER[mode], rc, g.t_end,
+        % (tag, i, g.t_prompt, RUNNER[mode], rc, g.t_end,
            ", %d exits, light %.1f%%" % (r["exits"]["total"]["exits"], r["light_share"])
            if mode != "direct" else ""))
     return r
@@ -197,7 +211,261 @@ def light_summary(lp, runs):
             f"{over}; the goal is at least 97%, which this boot {goal}.")
 
 
-def section(doc):
+# ------------------------------------------------- where the exits come from
+
+# The extra boot that measures the exits' cost (SVM only): under QEMU -icount
+# the TSC counts instructions, guest and hypervisor alike, so stats=all's
+# ticks are instructions; nokaslr puts the kernel at its link addresses.
+COST_OPTS = "stats=all"
+COST_CMDLINE = "nokaslr"
+COST_TIMEOUT = 600
+# __START_KERNEL_map: RIPs from here up are the kernel's text.
+KERNEL_TEXT = 0xffffffff80000000
+# Debian's System.map is a placeholder ("The real System.map is in the
+# linux-image-<version>-dbg package"), so the symbols come from the kernel's
+# own /proc/kallsyms, in a direct boot with nokaslr (the same addresses),
+# looked up in the guest by awk: the nearest text symbol at or below each
+# RIP. Addresses are 16 hex digits there, so comparing strings compares them.
+KALLSYMS_AWK = ("awk -v t='%s' 'BEGIN{n=split(t,T,\" \")} $2~/^[tT]$/{for(i=1;i<=n;i++)"
+                "if($1<=T[i]&&$1>B[i]){B[i]=$1;N[i]=$3}} "
+                "END{for(i=1;i<=n;i++)print \"sym\",T[i],B[i],N[i]}' /proc/kallsyms")
+SITE_WHERE_USER = "user space (busybox, stripped)"
+SITES_PER_LOOKUP = 8   # RIPs per awk command line (the shell's line editor)
+
+
+def kernel_symbols(rips, timeout):
+    """{rip: 'symbol+0xoff'} for the kernel RIPs, from a direct boot."""
+    log = os.path.join(OUT, "linux-boot-symbols.log")
+    note = lambda m: say("symbols: " + m.strip())  # noqa: E731
+    g = lpguest.Guest("direct", log, cmdline_extra=COST_CMDLINE, timeout=timeout, say=note)
+    note("looking up %d kernel RIPs in /proc/kallsyms: %s" % (len(rips), g.command_line()))
+    g.start()
+    out = {}
+    try:
+        g.boot_to_shell(timeout)
+        rips = sorted(rips)
+        for k in range(0, len(rips), SITES_PER_LOOKUP):
+            want = " ".join("%016x" % r for r in rips[k:k + SITES_PER_LOOKUP])
+            note("[%5.1f s] RIPs %d-%d of %d" % (g.elapsed(), k + 1,
+                                                min(k + SITES_PER_LOOKUP, len(rips)), len(rips)))
+            text, rc = g.run(KALLSYMS_AWK % want, timeout=120)
+            for line in text.splitlines():
+                f = line.split()
+                if rc != 0 or len(f) != 4 or f[0] != "sym":
+                    continue
+                rip, base = int(f[1], 16), int(f[2], 16)
+                if base == 0:   # kptr_restrict hides the addresses
+                    raise lpguest.GuestError("/proc/kallsyms shows no addresses")
+                out[rip] = "%s+0x%x" % (f[3], rip - base)
+        g.poweroff()
+    except lpguest.GuestError as e:
+        g.kill()
+        raise lpguest.GuestError("%s (serial log %s)" % (e, lpguest.rel(log)))
+    return out
+
+
+def cost_run():
+    """The -icount boot with stats=all: the cost per reason, the total and
+    the sites, as the JSON's "cost" key. {"not_measured": why} when the
+    boot fails; sites without symbols (and why) when their lookup does."""
+    try:
+        say("one more boot for the exits' cost: lightpath under QEMU -icount (instructions), "
+            "%s, kernel command line + %s" % (COST_OPTS, COST_CMDLINE))
+        r = one_boot("lightpath", 1, COST_TIMEOUT, progress=True, tag="icount", icount=True,
+                     lp_opts=COST_OPTS, cmdline_extra=COST_CMDLINE)
+        with open(os.path.join(ROOT, r["log"])) as f:
+            cost, total, sites = lpguest.exit_cost(f.read())
+        if not cost or not total:
+            raise lpguest.GuestError("no cost table after the exit statistics (serial log %s)"
+                                     % r["log"])
+    except lpguest.GuestError as e:
+        print("linux-report: error: the exits' cost: %s" % e, file=sys.stderr)
+        return {"not_measured": str(e)}
+    spent, ran = total
+    # A blocking HLT waits inside its exit for the guest's next interrupt;
+    # under -icount the halted time advances the TSC without instructions.
+    # Its ticks (exits x mean) are taken out of both sides.
+    hlt = cost["hlt"]["exits"] * cost["hlt"]["mean"] if "hlt" in cost else 0
+    doc = {
+        "cmd": r["cmd"], "log": r["log"], "prompt_s": r["prompt_s"], "total_s": r["total_s"],
+        "exits": r["exits"]["total"]["exits"], "clock": clock_line(r["table"]),
+        "unit": "instructions (QEMU -icount shift=0: the TSC counts instructions)",
+        "reasons": {k: dict(v, hist={str(b): n for b, n in v["hist"].items()})
+                    for k, v in cost.items()},
+        "handling": spent, "since_start": ran, "hlt_ticks": hlt,
+        "share_pct": round(100.0 * spent / ran, 2),
+        "share_without_hlt_pct": round(100.0 * (spent - hlt) / (ran - hlt), 2),
+    }
+    kernel = {rip for rows in sites.values() for rip, _, _ in rows if rip >= KERNEL_TEXT}
+    try:
+        syms = kernel_symbols(kernel, 300) if kernel else {}
+    except lpguest.GuestError as e:
+        print("linux-report: error: the sites' symbols: %s" % e, file=sys.stderr)
+        syms, doc["symbols_not_found"] = {}, str(e)
+    doc["sites"] = {k: [{"rip": "0x%x" % rip, "exits": n, "err": err,
+                         "where": syms.get(rip) or (SITE_WHERE_USER if rip < KERNEL_TEXT else None)}
+                        for rip, n, err in rows] for k, rows in sites.items()}
+    return doc
+
+
+def clock_line(table):
+    """The exit table's 'clock:' line (the guest clock's work), or ''."""
+    return next((l.strip() for l in table if l.strip().startswith("clock:")), "")
+
+
+def by_exits(rows):
+    """The reasons of {reason: {"exits": ...}}, most exits first (ties by name)."""
+    return sorted((k for k in rows if k != "total"), key=lambda k: (-rows[k]["exits"], k))
+
+
+def cost_tables(c):
+    """The cost table and the sites table (markdown lines)."""
+    handling = c["handling"] - c["hlt_ticks"]
+    cost = ["| reason | exits | min | mean | max | exits x mean | share of the handling |",
+            "|---|---:|---:|---:|---:|---:|---:|"]
+    for k in by_exits(c["reasons"]):
+        v = c["reasons"][k]
+        cost.append("| %s | %d | %d | %d | %d | %d | %s |"
+                    % (k, v["exits"], v["min"], v["mean"], v["max"], v["exits"] * v["mean"],
+                       "(halted)" if k == "hlt" else
+                       "%.1f%%" % (100.0 * v["exits"] * v["mean"] / handling)))
+    sites = ["| reason | guest RIP | where | exits | at most too high by |",
+             "|---|---|---|---:|---:|"]
+    for k in by_exits(c["reasons"]):
+        for s in c["sites"].get(k, []):
+            kernel = int(s["rip"], 16) >= KERNEL_TEXT and s["where"]
+            sites.append("| %s | `%s` | %s | %d | %s |"
+                         % (k, s["rip"], "`%s`" % s["where"] if kernel else s["where"] or "?",
+                            s["exits"], s["err"] or ""))
+    return "\n".join(cost), "\n".join(sites)
+
+
+def cost_summary(c):
+    """The share sentence, in words the section and stdout both use."""
+    busy = c["since_start"] - c["hlt_ticks"]
+    return ("%d instructions in exit handling of %d the VM ran (%.2f%%), blocking-HLT waits "
+            "left out; as printed, halted time included: %d of %d ticks (%.1f%%)"
+            % (c["handling"] - c["hlt_ticks"], busy, c["share_without_hlt_pct"],
+               c["handling"], c["since_start"], c["share_pct"]))
+
+
+def cost_section(c, imgs, run1):
+    """run1: lightpath run 1 of the timed boots, whose exits the section's
+    first table shows."""
+    if "not_measured" in c:
+        return ("### Where the exits come from\n\n**Not measured**: the -icount boot with "
+                "`%s` failed: %s.\n" % (COST_OPTS, c["not_measured"]))
+    cost, sites = cost_tables(c)
+    hlt = c["reasons"].get("hlt")
+    busy = c["since_start"] - c["hlt_ticks"]
+    runs1 = run1["exits"]["total"]["exits"]
+    clock1 = clock_line(run1["table"])
+    why_syms = ("Symbols: Debian's `System.map` is a placeholder (the real one is in the `-dbg` "
+                "package), so the report looks the kernel RIPs up in the kernel's own "
+                "`/proc/kallsyms`, in a direct boot with `nokaslr` (the same addresses): the "
+                "nearest text symbol at or below each RIP"
+                + (". Not found: %s" % c["symbols_not_found"] if "symbols_not_found" in c else ""))
+    return f"""### Where the exits come from
+
+One more boot, not timed: lightpath under QEMU `-icount shift=0,align=off,sleep=off`, boot
+option `{COST_OPTS}`, the kernel command line plus `{COST_CMDLINE}` (so that the guest's RIPs are
+the kernel's link addresses): `{c['cmd']}`. Under `-icount` the TSC advances by one per
+executed instruction, guest and hypervisor alike, so what `stats=cost` counts per exit, from
+its handler's start to the guest's resumption, is **instructions**. The exit stubs (the
+register save and restore around VMRUN) are outside, and so is the world switch itself
+(VMRUN and the #VMEXIT): neither is counted.
+
+**Hypervisor share: {c['handling'] - c['hlt_ticks']} instructions in exit handling of {busy}
+instructions the VM ran ({c['share_without_hlt_pct']:.2f}%).** Both sides leave out the
+blocking HLT exits{f" ({hlt['exits']} exits, {c['hlt_ticks']} ticks as exits x mean)" if hlt else ""}:
+the guest idles, lightpath halts the CPU until the guest's next interrupt, and under `-icount`
+halted time advances the TSC without instructions. lightpath's own `cost total` line, halted
+time included: {c['handling']} of {c['since_start']} ticks ({c['share_pct']:.1f}%).
+
+Instructions per exit, by reason (the `hlt` row is mostly halted time; the share is of the
+handling without it). This boot made {c['exits']} exits (run 1 above: {runs1}): its clocks
+run differently, and so does the guest clock's work, here `{c['clock']}` against run 1's
+`{clock1}`.
+
+{cost}
+{imgs.get('cost', '')}
+The guest RIPs that exited most, per reason (lightpath keeps 8 per reason and prints 4; a
+count may be too high by at most the last column, so a site whose count is mostly that
+bound, as every `intr` one, where a host interrupt happened to find the guest, is no real
+site):
+
+{sites}
+
+{textwrap.fill(why_syms, 92)}.
+"""
+
+
+def print_cost(c):
+    """The cost subsection on stdout."""
+    if "not_measured" in c:
+        say("the exits' cost: not measured: " + c["not_measured"])
+        return
+    say("the exits' cost (QEMU -icount, %s, + %s; instructions): %s"
+        % (COST_OPTS, COST_CMDLINE, cost_summary(c)))
+    print("  %-12s %8s %8s %8s %10s   top sites" % ("reason", "exits", "min", "mean", "max"))
+    for k in by_exits(c["reasons"]):
+        v = c["reasons"][k]
+        top = ["%s %s: %d%s" % (s["rip"], s["where"] or "?", s["exits"],
+                                " (+%d)" % s["err"] if s["err"] else "")
+               for s in c["sites"].get(k, [])[:2]]
+        print("  %-12s %8d %8d %8d %10d   %s" % (k, v["exits"], v["min"], v["mean"], v["max"],
+                                                 "; ".join(top)))
+
+
+# The pictures, linked from the section as img/NAME.
+MIX_IMG = "linux-boot-mix.svg"
+LAST_BUCKET = 23   # vmm/exit_cost.h: COST_BUCKETS - 1 takes every cost from 2^23 up
+COST_IMG = "linux-boot-cost.svg"
+
+
+def draw_mix(plt, rows):
+    """Exits per reason of lightpath run 1, light and heavy bars, log axis."""
+    reasons = by_exits(rows)
+    series = [(kind, color, {k: rows[k][kind] for k in reasons})
+              for kind, color in (("light", "C0"), ("heavy", "C3"))]
+    with plots.svg(plt, MIX_IMG, (8, 1.2 + 0.4 * len(reasons)), say) as (fig, ax):
+        plots.grouped_barh(ax, reasons, series, "exits (log scale)")
+        ax.set_title("Linux boot under lightpath (QEMU TCG): exits per reason, run 1")
+        ax.legend(loc="lower right", fontsize=7)
+    return "\n![Linux boot under lightpath: exits per reason, light and heavy](img/%s)\n" % MIX_IMG
+
+
+def draw_cost(plt, c):
+    """Exits per log2 bucket of instructions, one row per reason: a grid
+    whose cells are shaded by their count (log colour scale) and labelled
+    with it."""
+    from matplotlib.colors import LogNorm
+    reasons = by_exits(c["reasons"])
+    hist = {k: {int(b): n for b, n in c["reasons"][k]["hist"].items()} for k in reasons}
+    lo = min(min(h) for h in hist.values())
+    hi = max(max(h) for h in hist.values())
+    grid = [[hist[k].get(b, 0) or float("nan") for b in range(lo, hi + 1)] for k in reasons]
+    top = max(max(h.values()) for h in hist.values())
+    with plots.svg(plt, COST_IMG, (8, 1.4 + 0.32 * len(reasons)), say) as (fig, ax):
+        mesh = ax.pcolormesh(range(lo, hi + 2), range(len(reasons) + 1), grid, cmap="Blues",
+                             norm=LogNorm(1, top), edgecolors="0.85", linewidth=0.3)
+        for y, k in enumerate(reasons):
+            for b, n in hist[k].items():
+                ax.text(b + 0.5, y + 0.5, str(n), ha="center", va="center", fontsize=5,
+                        color="white" if n > top ** 0.6 else "black")
+        ax.set_xticks([b + 0.5 for b in range(lo, hi + 1)], [str(b) for b in range(lo, hi + 1)])
+        ax.set_yticks([y + 0.5 for y in range(len(reasons))], reasons)
+        ax.invert_yaxis()
+        ax.set_xlabel("k: instructions per exit in [2^k, 2^(k+1)) (QEMU -icount; hlt: mostly "
+                      "halted time%s)" % ("; 23: 2^23 and more" if hi == LAST_BUCKET else ""))
+        ax.set_title("Linux boot under lightpath: exits per reason and cost bucket")
+        fig.colorbar(mesh, ax=ax, label="exits", pad=0.01)
+    return ("\n![Linux boot under lightpath: exits per reason and log2 bucket of instructions]"
+            "(img/%s)\n" % COST_IMG)
+
+
+def section(doc, imgs):
+    """imgs: the pictures' markdown links by name ("mix", "cost"; "" when not drawn)."""
     lp, dr = doc["lightpath"], doc["direct"]
     ratio_p = doc["ratio_prompt"]
     ratio_t = doc["ratio_total"]
@@ -235,13 +503,14 @@ the power-off. Light = handled in the light loop next to VMRUN; heavy = the full
 {table}
 
 {extra}.
-
+{imgs.get('mix', '')}
 The command line has no `quiet`: the kernel's messages are what `make run` shows while Linux
 comes up, and every character of them costs port-I/O exits on the UART (a THR write and LSR
 reads), most of the `io` row.
 
 {light_summary(lp, doc['runs'])}
 
+{cost_section(doc['cost'], imgs, lp[0])}
 Measured on {doc['date']}. Reproduce with `make linux-report` (results also in
 `build/bench/linux-boot.json`, serial logs in `build/bench/linux-boot-*.log`).
 {END}"""
@@ -386,6 +655,8 @@ def main():
         doc.update({"direct": dr,
                     "ratio_prompt": round(med(lp, "prompt_s") / med(dr, "prompt_s"), 3),
                     "ratio_total": round(med(lp, "total_s") / med(dr, "total_s"), 3)})
+        # after the timed runs, which it does not change
+        doc["cost"] = cost_run()
     path = os.path.join(OUT, be["json"])
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)
@@ -403,6 +674,8 @@ def main():
     for line in lp[0]["table"]:
         print("  " + line)
     say("wrote %s" % lpguest.rel(path))
+    if args.backend == "svm":
+        print_cost(doc["cost"])
     if not args.no_docs:
         try:
             with open(DOC) as f:
@@ -412,7 +685,14 @@ def main():
         if args.backend == "vmx":
             text = replace_block(text, section_vmx(doc), VMX_BEGIN, VMX_END, after=END)
         else:
-            text = replace_block(text, section(doc), before=VMX_BEGIN)
+            imgs = {}
+            plt = plots.pyplot("linux-report", "pictures %s and %s"
+                               % (plots.img(MIX_IMG), plots.img(COST_IMG)), "make linux-report")
+            if plt:
+                imgs["mix"] = draw_mix(plt, lp[0]["exits"])
+                if "not_measured" not in doc["cost"]:
+                    imgs["cost"] = draw_cost(plt, doc["cost"])
+            text = replace_block(text, section(doc, imgs), before=VMX_BEGIN)
         with open(DOC, "w") as f:
             f.write(text)
         say("updated the %s section of docs/BENCHMARKS.md"

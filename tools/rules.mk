@@ -27,11 +27,14 @@ linux-guest: deps
 	@tools/linux/build.sh
 
 # Linux boot to the shell under lightpath vs plain QEMU (3 runs each): exit
-# reasons, light share, wall-time ratio -> docs/BENCHMARKS.md (<!-- linux -->).
+# reasons, light share, wall-time ratio -> docs/BENCHMARKS.md (<!-- linux -->);
+# then one -icount boot with stats=all for the exits' cost and sites, drawn
+# with matplotlib (installed as for `make bench`; without it no pictures).
 # BACKEND=vmx: the VT-x image under Bochs, 1 run, no direct boot
 # (build/bench/linux-boot-vmx.json, <!-- linux-vmx -->).
 # A few minutes; not part of `make test`.
 linux-report: deps
+	@LP_DEPS_BENCH=1 tools/deps.sh || true
 	@$(MAKE) --no-print-directory all linux-guest
 	@$(PYTHON) tools/linux-boot-report.py --backend $(BACKEND)
 

@@ -113,11 +113,15 @@ class Guest:
     by their place at a line start, see tools/serial_log.py)."""
 
     def __init__(self, mode, log, cmdline_extra="", cfg_path=CFG, lp_opts="", timeout=900,
-                 say=print, extra_modules=(), smp=None):
+                 say=print, extra_modules=(), smp=None, icount=False):
         """extra_modules: more boot modules after the guest's (more VMs, under
-        lightpath only); smp: QEMU's CPUs (default: one per vCPU)."""
+        lightpath only); smp: QEMU's CPUs (default: one per vCPU); icount:
+        QEMU -icount (lp-qemu --icount: the TSC counts instructions), under
+        lightpath only."""
         if mode not in ("lightpath", "direct", "bochs"):
             raise ValueError(mode)
+        if icount and mode != "lightpath":
+            raise ValueError("icount is lp-qemu's option: lightpath mode only")
         self.mode = mode
         self.log = log
         self.say = say
@@ -138,9 +142,10 @@ class Guest:
                 write_vmcfg(self.cfg_path, cfg, "written by tools/linux/lpguest.py for %s"
                             % rel(log))
         if mode == "lightpath":
-            self.cmd = [LP_QEMU, "--interactive", "--smp", str(host_cpus), "--mem", str(LP_QEMU_MEM),
-                        "--timeout", str(timeout), "--append", lp_opts,
-                        rel(self.cfg_path), rel(KERNEL), rel(INITRD)] + list(extra_modules)
+            self.cmd = [LP_QEMU, "--interactive"] + (["--icount"] if icount else []) + \
+                ["--smp", str(host_cpus), "--mem", str(LP_QEMU_MEM),
+                 "--timeout", str(timeout), "--append", lp_opts,
+                 rel(self.cfg_path), rel(KERNEL), rel(INITRD)] + list(extra_modules)
         elif mode == "bochs":
             # COM1 on a pty in raw mode (no echo or newline translation of
             # its own): what the guest prints and what is typed pass as bytes
@@ -400,6 +405,45 @@ def exit_stats(text, vm=0):
             continue
         break
     return rows, table
+
+
+# stats=cost|all (vmm/exit_cost.c): a cost row "reason exits min mean max
+# k:exits...", the total line, and a sites row "reason  0xRIP: n (+err)...".
+COST_ROW = re.compile(r"^\s+(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+((?:\d+:\d+\s*)+)$")
+COST_TOTAL = re.compile(r"^\s+cost total: (\d+) ticks in exit handling of (\d+) since the VM started")
+COST_SITE = re.compile(r"0x([0-9a-f]+): (\d+)(?: \(\+(\d+)\))?")
+
+
+def exit_cost(text, vm=0):
+    """The cost and sites sections stats=all prints after vmN's exit
+    statistics: (cost {reason: {"exits", "min", "mean", "max", "hist"
+    {k: exits}}}, (ticks in exit handling, ticks since the VM started) or
+    None, sites {reason: [(rip, exits, err)]}, most exits first)."""
+    lines = serial_log.lines(text)
+    head = [i for i, l in enumerate(lines)
+            if re.match(r"^lightpath: vm%d: exit statistics\s*$" % vm, l)]
+    cost, total, sites = {}, None, {}
+    part = None
+    for line in lines[head[-1] + 1:] if head else []:
+        if not line.startswith("  "):   # lightpath's next line ends the table
+            break
+        if line.startswith("  cost: ") or line.startswith("  sites: "):
+            part = line.split(":")[0].strip()
+            continue
+        m = COST_TOTAL.match(line)
+        if m:
+            total = (int(m.group(1)), int(m.group(2)))
+            continue
+        m = COST_ROW.match(line)
+        if part == "cost" and m:
+            cost[m.group(1)] = {"exits": int(m.group(2)), "min": int(m.group(3)),
+                                "mean": int(m.group(4)), "max": int(m.group(5)),
+                                "hist": {int(k): int(n) for k, n in
+                                         (x.split(":") for x in m.group(6).split())}}
+        elif part == "sites" and COST_SITE.search(line):
+            sites[line.split()[0]] = [(int(r, 16), int(n), int(e or 0))
+                                      for r, n, e in COST_SITE.findall(line)]
+    return cost, total, sites
 
 
 def light_share(rows):

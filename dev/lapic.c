@@ -32,6 +32,15 @@ static int highest_bit256(const uint32_t *r)
 	return -1;
 }
 
+/* The highest vector in service: isr_words names the word. */
+static int highest_isr(const struct lapic *a)
+{
+	if (!a->isr_words)
+		return -1;
+	unsigned w = 31 - (unsigned)__builtin_clz(a->isr_words);
+	return (int)(w * 32 + 31 - (unsigned)__builtin_clz(a->isr[w]));
+}
+
 /* ---- state ---- */
 
 static void reset_registers(struct lapic *a)
@@ -44,6 +53,7 @@ static void reset_registers(struct lapic *a)
 	a->esr = a->esr_pending = 0;
 	a->icr_lo = a->icr_hi = 0;
 	memset(a->isr, 0, sizeof(a->isr));
+	a->isr_words = 0;
 	memset(a->tmr, 0, sizeof(a->tmr));
 	memset(a->irr, 0, sizeof(a->irr));
 	for (unsigned i = 0; i < LVT_COUNT; i++)
@@ -103,7 +113,7 @@ static uint32_t x2apic_ldr(uint32_t id)
 
 uint32_t lapic_ppr(const struct lapic *a)
 {
-	int isrv = highest_bit256(a->isr);
+	int isrv = highest_isr(a);
 	uint32_t isr_class = isrv < 0 ? 0 : ((uint32_t)isrv & 0xf0);
 	uint32_t tpr = lapic_tpr(a);
 	if ((tpr & 0xf0) >= isr_class)
@@ -171,16 +181,19 @@ void lapic_ack(struct lapic *a, uint8_t vector)
 {
 	clr_bit256(a->irr, vector);
 	set_bit256(a->isr, vector);
+	a->isr_words |= 1u << (vector >> 5);
 	if (a->timer_late && vector == (uint8_t)a->lvt[LVT_TIMER])
 		timer_send_late(a, true);   /* the next late period can wait in IRR now */
 }
 
 int lapic_eoi(struct lapic *a)
 {
-	int v = highest_bit256(a->isr);
+	int v = highest_isr(a);
 	if (v < 0)
 		return -1;
 	clr_bit256(a->isr, (unsigned)v);
+	if (!a->isr[v >> 5])
+		a->isr_words &= ~(1u << (v >> 5));
 	if (test_bit256(a->tmr, (unsigned)v) && a->eoi_hook)
 		a->eoi_hook(a->eoi_ctx, (uint8_t)v);
 	return v;
@@ -188,7 +201,7 @@ int lapic_eoi(struct lapic *a)
 
 bool lapic_eoi_edge(struct lapic *a)
 {
-	int v = highest_bit256(a->isr);
+	int v = highest_isr(a);
 	if (v >= 0 && test_bit256(a->tmr, (unsigned)v))
 		return false;
 	lapic_eoi(a);
@@ -696,6 +709,13 @@ int lapic_set_base(struct lapic *a, uint64_t value)
 
 int lapic_msr(struct lapic *a, uint32_t msr, uint64_t *value, bool is_write)
 {
+	/* the EOI first: the most frequent write in x2APIC mode */
+	if (msr == MSR_X2APIC_FIRST + (LAPIC_EOI >> 4) && is_write && lapic_x2apic(a)) {
+		if (*value)
+			return LAPIC_GP;
+		lapic_eoi(a);
+		return 0;
+	}
 	if (msr == MSR_APIC_BASE) {
 		if (is_write)
 			return lapic_set_base(a, *value);

@@ -143,6 +143,8 @@ struct lapic {
 	uint32_t esr_pending;   /* errors since then */
 	uint32_t icr_lo, icr_hi;
 	uint32_t isr[8], tmr[8], irr[8];
+	uint32_t isr_words;     /* bit i: isr[i] is not 0 (the highest in service
+				   without a scan of the eight words) */
 	uint32_t lvt[LVT_COUNT];
 	/* timer */
 	uint32_t timer_init;    /* initial count */

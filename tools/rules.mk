@@ -58,9 +58,10 @@ bench: deps
 	@$(PYTHON) tools/bench.py --backend $(BACKEND)
 
 # lightpath vs KVM on the same exits (tools/compare/): the bench guests under
-# lightpath (all on) and under KVM in Debian's Linux, both in the same QEMU
-# -icount configuration -> build/bench/compare.json, docs/BENCHMARKS.md.
-# A few minutes (a Linux boot under TCG); not part of `make test`.
+# lightpath and under KVM in Debian's Linux, both in the same QEMU -icount
+# configuration, in two pairs: lightpath spec=off vs Linux mitigations=off,
+# and both sides' defaults -> build/bench/compare.json, docs/BENCHMARKS.md.
+# A few minutes (two Linux boots under TCG); not part of `make test`.
 compare: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/compare/kvmrun
 	@$(PYTHON) tools/compare/compare.py

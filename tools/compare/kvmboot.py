@@ -17,8 +17,10 @@ Steps, each reported as it happens:
      TCG) to build/compare/initramfs.cpio;
   3. boot: qemu-system-x86_64 -accel tcg -cpu EPYC,+svm
      -icount shift=0,align=off,sleep=off (the configuration `make bench` uses
-     for lightpath); /init loads kvm_amd and runs kvmrun on bench32 and bench64
-     with host=kvm. The serial log is build/compare/kvm.log.
+     for lightpath); /init prints the kernel command line and what the kernel
+     reports for its mitigations (sysfs and dmesg), loads kvm_amd and runs
+     kvmrun on bench32 and bench64 with host=kvm. The serial log is
+     build/compare/kvm.log (kvm-NAME.log with --log-name NAME).
 """
 
 import argparse
@@ -213,6 +215,7 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 echo "compare: init: up after $(cut -d' ' -f1 /proc/uptime) s (guest clock)"
 echo "compare: init: kernel $(uname -r)"
+echo "compare: init: cmdline $(cat /proc/cmdline)"
 echo "compare: init: cpu$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
 for m in @MODULES@; do
 	insmod /modules/$m.ko || echo "compare: init: error: insmod $m failed"
@@ -220,6 +223,10 @@ done
 for f in /sys/devices/system/cpu/vulnerabilities/*; do
 	echo "compare: init: mitigation ${f##*/}: $(cat $f)"
 done
+# What the kernel said when it chose them (quiet kept it off the console);
+# the command line is printed above already.
+dmesg | grep -iE 'mitigat|vulnerab|spectre|retbleed|speculat|srso' | grep -v 'ommand line:' |
+	sed 's/^/compare: init: dmesg: /'
 echo "compare: init: kvm_amd npt=$(cat /sys/module/kvm_amd/parameters/npt 2>/dev/null) nrips=$(cat /sys/module/kvm_amd/parameters/nrips 2>/dev/null)"
 if [ ! -c /dev/kvm ]; then
 	echo "compare: init: error: no /dev/kvm after loading kvm_amd"
@@ -304,9 +311,13 @@ def qemu_cmd(vmlinuz, cpu=CPU):
             "-append", KERNEL_APPEND]
 
 
-def boot(vmlinuz, timeout, cpu=CPU, append=KERNEL_APPEND):
+def log_path(name=None):
+    return os.path.join(OUT, "kvm-%s.log" % name if name else "kvm.log")
+
+
+def boot(vmlinuz, timeout, cpu=CPU, append=KERNEL_APPEND, log_name=None):
     """Boots, echoes the progress lines, returns the serial log text."""
-    log = os.path.join(OUT, "kvm.log")
+    log = log_path(log_name)
     cmd = qemu_cmd(vmlinuz, cpu)
     cmd[-1] = append
     say("boot: %s" % " ".join(c if " " not in c else "'%s'" % c for c in
@@ -345,14 +356,22 @@ def boot(vmlinuz, timeout, cpu=CPU, append=KERNEL_APPEND):
     return text, secs
 
 
-def run(n, timeout, cpu=CPU, append=KERNEL_APPEND):
+def prepare(n):
+    """Packages and initramfs: what every boot of one run shares."""
     os.makedirs(OUT, exist_ok=True)
     kdeb, bdeb = fetch_packages()
     unpack([kdeb, bdeb])
     vmlinuz, kver = build_initramfs(n)
-    text, secs = boot(vmlinuz, timeout, cpu, append)
-    return {"text": text, "secs": secs, "kernel_deb": os.path.basename(kdeb),
+    return {"vmlinuz": vmlinuz, "kernel_deb": os.path.basename(kdeb),
             "kernel_version": deb_field(kdeb, "Version"), "kernel_release": kver}
+
+
+def run(n, timeout, cpu=CPU, append=KERNEL_APPEND, log_name=None, prep=None):
+    """One boot; prep (from prepare()) lets several boots share the packages
+    and the initramfs."""
+    k = dict(prep or prepare(n))
+    k["text"], k["secs"] = boot(k["vmlinuz"], timeout, cpu, append, log_name)
+    return k
 
 
 def main():
@@ -361,9 +380,10 @@ def main():
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--cpu", default=CPU, help="QEMU -cpu (default %s)" % CPU)
     ap.add_argument("--append", default=KERNEL_APPEND, help="kernel command line")
+    ap.add_argument("--log-name", help="serial log build/compare/kvm-NAME.log (default kvm.log)")
     args = ap.parse_args()
     try:
-        r = run(args.n, args.timeout, args.cpu, args.append)
+        r = run(args.n, args.timeout, args.cpu, args.append, args.log_name)
     except BootError as e:
         print("compare: error: %s" % e, file=sys.stderr)
         return 1

@@ -53,7 +53,9 @@ EXITS = ("none", "hypercall", "cpuid", "pio_in_pmtimer", "pio_out", "rdmsr",
 # The local APIC rows (issue 14: MSRs registered late cost what early ones
 # do): every lightpath run reports them (tools/bench.py requires them), logs
 # from before they existed and other hosts need not.
-APIC_EXITS = ("wrmsr_tsc_deadline", "x2apic_eoi", "xapic_eoi", "self_ipi")
+# timer_irq is no round trip but a latency: from the TSC-deadline expiry the
+# guest armed to the RDTSC that is its handler's first instruction.
+APIC_EXITS = ("wrmsr_tsc_deadline", "x2apic_eoi", "xapic_eoi", "self_ipi", "timer_irq")
 # A guest-owned MSR's write (issue 14 item 5): where lightpath passes the MSR
 # through (msr=lazy, the default) it is no exit and the row measures the
 # WRMSR instruction itself; under msr=always it exits. Required like the APIC
@@ -586,6 +588,12 @@ row is the empty bracket (RDTSC to RDTSC with no exiting instruction between the
 `wrmsr_kernel_gs_base` is a guest-owned MSR, which lightpath passes through unless
 `msr=always` (docs/SECURITY.md, case 18): there it is no exit, and the row
 measures the WRMSR instruction itself, as on bare metal.
+`timer_irq` is no round trip but an interrupt latency: the guest arms its TSC-deadline
+timer (x2APIC, IA32_TSC_DEADLINE = RDTSC + 4000) and spins on PAUSE with IF=1; the
+handler's first instruction, at the vector's IDT entry, is RDTSC, and the row is that TSC
+minus the deadline: lightpath noticing the expiry (its host timer's interrupt and the exit
+it causes), delivering the vector and entering the guest, plus the guest's interrupt
+delivery, in instructions.
 
 The world switch itself counts 0, and VMRUN, VMLOAD and VMSAVE count 1 each, like any
 other instruction, however expensive they are on silicon. So these figures compare code

@@ -16,6 +16,12 @@
  * sends one back; the bracket ends when vCPU 0's handler has seen it (see
  * ipi_rows for what that counts).
  *
+ * timer_irq is no bracket around an exit but a latency: from the
+ * TSC-deadline expiry the guest armed to its handler's first instruction
+ * (timer_rows, at the end of this file). It runs last, on lightpath, and
+ * under KVM with timer=1 (make compare's second run per guest, under
+ * kvmrun --irqchip: KVM's in-kernel local APIC, which the first does without).
+ *
  * wrmsr_kernel_gs_base is not an exit where lightpath passes the MSR
  * through (its default: docs/SECURITY.md, case 18): then it
  * measures the WRMSR instruction itself, as on bare metal or under KVM. */
@@ -38,6 +44,7 @@
 #define CPUID1_ECX_X2APIC  (1u << 21)
 #define CPUID1_ECX_TSCDL   (1u << 24)
 #define LVTT_MASKED_TSCDL  ((1u << 16) | (2u << 17) | 0xeeu)	/* masked: never delivers */
+#define LVTT_TSCDL         (2u << 17)	/* TSC-deadline mode, unmasked */
 #define MSR_X2APIC_SELF    0x83fu
 
 /* The IPI rows' code goes behind the rest of the image's code: placed
@@ -53,7 +60,13 @@
 #define VEC_SELF_IPI       0x50u
 #define VEC_PING           0x51u	/* vCPU 0 -> vCPU 1 */
 #define VEC_ECHO           0x52u	/* vCPU 1 -> vCPU 0 */
+#define VEC_TIMER          0x53u	/* timer_irq: the TSC-deadline timer's */
 #define ECHO_APIC_ID       1u	/* lightpath gives vCPU i APIC ID i */
+
+/* timer_irq arms the deadline this far past the RDTSC before its WRMSR:
+ * beyond the WRMSR exit's return (at most ~800 in every configuration,
+ * docs/BENCHMARKS.md), so that the timer expires while the guest spins. */
+#define TIMER_DELTA        4000u
 
 /* host=kvm (tools/compare/kvmrun): the same measurements, with the checks
  * that are right under KVM. KVM's CPUID 0x40000000 signature is
@@ -82,6 +95,7 @@ enum exit_type {
 	EX_SELF_IPI,
 	EX_IPI_ROUNDTRIP,
 	EX_WRMSR_KGS,
+	EX_TIMER_IRQ,	/* last: the other rows' results[] keep their addresses */
 	EX_COUNT
 };
 
@@ -103,6 +117,7 @@ static const char *const names[EX_COUNT] = {
 	[EX_SELF_IPI] = "self_ipi",
 	[EX_IPI_ROUNDTRIP] = "ipi_roundtrip",
 	[EX_WRMSR_KGS] = "wrmsr_kernel_gs_base",
+	[EX_TIMER_IRQ] = "timer_irq",
 };
 
 /* The emulator's rows: a 4-byte read and write of the MMIO test device's
@@ -402,6 +417,8 @@ IPI_TEXT static void guest_msr_rows(uint32_t n)
 	wrmsr(MSR_KERNEL_GS_BASE, kgs);
 }
 
+static void timer_rows(uint32_t n);	/* at the end of the file */
+
 static __attribute__((noinline)) bool sig_ok(void)
 {
 	struct cpuid_regs sig = cpuid(LP_CPUID_BASE, 0);
@@ -647,7 +664,152 @@ int guest_main(void)
 		apic_rows(n);
 	}
 	guest_msr_rows(n);
+	timer_rows(n);	/* it decides: a test here would move the code behind */
 
 	print_results(MODE, n);
 	return failed ? 1 : 0;
+}
+
+/* ---- timer_irq: TSC-deadline expiry to the first instruction of the handler ----
+ *
+ * With the timer LVT in TSC-deadline mode (x2APIC, as the other APIC rows)
+ * and IF=1: RDTSC; IA32_TSC_DEADLINE = that + TIMER_DELTA (WRMSR); PAUSE
+ * until the handler has run. The handler's first instruction is RDTSC, and
+ * the row is that TSC minus the deadline: no bracket around an exit but
+ * what passes between the expiry and the handler, in TSC ticks.
+ *
+ * The runtime's vectors go through its stub (push, push, jmp, register
+ * saves, C dispatch) before a C handler runs; this row points the IDT gate
+ * of VEC_TIMER at timer_entry instead, so that the RDTSC is the first
+ * instruction at the vector's entry: nothing of the guest's lies between
+ * the interrupt's delivery and the RDTSC. timer_entry clobbers EAX and EDX:
+ * it can only interrupt the spin loop below, which declares both clobbered
+ * (IF=1 nowhere else while the gate points there). It leaves the EOI to the
+ * loop, after the measurement. Own section, at the end of the image's code:
+ * placed among the other rows' code it would move their brackets. */
+#define TIMER_TEXT __attribute__((section(".text.bench_timer"), noinline))
+
+static volatile uint32_t timer_t_lo __attribute__((used));
+static volatile uint32_t timer_t_hi __attribute__((used));
+static volatile uint32_t timer_irqs __attribute__((used));
+
+#ifdef __x86_64__
+#define RIPREL "(%rip)"
+#define IRET "iretq"
+#else
+#define RIPREL ""
+#define IRET "iret"
+#endif
+/* The vector's entry (naked: no prologue before the RDTSC). */
+TIMER_TEXT __attribute__((naked)) static void timer_entry(void)
+{
+	asm("rdtsc\n\t"
+	    "mov %eax, timer_t_lo" RIPREL "\n\t"
+	    "mov %edx, timer_t_hi" RIPREL "\n\t"
+	    "incl timer_irqs" RIPREL "\n\t"
+	    IRET);
+}
+
+struct idtr {
+	uint16_t limit;
+	ureg_t base;
+} __attribute__((packed));
+
+/* A gate's handler offset: the same bits in both widths' gates (the 64-bit
+ * one has bits 63:32 in its third dword). */
+TIMER_TEXT static void gate_set(uint8_t *g, uintptr_t a)
+{
+	g[0] = (uint8_t)a;
+	g[1] = (uint8_t)(a >> 8);
+	g[6] = (uint8_t)(a >> 16);
+	g[7] = (uint8_t)(a >> 24);
+#ifdef __x86_64__
+	for (int i = 0; i < 4; i++)
+		g[8 + i] = (uint8_t)(a >> (32 + 8 * i));
+#endif
+}
+
+/* One arming: returns the handler's TSC, and the deadline in *deadline. */
+TIMER_TEXT static uint64_t timer_once(uint64_t *deadline)
+{
+	uint32_t lo, hi, a, d;
+	uint32_t before = timer_irqs;
+	asm volatile("rdtsc\n\t"
+		     "add %[delta], %%eax\n\t"
+		     "adc $0, %%edx\n\t"
+		     "mov %%eax, %[lo]\n\t"
+		     "mov %%edx, %[hi]\n\t"
+		     "wrmsr\n\t"
+		     "sti\n"
+		     "1:\tpause\n\t"
+		     "cmpl %[before], %[irqs]\n\t"
+		     "je 1b\n\t"
+		     "cli"
+		     : [lo] "=&r"(lo), [hi] "=&r"(hi), "=&a"(a), "=&d"(d)
+		     : "c"(MSR_TSC_DEADLINE), [delta] "i"(TIMER_DELTA), [before] "r"(before),
+		       [irqs] "m"(timer_irqs)
+		     : "memory", "cc");
+	(void)a;
+	(void)d;
+	*deadline = (uint64_t)hi << 32 | lo;
+	return (uint64_t)timer_t_hi << 32 | timer_t_lo;
+}
+
+TIMER_TEXT static void timer_rows(uint32_t n)
+{
+	struct result *r = &results[EX_TIMER_IRQ];
+	/* On lightpath; under KVM only with timer=1: make compare's second run
+	 * per guest, under kvmrun --irqchip (without it there is no local APIC) */
+	if (!sig_ok() || (host.kvm && !rt_arg_u64("timer", 0)))
+		return;
+	uint32_t ecx = cpuid(1, 0).ecx;
+	if (!(ecx & CPUID1_ECX_X2APIC) || !(ecx & CPUID1_ECX_TSCDL)) {
+		check(false, "timer_irq: CPUID.1:ECX shows no x2APIC or no TSC-deadline timer");
+		return;
+	}
+	/* x2APIC on and software-enabled: apic_rows did it on lightpath, not
+	 * under KVM */
+	wrmsr(MSR_APIC_BASE, rdmsr(MSR_APIC_BASE) | APIC_BASE_EXTD);
+	wrmsr(MSR_X2APIC_SVR, 0x1ff);
+	struct idtr idtr;
+	asm volatile("sidt %0" : "=m"(idtr));
+	uint8_t *gate = (uint8_t *)(uintptr_t)idtr.base + VEC_TIMER * 2 * sizeof(ureg_t);
+	uint8_t saved[2 * sizeof(ureg_t)];
+	memcpy(saved, gate, sizeof(saved));
+	gate_set(gate, (uintptr_t)timer_entry);
+	wrmsr(MSR_X2APIC_LVTT, LVTT_TSCDL | VEC_TIMER);
+
+	uint32_t early = 0, twice = 0;
+	r->min = ~0u;
+	r->sum = 0;
+	for (uint32_t i = 0; i <= n; i++) {	/* i = 0: the warm-up, not counted */
+		uint64_t deadline, t = timer_once(&deadline);
+		wrmsr(MSR_X2APIC_EOI, 0);
+		if (timer_irqs != i + 1)
+			twice++;
+		if (t < deadline) {
+			early++;
+			continue;
+		}
+		uint64_t lat = t - deadline;
+		uint32_t d = lat > ~0u ? ~0u : (uint32_t)lat;
+		if (!i)
+			continue;
+		if (d < r->min)
+			r->min = d;
+		r->sum += d;
+	}
+	r->done = true;
+	/* a last look for a late second interrupt of the last arming */
+	sti();
+	for (int i = 0; i < 2 * (int)TIMER_DELTA; i++)
+		asm volatile("pause");
+	cli();
+	check(timer_irqs == n + 1, "timer_irq: the handler did not run exactly once per deadline");
+	check(!twice, "timer_irq: an arming's handler ran more than once");
+	check(!early, "timer_irq: the handler ran before the TSC reached the deadline");
+	check(rdmsr(MSR_TSC_DEADLINE) == 0, "timer_irq: IA32_TSC_DEADLINE not 0 after the timer fired");
+
+	wrmsr(MSR_X2APIC_LVTT, LVTT_MASKED_TSCDL);
+	memcpy(gate, saved, sizeof(saved));
 }

@@ -464,13 +464,15 @@ def main():
     except (bench.BenchError, kvmboot.BootError, CompareError) as e:
         print("compare: error: %s" % e, file=sys.stderr)
         return 1
-    for e in LATE_EXITS:
-        for side, res in (("lightpath", lp), ("KVM", kvm)):
-            missing = [m for m in MODES if e not in res.get(m, {})]
-            if missing:
-                print("compare: error: no %s result from %s (mode %s)" % (e, side, ", ".join(missing)),
-                      file=sys.stderr)
-                return 1
+    # the late rows come from a second run on each side: both must have them
+    for pair, lp, kvm, _, _ in runs:
+        for e in LATE_EXITS:
+            for side, res in (("lightpath", lp), ("KVM", kvm)):
+                missing = [m for m in MODES if e not in res.get(m, {})]
+                if missing:
+                    print("compare: error: pair %s: no %s result from %s (mode %s)"
+                          % (pair["pair"], e, side, ", ".join(missing)), file=sys.stderr)
+                    return 1
 
     meta = {"qemu": qemu, "kernel_deb": "linux-image-%s %s" % (runs[0][3]["kernel"], prep["kernel_version"]),
             "n": args.n}

@@ -255,6 +255,16 @@ static inline void rt_apic_write(bool x2apic, unsigned off, uint32_t val)
 		*(volatile uint32_t *)(uintptr_t)(RT_LAPIC + off) = val;
 }
 
+/* Bits set in the eight 32-bit registers from `base` (ISR, TMR or IRR). */
+static inline unsigned rt_apic_bits(bool x2apic, unsigned base)
+{
+	unsigned n = 0;
+	for (unsigned r = 0; r < 8; r++)
+		for (uint32_t w = rt_apic_read(x2apic, base + r * 0x10); w; w &= w - 1)
+			n++;
+	return n;
+}
+
 /* ---- application processors (flat 32-bit guests only: guests/rt/ap32.c) ---- */
 /* A STARTUP IPI with vector RT_AP_SIPI_VECTOR starts an AP in real mode at
  * RT_AP_TRAMP (below 1 MiB; the image itself is linked at 1 MiB), where

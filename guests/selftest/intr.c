@@ -160,14 +160,7 @@ static bool in_irr(unsigned v)
 	return apic_read(LAPIC_IRR + (v / 32) * 0x10) & (1u << (v % 32));
 }
 
-static unsigned apic_bits(unsigned base)
-{
-	unsigned n = 0;
-	for (unsigned r = 0; r < 8; r++)
-		for (uint32_t w = apic_read(base + r * 0x10); w; w &= w - 1)
-			n++;
-	return n;
-}
+static unsigned apic_bits(unsigned base) { return rt_apic_bits(x2apic, base); }
 
 /* ---- 1. the local APIC timer ---- */
 

@@ -78,14 +78,7 @@ static void tpr_set(unsigned tpr, bool by_cr8)
 	apic_write(LAPIC_TPR, tpr);
 }
 
-static unsigned apic_bits(unsigned base)
-{
-	unsigned n = 0;
-	for (unsigned r = 0; r < 8; r++)
-		for (uint32_t w = apic_read(base + r * 0x10); w; w &= w - 1)
-			n++;
-	return n;
-}
+static unsigned apic_bits(unsigned base) { return rt_apic_bits(x2apic, base); }
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static unsigned rnd(void)

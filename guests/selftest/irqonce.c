@@ -39,7 +39,6 @@ static volatile unsigned received, duplicates, timer_armed, timer_hits, timer_du
 /* Eight vectors in four classes: 0x50 0x58 0x60 0x68 0x70 0x78 0x80 0x88. */
 static unsigned vec_of(unsigned i) { return VEC_FIRST + 8 * i; }
 
-static uint32_t apic_read(unsigned off) { return rt_apic_read(x2apic, off); }
 static void apic_write(unsigned off, uint32_t val) { rt_apic_write(x2apic, off, val); }
 
 static void on_ipi(struct rt_frame *f)

@@ -1958,11 +1958,15 @@ def t_side_by_side_triple(label, smp, icount=False):
     """Issue 12's test: two VMs at the same time on different CPUs; the
     second triple-faults and is stopped, the first keeps working unaffected
     (every line of it, and no interrupt or NMI reaches it). The triple
-    fault's line comes before the side guest is done: they overlapped."""
+    fault's line comes before the side guest is done: they overlapped.
+    The side guest runs 40 lines of 20 ms: CPU 0 sets up the second VM
+    while CPU 1 runs the first, and under a loaded CI (two tests at once,
+    each QEMU with a thread per CPU) that set-up once took longer than the
+    240 ms that 12 lines gave."""
     def run():
-        b = Boot(label, [guest("side", "lines=12 ms=20"), guest("triple")], smp=smp,
+        b = Boot(label, [guest("side", "lines=40 ms=20"), guest("triple")], smp=smp,
                  icount=icount)
-        expect_vm_lines(b, 0, side_lines(0, 12, 1))
+        expect_vm_lines(b, 0, side_lines(0, 40, 1))
         expect_vm_lines(b, 1, triple_side_lines(1, 2 if smp != "2" else 0))
         expect_side_by_side(b, FINAL_VM1_STOPPED_ONLY, aps=int(smp) - 1)
         stop = [i for i, l in enumerate(b.lines) if l.startswith("lightpath: vm1: stopped:")]

@@ -188,7 +188,9 @@ static int msr_tsc_adjust(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_w
 #define PMU_AMD_COUNTERS    4u
 #define PMU_INTEL_COUNTERS  2u
 
-static int msr_pmu_never_counts(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
+/* Reads 0, drops every write: the counters that never count, and the
+ * microcode revision (IA32_BIOS_SIGN_ID, below). */
+static int msr_reads_zero(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
 {
 	(void)v;
 	(void)msr;
@@ -253,15 +255,6 @@ static int msr_misc_enable(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_
  * every write is dropped and a read is revision 0. */
 #define MSR_IA32_BIOS_SIGN_ID 0x8bu
 
-static int msr_bios_sign_id(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
-{
-	(void)v;
-	(void)msr;
-	if (!is_write)
-		*val = 0;
-	return 0;
-}
-
 void exit_register_cpu_msrs(struct vm *vm)
 {
 	const struct cpuid_host *h = cpuid_host();
@@ -272,12 +265,12 @@ void exit_register_cpu_msrs(struct vm *vm)
 	if (r[1] & CPUID7_EBX_TSC_ADJUST)
 		vm_register_msr(vm, MSR_IA32_TSC_ADJUST, 1, msr_tsc_adjust);
 	if (h->intel) {
-		vm_register_msr(vm, MSR_INTEL_PMC0, PMU_INTEL_COUNTERS, msr_pmu_never_counts);
-		vm_register_msr(vm, MSR_INTEL_EVTSEL0, PMU_INTEL_COUNTERS, msr_pmu_never_counts);
+		vm_register_msr(vm, MSR_INTEL_PMC0, PMU_INTEL_COUNTERS, msr_reads_zero);
+		vm_register_msr(vm, MSR_INTEL_EVTSEL0, PMU_INTEL_COUNTERS, msr_reads_zero);
 		vm_register_msr(vm, MSR_IA32_MISC_ENABLE, 1, msr_misc_enable);
-		vm_register_msr(vm, MSR_IA32_BIOS_SIGN_ID, 1, msr_bios_sign_id);
+		vm_register_msr(vm, MSR_IA32_BIOS_SIGN_ID, 1, msr_reads_zero);
 	} else {
-		vm_register_msr(vm, MSR_AMD_PERF_LEGACY, 2 * PMU_AMD_COUNTERS, msr_pmu_never_counts);
+		vm_register_msr(vm, MSR_AMD_PERF_LEGACY, 2 * PMU_AMD_COUNTERS, msr_reads_zero);
 	}
 	vm_register_msr(vm, MSR_IA32_DEBUGCTL, 1, msr_debugctl);
 }

@@ -52,7 +52,8 @@ void vcpu_state_leave(struct vcpu *v)
  * HLT the guest has not run yet (an exit that completed an instruction
  * moved RIP on; a HLT there is the guest's to run, after the interrupt, as
  * on a CPU), so the code byte is read only after them: it cost every other
- * injection about 58 instructions (make bench, self_ipi). */
+ * injection about 58 instructions (self_ipi under tools/bench.py, on a
+ * throwaway build without the check). */
 static void inject_completes_hlt(struct vcpu *v)
 {
 	const struct exit_row *row = exit_row_of(vendor_exit_code(v));

@@ -35,6 +35,7 @@ static const struct option_desc option_table[] = {
 	SWITCH("light", light, "on", "off"),
 	SWITCH("svm.vmload", vmload_lazy, "lazy", "always"),
 	SWITCH("vmx.tpr", vmx_tpr_shadow, "shadow", "exit"),
+	SWITCH("vmx.apicv", vmx_apicv, "on", "off"),
 	SWITCH("dr", dr_lazy, "lazy", "always"),
 	SWITCH("pmu", pmu_lazy, "lazy", "always"),
 	SWITCH("msr", msr_lazy, "lazy", "always"),
@@ -55,6 +56,7 @@ void options_defaults(struct lp_options *opt)
 	opt->light = true;
 	opt->vmload_lazy = true;
 	opt->vmx_tpr_shadow = true;
+	opt->vmx_apicv = true;
 	opt->dr_lazy = true;
 	opt->pmu_lazy = true;
 	opt->msr_lazy = true;

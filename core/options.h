@@ -13,6 +13,9 @@ struct lp_options {
 	bool vmload_lazy;  /* svm.vmload=lazy|always  seed 003 */
 	bool vmx_tpr_shadow; /* vmx.tpr=shadow|exit: CR8 through VT-x's TPR shadow where the
 				CPU has one, or CR8 exiting (the fallback) */
+	bool vmx_apicv;    /* vmx.apicv=on|off: VT-x's APIC virtualization (APIC-access
+			      page, x2APIC and register virtualization, virtual-interrupt
+			      delivery) where the CPU has it, or injection (the fallback) */
 	bool dr_lazy;      /* dr=lazy|always       seed 001 */
 	bool pmu_lazy;     /* pmu=lazy|always      seed 002 */
 	bool msr_lazy;     /* msr=lazy|always      seed 000 follow-up */

@@ -18,27 +18,71 @@ static const uint32_t lvt_rw_mask[LVT_COUNT] = {
 
 static void timer_fire(struct vm_timer *t, uint64_t now);
 
-/* ---- bit arrays (ISR/TMR/IRR: 256 bits as eight 32-bit registers) ---- */
+/* ---- bit arrays (ISR/TMR/IRR: 256 bits as eight 32-bit registers, 16
+ * bytes apart in the register file) ---- */
 
-static inline void set_bit256(uint32_t *r, unsigned v) { r[v >> 5] |= 1u << (v & 31); }
-static inline void clr_bit256(uint32_t *r, unsigned v) { r[v >> 5] &= ~(1u << (v & 31)); }
-static inline bool test_bit256(const uint32_t *r, unsigned v) { return r[v >> 5] & (1u << (v & 31)); }
-
-static int highest_bit256(const uint32_t *r)
+static inline void set_vec(struct lapic *a, unsigned base, unsigned v)
 {
-	for (int i = 7; i >= 0; i--)
-		if (r[i])
-			return i * 32 + 31 - __builtin_clz(r[i]);
+	*lapic_vec_word(a, base, v >> 5) |= 1u << (v & 31);
+}
+static inline void clr_vec(struct lapic *a, unsigned base, unsigned v)
+{
+	*lapic_vec_word(a, base, v >> 5) &= ~(1u << (v & 31));
+}
+
+int lapic_highest_vec(const struct lapic *a, unsigned base)
+{
+	for (int i = 7; i >= 0; i--) {
+		uint32_t w = *lapic_vec_word(a, base, (unsigned)i);
+		if (w)
+			return i * 32 + 31 - __builtin_clz(w);
+	}
 	return -1;
 }
 
-/* The highest vector in service: isr_words names the word. */
+/* The highest vector in service: isr_words names the word (a scan where
+ * the CPU changes ISR itself). */
 static int highest_isr(const struct lapic *a)
 {
+	if (a->cpu_delivers)
+		return lapic_highest_vec(a, LAPIC_ISR);
 	if (!a->isr_words)
 		return -1;
 	unsigned w = 31 - (unsigned)__builtin_clz(a->isr_words);
-	return (int)(w * 32 + 31 - (unsigned)__builtin_clz(a->isr[w]));
+	return (int)(w * 32 + 31 - (unsigned)__builtin_clz(*lapic_vec_word(a, LAPIC_ISR, w)));
+}
+
+/* ---- the copies of the model's registers in the register file ---- */
+
+static inline void mirror(struct lapic *a, unsigned off, uint32_t v)
+{
+	a->regs[off >> 2] = v;
+}
+
+static void mirror_id(struct lapic *a)
+{
+	mirror(a, LAPIC_ID, lapic_x2apic(a) ? a->id : a->id << 24);
+}
+
+static void mirror_lvts(struct lapic *a)
+{
+	for (unsigned i = 0; i < LVT_COUNT; i++)
+		mirror(a, LAPIC_LVT_TIMER + 16 * i, a->lvt[i]);
+}
+
+static void mirror_all(struct lapic *a)
+{
+	mirror_id(a);
+	mirror(a, LAPIC_VERSION, LAPIC_VERSION_VALUE);
+	mirror(a, LAPIC_LDR, a->ldr);
+	mirror(a, LAPIC_DFR, a->dfr);
+	mirror(a, LAPIC_SVR, a->svr);
+	mirror(a, LAPIC_ESR, a->esr);
+	mirror(a, LAPIC_ICR_LO, a->icr_lo);
+	mirror(a, LAPIC_ICR_HI, a->icr_hi);
+	mirror_lvts(a);
+	mirror(a, LAPIC_TIMER_INIT, a->timer_init);
+	mirror(a, LAPIC_TIMER_DIV, a->timer_div);
 }
 
 /* ---- state ---- */
@@ -46,16 +90,14 @@ static int highest_isr(const struct lapic *a)
 static void reset_registers(struct lapic *a)
 {
 	vm_timer_cancel(&a->timer);
-	*a->tpr = 0;
 	a->svr = 0xff;
 	a->ldr = 0;
 	a->dfr = 0xffffffffu;
 	a->esr = a->esr_pending = 0;
 	a->icr_lo = a->icr_hi = 0;
-	memset(a->isr, 0, sizeof(a->isr));
+	/* TPR, ISR, TMR, IRR and the rest of the register file */
+	memset(a->regs, 0, LAPIC_REG_WORDS * sizeof(uint32_t));
 	a->isr_words = 0;
-	memset(a->tmr, 0, sizeof(a->tmr));
-	memset(a->irr, 0, sizeof(a->irr));
 	for (unsigned i = 0; i < LVT_COUNT; i++)
 		a->lvt[i] = LAPIC_LVT_MASKED;
 	a->timer_init = 0;
@@ -63,12 +105,13 @@ static void reset_registers(struct lapic *a)
 	a->timer_running = false;
 	a->tsc_deadline = 0;
 	a->nmi_pending = false;
+	mirror_all(a);
 }
 
 void lapic_init(struct lapic *a, struct dev_host *host, uint32_t apic_id, bool bsp)
 {
 	memset(a, 0, sizeof(*a));
-	a->tpr = &a->tpr_own;
+	a->regs = a->regs_own;
 	a->id = apic_id;
 	a->apic_base = LAPIC_BASE | APIC_BASE_EN | (bsp ? APIC_BASE_BSP : 0);
 	a->wait_sipi = !bsp;   /* an AP waits for its STARTUP from power-up */
@@ -85,6 +128,7 @@ void lapic_firmware_setup(struct lapic *a)
 	a->svr |= LAPIC_SVR_ENABLE;
 	a->lvt[LVT_LINT0] = (LAPIC_DM_EXTINT << 8) | LAPIC_LVT_LEVEL; /* 0x8700, unmasked */
 	a->lvt[LVT_LINT1] = (LAPIC_DM_NMI << 8) | LAPIC_LVT_LEVEL;    /* 0x8400 */
+	mirror_all(a);
 }
 
 void lapic_set_eoi_hook(struct lapic *a, lapic_eoi_fn fn, void *ctx)
@@ -121,15 +165,31 @@ uint32_t lapic_ppr(const struct lapic *a)
 	return isr_class;
 }
 
-void lapic_tpr_move(struct lapic *a, uint32_t *reg)
+void lapic_regs_move(struct lapic *a, uint32_t *page)
 {
-	*reg = *a->tpr;
-	a->tpr = reg;
+	if (page != a->regs)
+		memcpy(page, a->regs, LAPIC_REG_WORDS * sizeof(uint32_t));
+	a->regs = page;
+}
+
+void lapic_set_cpu_delivers(struct lapic *a, bool on)
+{
+	a->cpu_delivers = on;
+	a->isr_words = 0;
+	for (unsigned i = 0; i < 8; i++)
+		if (*lapic_vec_word(a, LAPIC_ISR, i))
+			a->isr_words |= 1u << i;
+}
+
+void lapic_eoi_done(struct lapic *a, uint8_t vector)
+{
+	if (lapic_vec_test(a, LAPIC_TMR, vector) && a->eoi_hook)
+		a->eoi_hook(a->eoi_ctx, vector);
 }
 
 unsigned lapic_tpr_blocked_class(const struct lapic *a)
 {
-	int v = highest_bit256(a->irr);
+	int v = lapic_highest_vec(a, LAPIC_IRR);
 	if (v < 0 || ((uint32_t)v & 0xf0) > (lapic_tpr(a) & 0xf0))
 		return 0;
 	return (unsigned)v >> 4;
@@ -141,8 +201,8 @@ static void record_error(struct lapic *a, uint32_t bits)
 	uint32_t lvt = a->lvt[LVT_ERROR];
 	uint8_t v = (uint8_t)lvt;
 	if (!(lvt & LAPIC_LVT_MASKED) && v >= 16 && lapic_sw_enabled(a)) {
-		set_bit256(a->irr, v);
-		clr_bit256(a->tmr, v);
+		set_vec(a, LAPIC_IRR, v);
+		clr_vec(a, LAPIC_TMR, v);
 	}
 }
 
@@ -156,18 +216,18 @@ void lapic_accept(struct lapic *a, uint8_t vector, bool level)
 	}
 	if (!lapic_sw_enabled(a))
 		return; /* a software-disabled APIC takes no fixed interrupts */
-	set_bit256(a->irr, vector);
+	set_vec(a, LAPIC_IRR, vector);
 	if (level)
-		set_bit256(a->tmr, vector);
+		set_vec(a, LAPIC_TMR, vector);
 	else
-		clr_bit256(a->tmr, vector);
+		clr_vec(a, LAPIC_TMR, vector);
 }
 
 int lapic_highest_pending(struct lapic *a)
 {
 	if (!lapic_hw_enabled(a))
 		return -1;
-	int v = highest_bit256(a->irr);
+	int v = lapic_highest_vec(a, LAPIC_IRR);
 	if (v < 0)
 		return -1;
 	if (((uint32_t)v & 0xf0) <= (lapic_ppr(a) & 0xf0))
@@ -179,8 +239,8 @@ static void timer_send_late(struct lapic *a, bool taken);
 
 void lapic_ack(struct lapic *a, uint8_t vector)
 {
-	clr_bit256(a->irr, vector);
-	set_bit256(a->isr, vector);
+	clr_vec(a, LAPIC_IRR, vector);
+	set_vec(a, LAPIC_ISR, vector);
 	a->isr_words |= 1u << (vector >> 5);
 	if (a->timer_late && vector == (uint8_t)a->lvt[LVT_TIMER])
 		timer_send_late(a, true);   /* the next late period can wait in IRR now */
@@ -191,10 +251,10 @@ int lapic_eoi(struct lapic *a)
 	int v = highest_isr(a);
 	if (v < 0)
 		return -1;
-	clr_bit256(a->isr, (unsigned)v);
-	if (!a->isr[v >> 5])
+	clr_vec(a, LAPIC_ISR, (unsigned)v);
+	if (!*lapic_vec_word(a, LAPIC_ISR, (unsigned)v >> 5))
 		a->isr_words &= ~(1u << (v >> 5));
-	if (test_bit256(a->tmr, (unsigned)v) && a->eoi_hook)
+	if (lapic_vec_test(a, LAPIC_TMR, (unsigned)v) && a->eoi_hook)
 		a->eoi_hook(a->eoi_ctx, (uint8_t)v);
 	return v;
 }
@@ -202,7 +262,7 @@ int lapic_eoi(struct lapic *a)
 bool lapic_eoi_edge(struct lapic *a)
 {
 	int v = highest_isr(a);
-	if (v >= 0 && test_bit256(a->tmr, (unsigned)v))
+	if (v >= 0 && lapic_vec_test(a, LAPIC_TMR, (unsigned)v))
 		return false;
 	lapic_eoi(a);
 	return true;
@@ -304,9 +364,12 @@ int64_t lapic_fixed_unicast_dest(const struct lapic *a, uint64_t icr)
 
 void lapic_icr_record(struct lapic *a, uint64_t icr)
 {
-	if (lapic_x2apic(a))
+	if (lapic_x2apic(a)) {
 		a->icr_hi = (uint32_t)(icr >> 32);
+		mirror(a, LAPIC_ICR_HI, a->icr_hi);
+	}
 	a->icr_lo = (uint32_t)icr & 0x000ccfffu;
+	mirror(a, LAPIC_ICR_LO, a->icr_lo);
 }
 
 static void send_ipi(struct lapic *a)
@@ -376,7 +439,7 @@ static void timer_send_late(struct lapic *a, bool taken)
 		a->timer_late = 0;
 		return;
 	}
-	if (!a->timer_late || test_bit256(a->irr, (uint8_t)lvt))
+	if (!a->timer_late || lapic_vec_test(a, LAPIC_IRR, (uint8_t)lvt))
 		return;
 	if (taken || a->timer_late > 1)   /* not the period that just ended */
 		a->timer_fires_late++;
@@ -469,6 +532,7 @@ static void write_lvt_timer(struct lapic *a, uint32_t v)
 	unsigned old_mode = LAPIC_TIMER_MODE(a->lvt[LVT_TIMER]);
 	unsigned new_mode = LAPIC_TIMER_MODE(v);
 	a->lvt[LVT_TIMER] = v;
+	mirror(a, LAPIC_LVT_TIMER, v);
 	/* Switching into or out of TSC-deadline mode disarms the timer and
 	 * clears both the initial count and the deadline. One-shot <-> periodic
 	 * keeps counting; the mode applies at the next expiry. */
@@ -476,6 +540,7 @@ static void write_lvt_timer(struct lapic *a, uint32_t v)
 		vm_timer_cancel(&a->timer);
 		a->timer_running = false;
 		a->timer_init = 0;
+		mirror(a, LAPIC_TIMER_INIT, 0);
 		a->tsc_deadline = 0;
 	}
 }
@@ -486,11 +551,13 @@ static void write_divide(struct lapic *a, uint32_t div)
 {
 	if (!a->timer_running || LAPIC_TIMER_MODE(a->lvt[LVT_TIMER]) == LAPIC_TIMER_TSCDEADLINE) {
 		a->timer_div = div;
+		mirror(a, LAPIC_TIMER_DIV, div);
 		return;
 	}
 	uint64_t now = clock_access(a->clock, false);
 	uint32_t cur = timer_current_at(a, now);
 	a->timer_div = div;
+	mirror(a, LAPIC_TIMER_DIV, div);
 	if (!cur) {
 		a->timer_running = false;
 		vm_timer_cancel(&a->timer);
@@ -509,12 +576,8 @@ static void write_divide(struct lapic *a, uint32_t div)
 uint64_t lapic_read(struct lapic *a, unsigned off)
 {
 	off &= 0xff0;
-	if (off >= LAPIC_ISR && off < LAPIC_ISR + 0x80)
-		return a->isr[(off - LAPIC_ISR) >> 4];
-	if (off >= LAPIC_TMR && off < LAPIC_TMR + 0x80)
-		return a->tmr[(off - LAPIC_TMR) >> 4];
-	if (off >= LAPIC_IRR && off < LAPIC_IRR + 0x80)
-		return a->irr[(off - LAPIC_IRR) >> 4];
+	if (off >= LAPIC_ISR && off < LAPIC_IRR + 0x80)   /* ISR, TMR, IRR */
+		return a->regs[off >> 2];
 	if (off >= LAPIC_LVT_TIMER && off <= LAPIC_LVT_ERROR)
 		return a->lvt[(off - LAPIC_LVT_TIMER) >> 4];
 
@@ -562,10 +625,12 @@ void lapic_write(struct lapic *a, unsigned off, uint64_t value)
 		v &= lvt_rw_mask[i];
 		if (!(a->svr & LAPIC_SVR_ENABLE))
 			v |= LAPIC_LVT_MASKED; /* software-disabled: LVTs stay masked */
-		if (i == LVT_TIMER)
+		if (i == LVT_TIMER) {
 			write_lvt_timer(a, v);
-		else
+		} else {
 			a->lvt[i] = v | (a->lvt[i] & LAPIC_LVT_REMOTE_IRR);
+			mirror(a, off, a->lvt[i]);
+		}
 		return;
 	}
 
@@ -573,9 +638,10 @@ void lapic_write(struct lapic *a, unsigned off, uint64_t value)
 	case LAPIC_ID:
 		if (!lapic_x2apic(a))
 			a->id = v >> 24;
+		mirror_id(a);
 		break;
 	case LAPIC_TPR:
-		*a->tpr = v & 0xff;
+		a->regs[LAPIC_TPR >> 2] = v & 0xff;
 		break;
 	case LAPIC_EOI:
 		lapic_eoi(a);
@@ -583,22 +649,28 @@ void lapic_write(struct lapic *a, unsigned off, uint64_t value)
 	case LAPIC_LDR:
 		if (!lapic_x2apic(a))
 			a->ldr = v & 0xff000000u;
+		mirror(a, LAPIC_LDR, a->ldr);
 		break;
 	case LAPIC_DFR:
 		if (!lapic_x2apic(a))
 			a->dfr = v | 0x0fffffffu;
+		mirror(a, LAPIC_DFR, a->dfr);
 		break;
 	case LAPIC_SVR:
 		/* vector, APIC enable, focus check disable; no EOI-broadcast
 		 * suppression (version bit 24 is clear) */
 		a->svr = v & 0x3ff;
-		if (!(a->svr & LAPIC_SVR_ENABLE))
+		mirror(a, LAPIC_SVR, a->svr);
+		if (!(a->svr & LAPIC_SVR_ENABLE)) {
 			for (unsigned i = 0; i < LVT_COUNT; i++)
 				a->lvt[i] |= LAPIC_LVT_MASKED;
+			mirror_lvts(a);
+		}
 		break;
 	case LAPIC_ESR:
 		a->esr = a->esr_pending;
 		a->esr_pending = 0;
+		mirror(a, LAPIC_ESR, a->esr);
 		break;
 	case LAPIC_ICR_LO:
 		if (lapic_x2apic(a)) {
@@ -607,16 +679,20 @@ void lapic_write(struct lapic *a, unsigned off, uint64_t value)
 		} else {
 			a->icr_lo = v & 0x000ccfffu;
 		}
+		mirror(a, LAPIC_ICR_LO, a->icr_lo);
+		mirror(a, LAPIC_ICR_HI, a->icr_hi);
 		send_ipi(a);
 		break;
 	case LAPIC_ICR_HI:
 		if (!lapic_x2apic(a))
 			a->icr_hi = v & 0xff000000u;
+		mirror(a, LAPIC_ICR_HI, a->icr_hi);
 		break;
 	case LAPIC_TIMER_INIT:
 		if (LAPIC_TIMER_MODE(a->lvt[LVT_TIMER]) == LAPIC_TIMER_TSCDEADLINE)
 			break; /* ignored in TSC-deadline mode */
 		a->timer_init = v;
+		mirror(a, LAPIC_TIMER_INIT, v);
 		timer_start(a, clock_access(a->clock, false));
 		break;
 	case LAPIC_TIMER_DIV:
@@ -704,6 +780,8 @@ int lapic_set_base(struct lapic *a, uint64_t value)
 		reset_registers(a);
 	if (extd && !was_x2)
 		a->ldr = x2apic_ldr(a->id);
+	mirror(a, LAPIC_LDR, a->ldr);
+	mirror_id(a);
 	return 0;
 }
 

@@ -130,20 +130,31 @@ struct apic_msg {
  * bus (the unit tests). */
 typedef void (*lapic_send_fn)(void *ctx, struct lapic *from, const struct apic_msg *m);
 
+/* Words of the register file: offsets 0x000-0x3F0, laid out as the xAPIC
+ * page (VT-x's virtual-APIC page has the same layout). */
+#define LAPIC_REG_WORDS      (0x400 / 4)
+
 struct lapic {
 	uint32_t id;            /* APIC ID */
 	uint64_t apic_base;     /* IA32_APIC_BASE */
-	/* TPR: tpr_own, or where the CPU keeps it (VT-x's TPR shadow: the
-	 * virtual-APIC page's VTPR, which a guest's MOV to CR8 writes without
-	 * an exit): always through lapic_tpr() */
-	uint32_t *tpr;
-	uint32_t tpr_own;
+	/* The register file as the xAPIC page lays it out: the register at
+	 * offset off is regs[off >> 2]. It is regs_own, or VT-x's virtual-APIC
+	 * page (lapic_regs_move), where the CPU reads and writes it without an
+	 * exit. TPR, IRR, ISR and TMR live only here (the CPU changes them:
+	 * the TPR shadow, virtual-interrupt delivery). The other registers are
+	 * the fields below, each copied here when it changes, so that a read
+	 * the CPU serves from the page (APIC-register virtualization) finds
+	 * it, and so that a write the CPU stored there before its exit does not
+	 * destroy the value the model had. */
+	uint32_t *regs;
+	/* VT-x's virtual-interrupt delivery: the CPU takes interrupts from
+	 * IRR into ISR and performs EOIs itself (isr_words is not kept then) */
+	bool cpu_delivers;
 	uint32_t svr, ldr, dfr;
 	uint32_t esr;           /* what ESR reads: latched at the last ESR write */
 	uint32_t esr_pending;   /* errors since then */
 	uint32_t icr_lo, icr_hi;
-	uint32_t isr[8], tmr[8], irr[8];
-	uint32_t isr_words;     /* bit i: isr[i] is not 0 (the highest in service
+	uint32_t isr_words;     /* bit i: ISR word i is not 0 (the highest in service
 				   without a scan of the eight words) */
 	uint32_t lvt[LVT_COUNT];
 	/* timer */
@@ -175,6 +186,7 @@ struct lapic {
 	uint64_t timer_fires;   /* interrupts the timer sent, for statistics and tests */
 	uint64_t timer_fires_late; /* of those, sent after their time (a periodic
 				      one that waited for the previous) */
+	uint32_t regs_own[LAPIC_REG_WORDS];
 };
 
 #define LAPIC_MAX_LATE 0x10000u  /* periodic expiries kept for a guest that takes none */
@@ -261,13 +273,28 @@ static inline bool lapic_sw_enabled(const struct lapic *a)
  * disabled APIC drops fixed interrupts. */
 void lapic_accept(struct lapic *a, uint8_t vector, bool level);
 
+/* Word i (vectors 32i..32i+31) of ISR, TMR or IRR (base LAPIC_ISR,
+ * LAPIC_TMR or LAPIC_IRR): the words are 16 bytes apart. */
+static inline uint32_t *lapic_vec_word(const struct lapic *a, unsigned base, unsigned i)
+{
+	return &a->regs[(base >> 2) + 4 * i];
+}
+
 /* Is any interrupt requested (IRR non-empty)? Cheap: the light path asks it
  * after every write that could make one deliverable. */
 static inline bool lapic_irr_nonempty(const struct lapic *a)
 {
-	return (a->irr[0] | a->irr[1] | a->irr[2] | a->irr[3] | a->irr[4] | a->irr[5] | a->irr[6] |
-		a->irr[7]) != 0;
+	const uint32_t *irr = lapic_vec_word(a, LAPIC_IRR, 0);
+	return (irr[0] | irr[4] | irr[8] | irr[12] | irr[16] | irr[20] | irr[24] | irr[28]) != 0;
 }
+
+static inline bool lapic_vec_test(const struct lapic *a, unsigned base, unsigned vector)
+{
+	return *lapic_vec_word(a, base, vector >> 5) & (1u << (vector & 31));
+}
+
+/* The highest vector set in ISR, TMR or IRR, or -1. */
+int lapic_highest_vec(const struct lapic *a, unsigned base);
 
 /* The highest vector in IRR whose priority class is above the processor
  * priority (PPR), or -1. */
@@ -291,11 +318,23 @@ uint32_t lapic_ppr(const struct lapic *a);
 
 static inline uint32_t lapic_tpr(const struct lapic *a)
 {
-	return *a->tpr;
+	return a->regs[LAPIC_TPR >> 2];
 }
 
-/* Keeps the TPR at *reg from now on (its value moves there). */
-void lapic_tpr_move(struct lapic *a, uint32_t *reg);
+/* Keeps the register file at `page` from now on (its contents move there):
+ * VT-x's virtual-APIC page, or back to regs_own. */
+void lapic_regs_move(struct lapic *a, uint32_t *page);
+
+/* The CPU delivers interrupts from IRR and performs EOIs from now on
+ * (VT-x's virtual-interrupt delivery), or no longer: lapic_highest_pending
+ * still says what is deliverable (a HLT's wake-up), nobody calls lapic_ack,
+ * and EOIs the CPU performed come back through lapic_eoi_done. */
+void lapic_set_cpu_delivers(struct lapic *a, bool on);
+
+/* The CPU performed the EOI of `vector` itself (VT-x's EOI virtualization,
+ * which exits for a vector whose EOI-exit bit is set): a level-triggered
+ * one goes on to the eoi hook. */
+void lapic_eoi_done(struct lapic *a, uint8_t vector);
 
 /* The priority class (vector >> 4) of the highest interrupt in IRR when
  * the TPR alone keeps it there (its class is not above TPR[7:4]), else 0:

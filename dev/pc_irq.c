@@ -40,7 +40,7 @@ enum irq_edge_state pc_irq_edge_state(const struct pic8259 *pic, const struct io
 		case IOAPIC_DM_FIXED:
 		case IOAPIC_DM_LOWEST:
 			open = true;
-			waiting |= (a->irr[vec / 32] >> (vec % 32)) & 1;
+			waiting |= lapic_vec_test(a, LAPIC_IRR, vec);
 			break;
 		case IOAPIC_DM_NMI:
 			open = true;
@@ -85,7 +85,8 @@ void pc_lapic_eoi(void *ioapic, uint8_t vector)
 
 int pc_intr_pending(struct lapic *a, struct pic8259 *pic, bool *from_pic)
 {
-	int v = lapic_highest_pending(a);
+	/* (with virtual-interrupt delivery the CPU takes the APIC's own) */
+	int v = a->cpu_delivers ? -1 : lapic_highest_pending(a);
 	*from_pic = false;
 	if (v >= 0)
 		return v;

@@ -113,7 +113,7 @@ void exit_inject_interrupts(struct vcpu *v)
 	inject_interrupts(v);
 	/* what the TPR holds back now: lowering it must bring an exit where
 	 * the guest can do that without one (VT-x's TPR shadow) */
-	vendor_tpr_watch(v);
+	vendor_apic_sync(v);
 }
 
 int exit_raise_test_irq(struct vcpu *v, uint8_t vector)
@@ -350,7 +350,8 @@ void heavy_io(struct vcpu *v)
 static bool hlt_wakes(struct vcpu *v, bool if1)
 {
 	bool from_pic, test;
-	return (if1 && platform_intr_pending(v, &from_pic, &test) >= 0) ||
+	return (if1 && (platform_intr_pending(v, &from_pic, &test) >= 0 ||
+			lapic_highest_pending(&v->lapic) >= 0)) ||
 	       (platform_nmi_pending(v) && !vendor_nmi_blocked(v));
 }
 
@@ -414,6 +415,12 @@ void heavy_npf(struct vcpu *v)
 {
 	struct npf_info f;
 	vendor_exit_npf(v, &f);
+	heavy_mmio_fault(v, &f);
+}
+
+void heavy_mmio_fault(struct vcpu *v, const struct npf_info *fault)
+{
+	const struct npf_info f = *fault;
 	uint64_t rip = vendor_guest_rip(v);
 	/* An address nobody claims reads all-ones and drops writes, as on a PC
 	 * (the emulator performs the access: vm_mmio_access); unclaimed=stop

@@ -180,6 +180,7 @@ static int lapic_msr_handler(struct vcpu *v, uint32_t msr, uint64_t *val, bool i
 		return -1;
 	if (is_write && msr == MSR_APIC_BASE) {
 		exit_cpuid_apic_changed(v);   /* CPUID.1:EDX.APIC follows the enable */
+		vendor_apic_mode_changed(v);
 		v->pending |= VCPU_PENDING_RECHECK;   /* a disable cleared IRR and TPR */
 	}
 	if (is_write && (lapic_irr_nonempty(&v->lapic) || platform_nmi_pending(v)))
@@ -453,14 +454,9 @@ static void dump_interrupt_state(struct vm *vm)
 	struct vcpu *v = vm->vcpu;
 	bool from_pic, test;
 	int pending = platform_intr_pending(v, &from_pic, &test);
-	unsigned highest_isr = 0;
-	for (int i = 255; i >= 0; i--)
-		if (v->lapic.isr[i / 32] & (1u << (i % 32))) {
-			highest_isr = (unsigned)i;
-			break;
-		}
+	int highest_isr = lapic_highest_vec(&v->lapic, LAPIC_ISR);
 	kprintf("lightpath: vm%u: ioapic lines 0x%x, uart ier 0x%x rx %u irq %u, ioapic pin4 0x%lx, "
-		"lapic irr %s isr 0x%x tpr 0x%x, pending vector %d, %s\n", vm->id, pc->ioapic.lines,
+		"lapic irr %s isr %d tpr 0x%x, pending vector %d, %s\n", vm->id, pc->ioapic.lines,
 		pc->uart.ier, pc->uart.rx_count, pc->uart.irq_level, pc->ioapic.rte[4],
 		lapic_irr_nonempty(&v->lapic) ? "set" : "empty", highest_isr, lapic_tpr(&v->lapic), pending,
 		vendor_interrupt_state(v));

@@ -144,6 +144,10 @@ void heavy_host_intr(struct vcpu *v);
 void heavy_intr_window(struct vcpu *v);
 void heavy_nmi_window(struct vcpu *v);
 void heavy_npf(struct vcpu *v);
+struct npf_info;
+/* An access to guest-physical f->gpa that was not RAM (a nested-paging
+ * fault, VT-x's APIC-access exit): emulated as MMIO, or the VM stopped. */
+void heavy_mmio_fault(struct vcpu *v, const struct npf_info *f);
 void heavy_invd(struct vcpu *v);
 void heavy_xsetbv(struct vcpu *v);
 void heavy_wbinvd(struct vcpu *v);

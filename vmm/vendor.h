@@ -84,6 +84,9 @@ void vendor_dr_intercept_off(struct vcpu *v);
 const char *vendor_interrupt_state(struct vcpu *v);
 /* The VM's clock (vmm/guest_clock.h): RDTSC and RDTSCP exit or not. */
 void vendor_rdtsc_exiting(struct vcpu *v, bool on);
+/* The guest's local APIC changed mode (IA32_APIC_BASE): VT-x's APIC
+ * virtualization follows it (xAPIC, x2APIC, disabled). */
+void vendor_apic_mode_changed(struct vcpu *v);
 /* Whether the CPU can make RDTSC exit and offset the TSC (else the clock
  * never polls). */
 bool vendor_has_tsc_control(void);
@@ -148,10 +151,13 @@ struct npf_info {
  *   void vendor_inject_intr(v, vector)
  *   void vendor_intr_window(v, bool want)          exit when IF opens, or not
  *   bool vendor_intr_window_requested(v)
- *   void vendor_tpr_watch(v)       after each delivery decision: an exit when
+ *   void vendor_apic_sync(v)       after each delivery decision: an exit when
  *                                   the guest lowers its TPR below what IRR
  *                                   holds back, where a TPR change makes none
- *                                   (VT-x's TPR shadow; SVM: CR8 exits, nothing)
+ *                                   (VT-x's TPR shadow; SVM: CR8 exits, nothing);
+ *                                   with virtual-interrupt delivery, IRR and
+ *                                   ISR's highest vectors and the level-
+ *                                   triggered ones for the CPU
  *   void vendor_clear_interrupt_shadow(v)
  *   bool vendor_nmi_blocked(v)      the guest's last NMI handler has not
  *                                   returned (IRET) yet

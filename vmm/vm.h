@@ -148,6 +148,10 @@ struct vm {
 	uint64_t mem_hpa, mem_size; /* guest RAM: GPA 0 .. mem_size */
 	uint64_t npt_root;
 	uint64_t iopm_pa, msrpm_pa;  /* backend bitmaps (SVM: IOPM 12 KiB, MSRPM 8 KiB) */
+	/* VT-x's APIC virtualization (vmm/vmx/ept.c), 0 when unused: the
+	 * APIC-access page, the two EPT tables that can map it at 0xFEE00000,
+	 * and the MSR bitmap of a vCPU in virtualized x2APIC mode */
+	uint64_t apic_access_pa, apic_access_pd, apic_access_pt, msrpm_x2apic_pa;
 	bool ended;
 	unsigned status;
 	const char *end_reason;

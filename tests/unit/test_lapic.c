@@ -160,7 +160,7 @@ static void test_tpr_ppr_priority(void **state)
 	assert_int_equal(neoi, 0);           /* all edge: no EOI broadcast */
 }
 
-/* VT-x's TPR shadow: the TPR moves to VTPR on the virtual-APIC page, where
+/* VT-x's TPR shadow: the register file moves to the virtual-APIC page, where
  * the CPU's MOV to CR8 writes it; the APIC's reads, writes, priorities and
  * reset use it there, and the TPR threshold is the class it holds back. */
 static void test_tpr_moved_and_blocked_class(void **state)
@@ -169,7 +169,7 @@ static void test_tpr_moved_and_blocked_class(void **state)
 	static uint32_t vapic[1024];
 	enable();
 	mw(LAPIC_TPR, 0x20);
-	lapic_tpr_move(&apic, &vapic[LAPIC_TPR / 4]);
+	lapic_regs_move(&apic, vapic);
 	assert_int_equal(vapic[LAPIC_TPR / 4], 0x20);
 	assert_int_equal(lapic_tpr_blocked_class(&apic), 0);   /* IRR empty */
 	lapic_accept(&apic, 0x45, false);
@@ -191,6 +191,133 @@ static void test_tpr_moved_and_blocked_class(void **state)
 	assert_int_equal(msr_w(MSR_APIC_BASE, base & ~APIC_BASE_EN), 0);   /* reset */
 	assert_int_equal(vapic[LAPIC_TPR / 4], 0);
 	assert_int_equal(lapic_tpr_blocked_class(&apic), 0);
+}
+
+/* The registers a CPU reads from the virtual-APIC page without an exit
+ * (VT-x's APIC-register virtualization): the register file must always
+ * hold what the model reads, in both modes and after every kind of change. */
+static const unsigned page_served[] = {
+	LAPIC_ID, LAPIC_VERSION, LAPIC_TPR, LAPIC_LDR, LAPIC_DFR, LAPIC_SVR, LAPIC_ESR,
+	LAPIC_ICR_LO, LAPIC_ICR_HI, LAPIC_LVT_TIMER, LAPIC_LVT_THERMAL, LAPIC_LVT_PERF,
+	LAPIC_LVT_LINT0, LAPIC_LVT_LINT1, LAPIC_LVT_ERROR, LAPIC_TIMER_INIT, LAPIC_TIMER_DIV,
+};
+
+static void assert_page_matches(void)
+{
+	for (unsigned i = 0; i < sizeof(page_served) / sizeof(page_served[0]); i++) {
+		unsigned off = page_served[i];
+		uint32_t want = (uint32_t)lapic_read(&apic, off);
+		if (off == LAPIC_ICR_LO)
+			want = (uint32_t)lapic_read(&apic, off);   /* x2APIC: the low half */
+		if (apic.regs[off >> 2] != want)
+			fail_msg("offset 0x%x: page 0x%x, model 0x%x", off, apic.regs[off >> 2], want);
+	}
+	for (unsigned v = 0; v < 256; v += 32)
+		for (unsigned base = LAPIC_ISR; base <= LAPIC_IRR; base += 0x80)
+			assert_int_equal(apic.regs[(base + (v >> 5) * 0x10) >> 2],
+					 (uint32_t)lapic_read(&apic, base + (v >> 5) * 0x10));
+}
+
+static void test_register_file_is_the_page(void **state)
+{
+	(void)state;
+	static uint32_t page[1024];
+	assert_page_matches();   /* power-up */
+	mw(LAPIC_TPR, 0x31);
+	lapic_regs_move(&apic, page);
+	assert_ptr_equal(apic.regs, page);
+	assert_page_matches();
+	enable();
+	mw(LAPIC_ID, 0x07000000);
+	mw(LAPIC_LDR, 0x12345678);
+	mw(LAPIC_DFR, 0x0);
+	mw(LAPIC_LVT_LINT0, 0x1a7ff | LAPIC_LVT_REMOTE_IRR | LAPIC_LVT_DELIVS);
+	mw(LAPIC_LVT_TIMER, (LAPIC_TIMER_PERIODIC << 17) | 0x40);
+	mw(LAPIC_TIMER_DIV, 0xf);
+	mw(LAPIC_TIMER_INIT, 1000000);
+	mw(LAPIC_ICR_HI, 0x07ffffff);
+	mw(LAPIC_ICR_LO, 0x4041);   /* fixed, to APIC 7: itself */
+	lapic_accept(&apic, 0x90, true);
+	mw(LAPIC_LVT_ERROR, 0x33);
+	mw(LAPIC_ICR_LO, 0x05);     /* illegal vector: ESR send-illegal */
+	mw(LAPIC_ESR, 0);
+	assert_page_matches();
+	assert_int_equal(page[LAPIC_ESR >> 2], LAPIC_ESR_SEND_ILLEGAL);
+	assert_int_equal(page[LAPIC_TPR >> 2], 0x31);
+	/* a software disable masks every LVT */
+	mw(LAPIC_SVR, 0xff);
+	assert_page_matches();
+	enable();
+	/* x2APIC: the ID and the LDR change form */
+	assert_int_equal(msr_w(MSR_APIC_BASE, 0xfee00d00ull), 0);
+	assert_page_matches();
+	assert_int_equal(page[LAPIC_ID >> 2], 7);
+	assert_int_equal(msr_w(0x830, (7ull << 32) | 0x55), 0);
+	assert_page_matches();
+	assert_int_equal(page[LAPIC_ICR_HI >> 2], 7);
+	/* a reset (disable) clears the page's TPR, IRR, ISR and TMR too */
+	assert_int_equal(msr_w(MSR_APIC_BASE, 0xfee00100ull), 0);
+	assert_page_matches();
+	assert_int_equal(page[LAPIC_TPR >> 2], 0);
+	assert_false(lapic_irr_nonempty(&apic));
+	lapic_regs_move(&apic, apic.regs_own);
+	assert_page_matches();
+}
+
+/* An APIC-write exit: the CPU stored the guest's value in the page before
+ * the exit; the model's write still sees the old value (the timer's mode
+ * switch) and leaves its own result in the page (read-only bits). */
+static void test_write_after_cpu_store(void **state)
+{
+	(void)state;
+	enable();
+	mw(LAPIC_LVT_TIMER, (LAPIC_TIMER_TSCDEADLINE << 17) | 0x40);
+	assert_int_equal(msr_w(MSR_TSC_DEADLINE, 5000), 0);
+	assert_true(apic.timer.armed);
+	uint32_t oneshot = 0x41;
+	apic.regs[LAPIC_LVT_TIMER >> 2] = oneshot;   /* the CPU's store */
+	lapic_write(&apic, LAPIC_LVT_TIMER, apic.regs[LAPIC_LVT_TIMER >> 2]);
+	assert_false(apic.timer.armed);             /* deadline mode left: disarmed */
+	uint64_t dl;
+	assert_int_equal(msr_r(MSR_TSC_DEADLINE, &dl), 0);
+	assert_int_equal(dl, 0);
+	apic.regs[LAPIC_LVT_LINT1 >> 2] = 0xffffffffu;
+	lapic_write(&apic, LAPIC_LVT_LINT1, 0xffffffffu);
+	assert_int_equal(apic.regs[LAPIC_LVT_LINT1 >> 2], 0x0001a7ffu);
+	assert_page_matches();
+}
+
+/* Virtual-interrupt delivery: the CPU moves vectors from IRR to ISR and
+ * performs EOIs in the page; the model's priorities follow the page, and a
+ * level-triggered EOI it performed goes on to the hook. */
+static void test_cpu_delivers(void **state)
+{
+	(void)state;
+	enable();
+	lapic_set_cpu_delivers(&apic, true);
+	lapic_accept(&apic, 0x51, true);
+	assert_int_equal(lapic_highest_pending(&apic), 0x51);   /* (a HLT wakes) */
+	/* the CPU delivers 0x51 */
+	apic.regs[(LAPIC_IRR + 0x20) >> 2] &= ~(1u << 0x11);
+	apic.regs[(LAPIC_ISR + 0x20) >> 2] |= 1u << 0x11;
+	assert_int_equal(mr(LAPIC_PPR), 0x50);
+	lapic_accept(&apic, 0x42, false);
+	assert_int_equal(lapic_highest_pending(&apic), -1);     /* below the one in service */
+	/* its EOI, by the CPU, and the exit its EOI-exit bit asked for */
+	apic.regs[(LAPIC_ISR + 0x20) >> 2] &= ~(1u << 0x11);
+	lapic_eoi_done(&apic, 0x51);
+	assert_int_equal(neoi, 1);
+	assert_int_equal(eoi_seen[0], 0x51);
+	lapic_eoi_done(&apic, 0x42);                           /* edge: no hook */
+	assert_int_equal(neoi, 1);
+	assert_int_equal(lapic_highest_pending(&apic), 0x42);
+	/* back to the model's delivery: its ISR summary is rebuilt */
+	apic.regs[(LAPIC_ISR + 0x60) >> 2] |= 1u << 3;   /* 0xc3 in service */
+	lapic_set_cpu_delivers(&apic, false);
+	assert_int_equal(mr(LAPIC_PPR), 0xc0);
+	mw(LAPIC_EOI, 0);
+	assert_false(isr_has(0xc3));
+	assert_int_equal(mr(LAPIC_PPR), 0);
 }
 
 static void test_level_eoi_hook(void **state)
@@ -291,7 +418,7 @@ static void two_apic_bus(void *ctx, struct lapic *from, const struct apic_msg *m
 
 static bool other_irr(uint8_t v)
 {
-	return other.irr[v >> 5] & (1u << (v & 31));
+	return lapic_vec_test(&other, LAPIC_IRR, v);
 }
 
 static void test_ipi_bus(void **state)
@@ -591,15 +718,15 @@ static void test_x2apic_msrs(void **state)
 
 	/* ICR: one 64-bit write, destination in the high half */
 	assert_int_equal(msr_w(0x830, (3ull << 32) | 0x60), 0);
-	assert_true(apic.irr[0x60 >> 5] & (1u << (0x60 & 31)));
+	assert_true(lapic_vec_test(&apic, LAPIC_IRR, 0x60));
 	assert_int_equal(msr_r(0x830, &v), 0);
 	assert_int_equal(v, (3ull << 32) | 0x60);
 	assert_int_equal(msr_w(0x830, (4ull << 32) | 0x61), 0); /* APIC 4: nobody */
-	assert_false(apic.irr[0x61 >> 5] & (1u << (0x61 & 31)));
+	assert_false(lapic_vec_test(&apic, LAPIC_IRR, 0x61));
 	assert_int_equal(msr_w(0x830, 0x1000 | 0x62), LAPIC_GP); /* bit 12 reserved */
 	/* logical x2APIC: cluster 0, member bit 3 */
 	assert_int_equal(msr_w(0x830, (0x00000008ull << 32) | 0x863), 0);
-	assert_true(apic.irr[0x63 >> 5] & (1u << (0x63 & 31)));
+	assert_true(lapic_vec_test(&apic, LAPIC_IRR, 0x63));
 
 	/* SELF IPI */
 	assert_int_equal(msr_w(0x83f, 0x70), 0);
@@ -609,7 +736,7 @@ static void test_x2apic_msrs(void **state)
 	lapic_ack(&apic, 0x70);
 	assert_int_equal(msr_w(0x80b, 1), LAPIC_GP);
 	assert_int_equal(msr_w(0x80b, 0), 0);
-	assert_false(apic.isr[0x70 >> 5] & (1u << (0x70 & 31)));
+	assert_false(lapic_vec_test(&apic, LAPIC_ISR, 0x70));
 	assert_int_equal(msr_w(0x828, 1), LAPIC_GP);
 	assert_int_equal(msr_w(0x828, 0), 0);
 	/* the timer through MSRs */
@@ -663,6 +790,9 @@ int main(void)
 		cmocka_unit_test_setup(test_illegal_vector_and_esr, setup),
 		cmocka_unit_test_setup(test_xapic_ipis, setup),
 		cmocka_unit_test_setup(test_ipi_bus, setup),
+		cmocka_unit_test_setup(test_register_file_is_the_page, setup),
+		cmocka_unit_test_setup(test_write_after_cpu_store, setup),
+		cmocka_unit_test_setup(test_cpu_delivers, setup),
 		cmocka_unit_test_setup(test_timer_oneshot, setup),
 		cmocka_unit_test_setup(test_timer_periodic_and_mask, setup),
 		cmocka_unit_test_setup(test_timer_divide_change, setup),

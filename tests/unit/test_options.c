@@ -108,6 +108,7 @@ static const struct switch_case switches[] = {
 	{ "light=off", "light=on", offsetof(struct lp_options, light), LP_CONFIG_LIGHT },
 	{ "svm.vmload=always", "svm.vmload=lazy", offsetof(struct lp_options, vmload_lazy), LP_CONFIG_VMLOAD_LAZY },
 	{ "vmx.tpr=exit", "vmx.tpr=shadow", offsetof(struct lp_options, vmx_tpr_shadow), 0 },
+	{ "vmx.apicv=off", "vmx.apicv=on", offsetof(struct lp_options, vmx_apicv), 0 },
 	{ "dr=always", "dr=lazy", offsetof(struct lp_options, dr_lazy), LP_CONFIG_DR_LAZY },
 	{ "pmu=always", "pmu=lazy", offsetof(struct lp_options, pmu_lazy), LP_CONFIG_PMU_LAZY },
 	{ "msr=always", "msr=lazy", offsetof(struct lp_options, msr_lazy), LP_CONFIG_MSR_LAZY },
@@ -285,7 +286,7 @@ static void test_unknown_key(void **state)
 	struct lp_options o;
 	assert_true(parse(&o, "foo=1") < 0);
 	assert_string_equal(err, "unknown boot option 'foo=1' (accepted: light= "
-			    "svm.vmload= vmx.tpr= dr= pmu= msr= io= spec= unclaimed= clock= mem= stats= vm.timeout= "
+			    "svm.vmload= vmx.tpr= vmx.apicv= dr= pmu= msr= io= spec= unclaimed= clock= mem= stats= vm.timeout= "
 			    "cpus=)");
 	/* Prefixes and case variants of real keys are not keys. */
 	assert_true(parse(&o, "lightx=on") < 0);
@@ -302,7 +303,7 @@ static void test_missing_equals(void **state)
 	struct lp_options o;
 	assert_true(parse(&o, "light=on stats") < 0);
 	assert_string_equal(err, "missing '=value' in boot option 'stats' (accepted: "
-			    "light= svm.vmload= vmx.tpr= dr= pmu= msr= io= spec= unclaimed= clock= mem= stats= vm.timeout= "
+			    "light= svm.vmload= vmx.tpr= vmx.apicv= dr= pmu= msr= io= spec= unclaimed= clock= mem= stats= vm.timeout= "
 			    "cpus=)");
 	/* The leading path is skipped only once. */
 	assert_true(parse(&o, "/boot/lightpath.elf light") < 0);

@@ -236,7 +236,7 @@ static inline bool vendor_intr_window_requested(struct vcpu *v)
 }
 
 /* Every change of the TPR exits (CR8 and the APIC's TPR are emulated). */
-static inline void vendor_tpr_watch(struct vcpu *v)
+static inline void vendor_apic_sync(struct vcpu *v)
 {
 	(void)v;
 }

@@ -213,6 +213,12 @@ const char *vendor_interrupt_state(struct vcpu *v)
 	return buf;
 }
 
+/* The local APIC is emulated in every mode. */
+void vendor_apic_mode_changed(struct vcpu *v)
+{
+	(void)v;
+}
+
 void vendor_rdtsc_exiting(struct vcpu *v, bool on)
 {
 	struct vmcb *vmcb = &v->arch.vmcb;

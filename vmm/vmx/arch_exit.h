@@ -204,8 +204,14 @@ static inline bool vendor_intr_window_requested(struct vcpu *v)
  * class of the interrupt the TPR holds back, or 0. The threshold never
  * exceeds VTPR[7:4] (lapic_tpr_blocked_class reads it), which VM entry
  * requires. */
-static inline void vendor_tpr_watch(struct vcpu *v)
+void vmx_apicv_sync(struct vcpu *v);
+
+static inline void vendor_apic_sync(struct vcpu *v)
 {
+	if (v->lapic.cpu_delivers) {
+		vmx_apicv_sync(v);
+		return;
+	}
 	if (!v->arch.tpr_shadow)
 		return;
 	uint32_t threshold = lapic_tpr_blocked_class(&v->lapic);

@@ -13,8 +13,8 @@
 
 struct vcpu_arch {
 	uint8_t vmcs[4096] __attribute__((aligned(4096)));
-	/* the virtual-APIC page (TPR shadow): only VTPR at 0x80 is used, the
-	 * local APIC's TPR itself (lapic_tpr_move) */
+	/* the virtual-APIC page (TPR shadow): the local APIC's register file
+	 * itself (lapic_regs_move) */
 	uint8_t vapic[4096] __attribute__((aligned(4096)));
 	uint8_t launched;        /* VMLAUNCH done: the stub uses VMRESUME */
 	uint8_t entry_failed;    /* VMLAUNCH/VMRESUME fell through (VMfail) */
@@ -23,7 +23,10 @@ struct vcpu_arch {
 	uint64_t guest_dr6;      /* DR6 is not in the VMCS: switched with DR0-3 */
 	bool vnmi;               /* virtual NMIs and NMI-window exiting are on */
 	bool tpr_shadow;         /* CR8 reaches VTPR in vapic without an exit */
-	uint32_t tpr_threshold;  /* as written (vendor_tpr_watch) */
+	uint32_t tpr_threshold;  /* as written (vendor_apic_sync) */
+	bool apicv;              /* APIC virtualization may be used (vmx.apicv, the CPU) */
+	uint32_t proc2;          /* secondary controls as written */
+	uint64_t eoi_exit[4];    /* the EOI-exit bitmap as written: TMR */
 };
 
 #endif

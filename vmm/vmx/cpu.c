@@ -143,6 +143,11 @@ int vendor_cpu_init(const struct lp_options *opt)
 		return vmx_fail("this CPU's VMX lacks HLT exiting, I/O or MSR bitmaps, MOV-DR exiting "
 				"or interrupt-window exiting");
 	c->tpr_shadow = c->proc.may & PROC_USE_TPR_SHADOW;
+	uint32_t apicv = PROC2_VIRTUALIZE_APIC_ACCESS | PROC2_APIC_REGISTER_VIRT |
+			 PROC2_VIRTUAL_INTR_DELIVERY;
+	c->apicv_xapic = c->tpr_shadow && (c->proc2.may & apicv) == apicv;
+	apicv = PROC2_VIRTUALIZE_X2APIC | PROC2_APIC_REGISTER_VIRT | PROC2_VIRTUAL_INTR_DELIVERY;
+	c->apicv_x2apic = c->tpr_shadow && (c->proc2.may & apicv) == apicv;
 	if (!c->tpr_shadow && (c->proc.may & VMX_PROC_CR8_EXITS) != VMX_PROC_CR8_EXITS)
 		return vmx_fail("this CPU's VMX has neither a TPR shadow nor CR8 exiting (a guest's "
 				"MOV to CR8 would reach the CPU's own TPR)");
@@ -177,14 +182,19 @@ int vendor_cpu_init(const struct lp_options *opt)
 	const char *why_not = vendor_cpu_virt_on(this_cpu());
 	if (why_not)
 		return vmx_fail(why_not);
-	/* the APIC virtualization beyond the TPR shadow would make the CPU own
-	 * IRR and ISR (docs/VMX.md): said when the CPU has it, not used */
-	char unused[96];
-	snprintf(unused, sizeof(unused), "%s%s%s%s",
-		 (c->proc2.may & PROC2_VIRTUALIZE_APIC_ACCESS) ? ", APIC-access page" : "",
-		 (c->proc2.may & PROC2_APIC_REGISTER_VIRT) ? ", APIC-register virtualization" : "",
-		 (c->proc2.may & PROC2_VIRTUAL_INTR_DELIVERY) ? ", virtual-interrupt delivery" : "",
-		 (c->pin.may & PIN_POSTED_INTERRUPTS) ? ", posted interrupts" : "");
+	/* how the guest's local APIC reaches the CPU (docs/VMX.md) */
+	bool use_apicv = opt->vmx_tpr_shadow && opt->vmx_apicv;
+	char apic_how[160];
+	snprintf(apic_how, sizeof(apic_how), "%s%s",
+		 !use_apicv || !c->apicv_xapic
+			 ? "interrupts injected, the APIC emulated on exits"
+			 : c->apicv_x2apic
+				   ? "APIC virtualization (APIC-access page, x2APIC and register "
+				     "virtualization, virtual-interrupt delivery)"
+				   : "APIC virtualization in xAPIC mode (APIC-access page, register "
+				     "virtualization, virtual-interrupt delivery), injection in x2APIC mode",
+		 !c->apicv_xapic ? " (the CPU has no APIC virtualization)"
+		 : !opt->vmx_tpr_shadow ? " (vmx.tpr=exit)" : !opt->vmx_apicv ? " (vmx.apicv=off)" : "");
 	kprintf("lightpath: Intel VMX with EPT and unrestricted guest%s%s; next RIP from the "
 		"VM-exit instruction length; %u PMU counters; %s; svm.vmload has no VMX meaning "
 		"and is ignored\n", c->vpid ? ", VPID" : "",
@@ -193,8 +203,7 @@ int vendor_cpu_init(const struct lp_options *opt)
 		c->pmu_counters,
 		c->watchdog_ticks ? "a VMX-preemption-timer watchdog every " STR(WATCHDOG_MS) " ms"
 				  : "no VMX-preemption timer (no watchdog)");
-	if (unused[0])
-		kprintf("lightpath: VMX APIC virtualization offered, not used: %s\n", unused + 2);
+	kprintf("lightpath: VMX local APIC: %s\n", apic_how);
 	return 0;
 }
 

@@ -204,10 +204,50 @@ static void vmx_heavy_exception(struct vcpu *v)
 }
 
 /* The guest lowered VTPR (MOV to CR8, TPR shadow) below the class of an
- * interrupt the TPR held back (vendor_tpr_watch): trap-like, the MOV is
+ * interrupt the TPR held back (vendor_apic_sync): trap-like, the MOV is
  * done; deliver it. */
 static void vmx_heavy_tpr_below(struct vcpu *v)
 {
+	v->pending |= VCPU_PENDING_RECHECK;
+}
+
+/* APIC virtualization (vendor_apic_mode_changed). An access to the
+ * APIC-access page the CPU does not virtualize (the current count, PPR,
+ * a register that is not there, an odd size): fault-like, nothing done;
+ * the emulator performs it on the model, as an EPT violation there would
+ * have been. */
+static void vmx_heavy_apic_access(struct vcpu *v)
+{
+	uint64_t q = vmread(VMCS_EXIT_QUALIFICATION);
+	unsigned type = (q >> 12) & 0xf;   /* 0 read, 1 write, 2 fetch, 3 event delivery */
+	struct npf_info f = {
+		.gpa = LAPIC_BASE + (q & 0xfff),
+		.final_access = type <= 3,     /* 10, 15: guest-physical (a page walk) */
+		.fetch = type == 2,
+		.in_event_delivery = type == 3 || type == 10,
+	};
+	heavy_mmio_fault(v, &f);
+}
+
+/* The EOI of a vector whose EOI-exit bit is set (level-triggered): the CPU
+ * took it out of ISR; trap-like. The I/O APIC learns of it. */
+static void vmx_heavy_eoi_induced(struct vcpu *v)
+{
+	lapic_eoi_done(&v->lapic, (uint8_t)vmread(VMCS_EXIT_QUALIFICATION));
+	v->pending |= VCPU_PENDING_RECHECK;
+}
+
+/* A write the CPU stored in the virtual-APIC page, trap-like: the model
+ * performs it (it kept the old value: dev/lapic.h) and puts its own result
+ * back in the page. The CPU stores a SELF IPI with an illegal vector there
+ * too, a register the page does not keep. */
+static void vmx_heavy_apic_write(struct vcpu *v)
+{
+	unsigned off = (unsigned)vmread(VMCS_EXIT_QUALIFICATION) & 0xff0;
+	uint32_t value = v->lapic.regs[off >> 2];
+	if (off == LAPIC_SELF_IPI)
+		v->lapic.regs[off >> 2] = 0;
+	lapic_write(&v->lapic, off, value);
 	v->pending |= VCPU_PENDING_RECHECK;
 }
 
@@ -239,6 +279,10 @@ const struct exit_row vendor_exit_table[] = {
 	EXIT_NOT_OFFERED(VMX_EXIT_MONITOR, VMX_EXIT_MONITOR),
 	EXIT_ROW(VMX_EXIT_TPR_BELOW_THRESHOLD, VMX_EXIT_TPR_BELOW_THRESHOLD, LP_EXIT_VINTR,
 		 LIGHT_NONE, vmx_heavy_tpr_below),
+	EXIT_ROW(VMX_EXIT_APIC_ACCESS, VMX_EXIT_APIC_ACCESS, LP_EXIT_NPF, LIGHT_NONE,
+		 vmx_heavy_apic_access),
+	EXIT_ROW(VMX_EXIT_EOI_INDUCED, VMX_EXIT_EOI_INDUCED, LP_EXIT_OTHER, LIGHT_NONE,
+		 vmx_heavy_eoi_induced),
 	EXIT_NESTED_FAULT(VMX_EXIT_EPT_VIOLATION),
 	EXIT_ROW(VMX_EXIT_EPT_MISCONFIG, VMX_EXIT_EPT_MISCONFIG, LP_EXIT_NPF, LIGHT_NONE,
 		 vmx_heavy_ept_misconfig),
@@ -249,6 +293,8 @@ const struct exit_row vendor_exit_table[] = {
 	EXIT_HOST_INTR(VMX_EXIT_PREEMPTION_TIMER),
 	EXIT_VIRT_INSN(VMX_EXIT_INVVPID, VMX_EXIT_INVVPID),
 	EXIT_XSETBV(VMX_EXIT_XSETBV),
+	EXIT_ROW(VMX_EXIT_APIC_WRITE, VMX_EXIT_APIC_WRITE, LP_EXIT_NPF, LIGHT_NONE,
+		 vmx_heavy_apic_write),
 	EXIT_WBINVD(VMX_EXIT_WBINVD),
 	EXIT_VIRT_INSN(VMX_EXIT_VMFUNC, VMX_EXIT_VMFUNC),
 };

@@ -125,9 +125,8 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 		vm_fault(vm, "VMCLEAR of the VMCS at 0x%lx failed", vmcs_pa);
 		return;
 	}
-	uint32_t tpr = lapic_tpr(&v->lapic);   /* (it may live in arch.vapic) */
+	lapic_regs_move(&v->lapic, v->lapic.regs_own);   /* out of arch.vapic, cleared here */
 	memset(&v->arch, 0, sizeof(v->arch));
-	*v->lapic.tpr = tpr;
 	*(uint32_t *)v->arch.vmcs = (uint32_t)c->basic & 0x7fffffffu;
 	if (!vmclear(vmcs_pa) || !vmptrld(vmcs_pa)) {
 		vm_fault(vm, "VMCLEAR/VMPTRLD of the VMCS at 0x%lx failed", vmcs_pa);
@@ -151,13 +150,24 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 		vmcs_set(VMCS_PREEMPTION_TIMER, c->watchdog_ticks);
 	/* CR8 is the emulated local APIC's TPR: without CR8 exiting or a TPR
 	 * shadow a guest's MOV CR8 would reach the CPU's own TPR. With the
-	 * shadow the APIC's TPR is VTPR (lapic_tpr_move), which CR8 reads and
-	 * writes without an exit (vendor_tpr_watch: the exit it needs). */
+	 * shadow the APIC's TPR is VTPR (lapic_regs_move), which CR8 reads and
+	 * writes without an exit (vendor_apic_sync: the exit it needs). */
 	v->arch.tpr_shadow = c->tpr_shadow && o->vmx_tpr_shadow;
 	if (v->arch.tpr_shadow) {
-		lapic_tpr_move(&v->lapic, (uint32_t *)(v->arch.vapic + LAPIC_TPR));
+		lapic_regs_move(&v->lapic, (uint32_t *)v->arch.vapic);
 		vmcs_set(VMCS_VIRTUAL_APIC_PAGE, (uint64_t)(uintptr_t)v->arch.vapic);
 		vmcs_set(VMCS_TPR_THRESHOLD, 0);
+	}
+	/* APIC virtualization (docs/VMX.md "APIC virtualization"): the CPU
+	 * reads the register file from the virtual-APIC page, delivers from
+	 * its IRR and performs EOIs itself; the mode decides which controls
+	 * (vendor_apic_mode_changed, at the end of the set-up) */
+	v->arch.apicv = v->arch.tpr_shadow && o->vmx_apicv && c->apicv_xapic;
+	if (v->arch.apicv) {
+		vmcs_set(VMCS_APIC_ACCESS_ADDR, vm->apic_access_pa);
+		for (unsigned i = 0; i < 4; i++)
+			vmcs_set(VMCS_EOI_EXIT_BITMAP0 + 2 * i, 0);
+		vmcs_set(VMCS_GUEST_INTR_STATUS, 0);
 	}
 	/* TSC offsetting: the guest's IA32_TSC writes (vmm/exit_msr.c) and the
 	 * VM's clock (vmm/guest_clock.h) */
@@ -175,7 +185,8 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 			 (c->proc2.may & PROC2_ENABLE_RDTSCP) |   /* else RDTSCP would #UD */
 			 (c->proc2.may & PROC2_ENABLE_INVPCID) |  /* else INVPCID would #UD */
 			 PROC2_WBINVD_EXITING;
-	vmcs_set(VMCS_PROC_CONTROLS2, ctl_adjust(c->proc2, proc2));
+	v->arch.proc2 = ctl_adjust(c->proc2, proc2);
+	vmcs_set(VMCS_PROC_CONTROLS2, v->arch.proc2);
 	uint32_t exit_ctl = EXIT_HOST_ADDR_SPACE_SIZE | EXIT_SAVE_EFER | EXIT_LOAD_EFER |
 			    EXIT_SAVE_DEBUG_CONTROLS | (watchdog ? EXIT_SAVE_PREEMPTION_TIMER : 0) |
 			    (c->exit.may & (EXIT_SAVE_PAT | EXIT_LOAD_PAT));
@@ -242,6 +253,8 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	vmcs_set(VMCS_GUEST_PENDING_DBG, 0);
 	host_state_init(v);
 	setup_end(vm);
+	lapic_set_cpu_delivers(&v->lapic, false);
+	vendor_apic_mode_changed(v);
 
 	memset(&v->regs, 0, sizeof(v->regs));
 	v->regs.rax = eax;
@@ -251,6 +264,67 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	pmu_init(v, MSR_IA32_PERFEVTSEL0, MSR_IA32_PMC0, c->pmu_counters);
 	for (unsigned i = 0; i < SMSR_COUNT; i++)
 		v->guest_smsr[i] = 0;
+}
+
+/* APIC virtualization follows the guest's APIC mode: xAPIC through the
+ * APIC-access page, x2APIC through "virtualize x2APIC mode" (where the CPU
+ * has it) with its own MSR bitmap, each with APIC-register virtualization
+ * and virtual-interrupt delivery; a disabled APIC, or x2APIC on a CPU
+ * without that control, goes back to injection and the emulated APIC. */
+void vendor_apic_mode_changed(struct vcpu *v)
+{
+	if (!v->arch.apicv)
+		return;
+	struct vm *vm = v->vm;
+	const struct lapic *a = &v->lapic;
+	uint32_t virt = 0;
+	if (lapic_hw_enabled(a) && !lapic_x2apic(a))
+		virt = PROC2_VIRTUALIZE_APIC_ACCESS | PROC2_APIC_REGISTER_VIRT |
+		       PROC2_VIRTUAL_INTR_DELIVERY;
+	else if (lapic_x2apic(a) && vmx_caps.apicv_x2apic)
+		virt = PROC2_VIRTUALIZE_X2APIC | PROC2_APIC_REGISTER_VIRT | PROC2_VIRTUAL_INTR_DELIVERY;
+	/* (the EPT entry is the VM's: with several vCPUs it stays) */
+	vmx_apic_access_map(vm, vm->nr_vcpus > 1 || (virt & PROC2_VIRTUALIZE_APIC_ACCESS));
+	vmwrite(VMCS_MSR_BITMAP, (virt & PROC2_VIRTUALIZE_X2APIC) ? vm->msrpm_x2apic_pa : vm->msrpm_pa);
+	uint32_t all = PROC2_VIRTUALIZE_APIC_ACCESS | PROC2_VIRTUALIZE_X2APIC |
+		       PROC2_APIC_REGISTER_VIRT | PROC2_VIRTUAL_INTR_DELIVERY;
+	v->arch.proc2 = (v->arch.proc2 & ~all) | virt;
+	vmwrite(VMCS_PROC_CONTROLS2, v->arch.proc2);
+	lapic_set_cpu_delivers(&v->lapic, virt != 0);
+	v->arch.tpr_threshold = 0;   /* (unused with virtual-interrupt delivery) */
+	vmwrite(VMCS_TPR_THRESHOLD, 0);
+	v->pending |= VCPU_PENDING_RECHECK;   /* vendor_apic_sync, and what waits */
+}
+
+/* After each delivery decision with virtual-interrupt delivery: RVI and
+ * SVI are the highest vectors of the page's IRR and ISR (the model's
+ * accepts, and a reset, change them behind the CPU's back), and the
+ * EOI-exit bitmap is TMR, so that the EOI of a level-triggered vector
+ * exits for the I/O APIC. Bochs 2.7 delivers a pending virtual interrupt
+ * with RFLAGS.IF=0 when a host interrupt arrives (event.cc takes the
+ * unmasked host interrupt's path, which prefers the virtual one): while
+ * the guest cannot take one, interrupt-window exiting keeps it from being
+ * recognized (SDM 29.2.1), and the window's exit lets it in. */
+void vmx_apicv_sync(struct vcpu *v)
+{
+	const struct lapic *a = &v->lapic;
+	int rvi = lapic_highest_vec(a, LAPIC_IRR), svi = lapic_highest_vec(a, LAPIC_ISR);
+	uint64_t status = (rvi < 0 ? 0u : (unsigned)rvi) | (svi < 0 ? 0u : (unsigned)svi << 8);
+	if (status != vmread(VMCS_GUEST_INTR_STATUS))
+		vmwrite(VMCS_GUEST_INTR_STATUS, status);
+	for (unsigned i = 0; i < 4; i++) {
+		uint64_t tmr = *lapic_vec_word(a, LAPIC_TMR, 2 * i) |
+			       (uint64_t)*lapic_vec_word(a, LAPIC_TMR, 2 * i + 1) << 32;
+		if (tmr != v->arch.eoi_exit[i]) {
+			v->arch.eoi_exit[i] = tmr;
+			vmwrite(VMCS_EOI_EXIT_BITMAP0 + 2 * i, tmr);
+		}
+	}
+	if (rvi >= 0 && ((unsigned)rvi & 0xf0) > (lapic_ppr(a) & 0xf0) &&
+	    (!(vmread(VMCS_GUEST_RFLAGS) & RFLAGS_IF) ||
+	     (vmread(VMCS_GUEST_INTERRUPTIBILITY) &
+	      (VMX_INTERRUPTIBILITY_STI | VMX_INTERRUPTIBILITY_MOV_SS))))
+		vendor_intr_window(v, true);
 }
 
 /* The state INIT leaves and a STARTUP IPI starts (SDM vol. 3 9.1.1, table

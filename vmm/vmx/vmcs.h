@@ -52,6 +52,7 @@
 #define VMCS_GUEST_GS_SEL            0x080au
 #define VMCS_GUEST_LDTR_SEL          0x080cu
 #define VMCS_GUEST_TR_SEL            0x080eu
+#define VMCS_GUEST_INTR_STATUS       0x0810u   /* RVI (7:0), SVI (15:8) */
 #define VMCS_HOST_ES_SEL             0x0c00u
 #define VMCS_HOST_CS_SEL             0x0c02u
 #define VMCS_HOST_SS_SEL             0x0c04u
@@ -69,6 +70,8 @@
 #define VMCS_ENTRY_MSR_LOAD_ADDR     0x200au
 #define VMCS_TSC_OFFSET              0x2010u
 #define VMCS_VIRTUAL_APIC_PAGE       0x2012u
+#define VMCS_APIC_ACCESS_ADDR        0x2014u
+#define VMCS_EOI_EXIT_BITMAP0        0x201cu   /* vectors 0-63; 1-3 follow, +2 each */
 #define VMCS_EPT_POINTER             0x201au
 #define VMCS_GUEST_PHYS_ADDR         0x2400u
 #define VMCS_LINK_POINTER            0x2800u
@@ -207,6 +210,7 @@
 #define PROC2_VIRTUALIZE_APIC_ACCESS (1u << 0)
 #define PROC2_ENABLE_EPT             (1u << 1)
 #define PROC2_ENABLE_RDTSCP          (1u << 3)
+#define PROC2_VIRTUALIZE_X2APIC      (1u << 4)
 #define PROC2_ENABLE_VPID            (1u << 5)
 #define PROC2_WBINVD_EXITING         (1u << 6)
 #define PROC2_UNRESTRICTED_GUEST     (1u << 7)
@@ -269,6 +273,8 @@
 #define VMX_EXIT_PAUSE               40
 #define VMX_EXIT_MACHINE_CHECK       41
 #define VMX_EXIT_TPR_BELOW_THRESHOLD 43
+#define VMX_EXIT_APIC_ACCESS         44   /* fault-like; qualification: offset, access type */
+#define VMX_EXIT_EOI_INDUCED         45   /* trap-like; qualification: the vector */
 #define VMX_EXIT_EPT_VIOLATION       48
 #define VMX_EXIT_EPT_MISCONFIG       49
 #define VMX_EXIT_INVEPT              50
@@ -277,6 +283,7 @@
 #define VMX_EXIT_INVVPID             53
 #define VMX_EXIT_WBINVD              54
 #define VMX_EXIT_XSETBV              55
+#define VMX_EXIT_APIC_WRITE          56   /* trap-like; qualification: the offset */
 #define VMX_EXIT_VMFUNC              59
 #define VMX_EXIT_REASON_ENTRY_FAIL   (1u << 31)
 

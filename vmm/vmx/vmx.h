@@ -21,6 +21,10 @@ struct vmx_caps {
 	uint64_t cr0_fixed0, cr0_fixed1, cr4_fixed0, cr4_fixed1;
 	bool vpid;
 	bool tpr_shadow;         /* "use TPR shadow" may be set */
+	/* APIC virtualization (docs/VMX.md): APIC-access page, APIC-register
+	 * virtualization and virtual-interrupt delivery, for an xAPIC-mode
+	 * guest; with "virtualize x2APIC mode", for an x2APIC-mode one too */
+	bool apicv_xapic, apicv_x2apic;
 	unsigned pmu_counters;   /* general-purpose counters switched (CPUID 0xA), at most 4 */
 	uint32_t watchdog_ticks; /* VMX-preemption timer value for WATCHDOG_MS, 0: no timer */
 };
@@ -45,6 +49,9 @@ uint64_t vmx_eptp(const struct vm *vm);
 /* On the CPU a vCPU is set up on: the same EPTP or VPID may have served an
  * earlier VM there; its translations are forgotten. */
 void vmx_forget_old_translations(struct vm *vm);
+/* Maps the VM's APIC-access page at 0xFEE00000 in its EPT, or unmaps it
+ * (the model's MMIO then answers there again). */
+void vmx_apic_access_map(struct vm *vm, bool present);
 
 /* The host GDT and TSS a VM exit loads (vmm/vmx/cpu.c). */
 #define VMX_HOST_SEL_CODE 0x08

@@ -25,6 +25,12 @@ static inline void set_vec(struct lapic *a, unsigned base, unsigned v)
 {
 	*lapic_vec_word(a, base, v >> 5) |= 1u << (v & 31);
 }
+/* IRR: another CPU (an IPI from a vCPU there) may set a bit while this
+ * vCPU's CPU clears one (virtual-interrupt delivery): a locked OR. */
+static inline void set_irr(struct lapic *a, unsigned v)
+{
+	__atomic_or_fetch(lapic_vec_word(a, LAPIC_IRR, v >> 5), 1u << (v & 31), __ATOMIC_RELAXED);
+}
 static inline void clr_vec(struct lapic *a, unsigned base, unsigned v)
 {
 	*lapic_vec_word(a, base, v >> 5) &= ~(1u << (v & 31));
@@ -201,8 +207,8 @@ static void record_error(struct lapic *a, uint32_t bits)
 	uint32_t lvt = a->lvt[LVT_ERROR];
 	uint8_t v = (uint8_t)lvt;
 	if (!(lvt & LAPIC_LVT_MASKED) && v >= 16 && lapic_sw_enabled(a)) {
-		set_vec(a, LAPIC_IRR, v);
 		clr_vec(a, LAPIC_TMR, v);
+		set_irr(a, v);
 	}
 }
 
@@ -216,11 +222,12 @@ void lapic_accept(struct lapic *a, uint8_t vector, bool level)
 	}
 	if (!lapic_sw_enabled(a))
 		return; /* a software-disabled APIC takes no fixed interrupts */
-	set_vec(a, LAPIC_IRR, vector);
+	/* TMR before IRR: a vector in IRR always has its trigger mode */
 	if (level)
 		set_vec(a, LAPIC_TMR, vector);
 	else
 		clr_vec(a, LAPIC_TMR, vector);
+	set_irr(a, vector);
 }
 
 int lapic_highest_pending(struct lapic *a)

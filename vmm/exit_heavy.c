@@ -345,13 +345,14 @@ void heavy_io(struct vcpu *v)
 		      0, &io);
 }
 
-/* What ends a HLT: an interrupt with IF=1, or an NMI the guest can take,
- * whatever IF says. */
+/* What ends a HLT: an interrupt with IF=1 (one the CPU will deliver itself
+ * too: virtual-interrupt delivery), or an NMI the guest can take, whatever
+ * IF says. */
 static bool hlt_wakes(struct vcpu *v, bool if1)
 {
 	bool from_pic, test;
 	return (if1 && (platform_intr_pending(v, &from_pic, &test) >= 0 ||
-			lapic_highest_pending(&v->lapic) >= 0)) ||
+			(v->lapic.cpu_delivers && lapic_highest_pending(&v->lapic) >= 0))) ||
 	       (platform_nmi_pending(v) && !vendor_nmi_blocked(v));
 }
 

@@ -288,9 +288,16 @@ static inline bool lapic_irr_nonempty(const struct lapic *a)
 	return (irr[0] | irr[4] | irr[8] | irr[12] | irr[16] | irr[20] | irr[24] | irr[28]) != 0;
 }
 
+/* The word of ISR, TMR or IRR that holds `vector` (vector / 32 * 16 bytes
+ * into the array). */
+static inline uint32_t *lapic_vec_word_of(const struct lapic *a, unsigned base, unsigned vector)
+{
+	return (uint32_t *)((char *)a->regs + base + ((vector >> 1) & 0x70));
+}
+
 static inline bool lapic_vec_test(const struct lapic *a, unsigned base, unsigned vector)
 {
-	return *lapic_vec_word(a, base, vector >> 5) & (1u << (vector & 31));
+	return *lapic_vec_word_of(a, base, vector) & (1u << (vector & 31));
 }
 
 /* The highest vector set in ISR, TMR or IRR, or -1. */

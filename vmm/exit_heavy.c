@@ -412,16 +412,10 @@ void heavy_nmi_window(struct vcpu *v)
 	v->pending |= VCPU_PENDING_RECHECK;
 }
 
-void heavy_npf(struct vcpu *v)
+/* (inlined into both callers: an EPT violation's MMIO stays one call) */
+static inline __attribute__((always_inline)) void mmio_fault(struct vcpu *v,
+							      const struct npf_info f)
 {
-	struct npf_info f;
-	vendor_exit_npf(v, &f);
-	heavy_mmio_fault(v, &f);
-}
-
-void heavy_mmio_fault(struct vcpu *v, const struct npf_info *fault)
-{
-	const struct npf_info f = *fault;
 	uint64_t rip = vendor_guest_rip(v);
 	/* An address nobody claims reads all-ones and drops writes, as on a PC
 	 * (the emulator performs the access: vm_mmio_access); unclaimed=stop
@@ -442,6 +436,18 @@ void heavy_mmio_fault(struct vcpu *v, const struct npf_info *fault)
 			 f.gpa, claimed ? "a device's MMIO" : "outside its RAM and devices", rip);
 	else
 		heavy_emulate(v, HEAVY_EMUL_MMIO, f.gpa, 0);
+}
+
+void heavy_npf(struct vcpu *v)
+{
+	struct npf_info f;
+	vendor_exit_npf(v, &f);
+	mmio_fault(v, f);
+}
+
+void heavy_mmio_fault(struct vcpu *v, const struct npf_info *f)
+{
+	mmio_fault(v, *f);
 }
 
 /* INVD: nothing cached to lose under nested paging: a no-op. */

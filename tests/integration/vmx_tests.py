@@ -145,11 +145,19 @@ BASELINE = {}
 BASELINE_LOCK = threading.Lock()
 
 
+# How the VT-x banner names the way the guest's local APIC runs (vmm/vmx/cpu.c).
+APICV_ON_LINE = (r"^lightpath: VMX local APIC: APIC virtualization \(APIC-access page, x2APIC and "
+                 r"register virtualization, virtual-interrupt delivery\)$")
+APICV_OFF_LINE = (r"^lightpath: VMX local APIC: interrupts injected, the APIC emulated on exits "
+                  r"\(vmx.apicv=off\)$")
+
+
 def t_selftest(name):
     def run():
         b = BochsBoot("selftest-" + name, [guest(name)])
         oks = itest.selftest_result(b, name)
         b.expect_rc(1)
+        b.expect(APICV_ON_LINE, "the banner line naming APIC virtualization (the default)")
         b.expect(r"^lightpath: lightweight-exit hypervisor, Intel VT-x backend\s*$",
                  "'lightpath: lightweight-exit hypervisor, Intel VT-x backend'")
         b.expect(r"^lightpath: vm0: ended with status 0 ", "'lightpath: vm0: ended with status 0 (...)'")
@@ -523,6 +531,26 @@ def t_stats_cost(label, kernel=None, cpu=None):
     return run
 
 
+def t_selftest_apicv_off(name):
+    """The interrupt self-tests with VT-x's APIC virtualization off (the
+    fallback for a CPU without it: every APIC access exits to the emulated
+    APIC, interrupts are injected): the same results as with it on."""
+    def run():
+        b = BochsBoot("selftest-%s-apicv-off" % name, [guest(name)], append="vmx.apicv=off")
+        oks = itest.selftest_result(b, name)
+        b.expect_rc(1)
+        b.expect(APICV_OFF_LINE, "the banner line naming the fallback (vmx.apicv=off)")
+        b.expect_powered_off(0)
+        with BASELINE_LOCK:
+            on = BASELINE.get(name)
+        check(on is not None, "no results of vmx-selftest-%s (APIC virtualization on) to compare "
+              "with" % name)
+        d = diff(on, oks)
+        check(not d, "vmx.apicv=off and on differ: " + "; ".join(d[:3]))
+        return b
+    return run
+
+
 def all_tests():
     """[(phase, name, fn)]: phase 2 tests need phase 1's baselines."""
     t = []
@@ -530,6 +558,8 @@ def all_tests():
     t.append((1, "nrip-stats-cost", t_stats_cost("nrip-stats-cost", kernel=SVM_IMAGE, cpu=NRIP_CPU)))
     for g in SELFTESTS:
         t.append((1, "vmx-selftest-" + g, t_selftest(g)))
+    for g in itest.INTR_GUESTS + itest.TIMERS_GUESTS:
+        t.append((2, "vmx-selftest-%s-apicv-off" % g, t_selftest_apicv_off(g)))
     cfg, opts = itest.HOSTILE_SWITCHES
     t.append((1, "vmx-isolation", t_isolation))
     t.append((1, "vmx-smp-4", t_smp("smp-4", 4)))

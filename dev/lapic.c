@@ -189,10 +189,19 @@ void lapic_set_cpu_delivers(struct lapic *a, bool on)
 			a->isr_words |= 1u << i;
 }
 
+static void timer_send_late(struct lapic *a, bool taken);
+
 void lapic_eoi_done(struct lapic *a, uint8_t vector)
 {
 	if (lapic_vec_test(a, LAPIC_TMR, vector) && a->eoi_hook)
 		a->eoi_hook(a->eoi_ctx, vector);
+	if (a->timer_late && vector == (uint8_t)a->lvt[LVT_TIMER])
+		timer_send_late(a, true);   /* lapic_ack's job, which nobody calls */
+}
+
+int lapic_eoi_exit_vector(const struct lapic *a)
+{
+	return a->timer_late ? (uint8_t)a->lvt[LVT_TIMER] : -1;
 }
 
 unsigned lapic_tpr_blocked_class(const struct lapic *a)
@@ -246,7 +255,6 @@ int lapic_highest_pending(struct lapic *a)
 	return v;
 }
 
-static void timer_send_late(struct lapic *a, bool taken);
 
 void lapic_ack(struct lapic *a, uint8_t vector)
 {
@@ -772,6 +780,27 @@ static unsigned x2apic_access(unsigned off)
 	}
 }
 
+/* x2APIC: the bits a WRMSR may set (SDM vol. 3 11.12.1.3: a non-zero
+ * reserved bit is #GP). The LVTs' read-only delivery status and remote IRR
+ * are not reserved: a read-modify-write carries them, the write ignores
+ * them. ICR, EOI, ESR and SELF IPI are checked by lapic_msr itself. */
+static uint32_t x2apic_writable(unsigned off)
+{
+	if (off >= LAPIC_LVT_TIMER && off <= LAPIC_LVT_ERROR)
+		return lvt_rw_mask[(off - LAPIC_LVT_TIMER) >> 4] | LAPIC_LVT_DELIVS |
+		       LAPIC_LVT_REMOTE_IRR;
+	switch (off) {
+	case LAPIC_TPR:
+		return 0xff;
+	case LAPIC_SVR:
+		return 0x3ff;   /* no EOI-broadcast suppression (version bit 24) */
+	case LAPIC_TIMER_DIV:
+		return 0xb;
+	default:
+		return 0xffffffffu;
+	}
+}
+
 int lapic_set_base(struct lapic *a, uint64_t value)
 {
 	/* Reserved: bits 0-7, 9, and above the 52-bit physical address. */
@@ -844,7 +873,7 @@ int lapic_msr(struct lapic *a, uint32_t msr, uint64_t *value, bool is_write)
 		/* reserved: 12-13 (no delivery status in x2APIC), 16-17, 20-31 */
 		if (v & 0xfff33000ull)
 			return LAPIC_GP;
-	} else if (v >> 32) {
+	} else if ((v >> 32) || (v & ~(uint64_t)x2apic_writable(off))) {
 		return LAPIC_GP;
 	}
 	if ((off == LAPIC_EOI || off == LAPIC_ESR) && v)

@@ -343,6 +343,11 @@ void lapic_set_cpu_delivers(struct lapic *a, bool on);
  * one goes on to the eoi hook. */
 void lapic_eoi_done(struct lapic *a, uint8_t vector);
 
+/* The edge-triggered vector whose EOI the model must see too, or -1: the
+ * timer's while periodic expiries wait to be sent one by one as the guest
+ * takes them (without lapic_ack, its EOI tells). */
+int lapic_eoi_exit_vector(const struct lapic *a);
+
 /* The priority class (vector >> 4) of the highest interrupt in IRR when
  * the TPR alone keeps it there (its class is not above TPR[7:4]), else 0:
  * lowering TPR[7:4] below it makes the interrupt deliverable (VT-x's TPR

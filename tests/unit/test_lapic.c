@@ -320,6 +320,31 @@ static void test_cpu_delivers(void **state)
 	assert_int_equal(mr(LAPIC_PPR), 0);
 }
 
+/* x2APIC: a WRMSR that sets a reserved bit is #GP and changes nothing (SDM
+ * vol. 3 11.12.1.3); the LVTs' read-only bits are carried, not reserved. */
+static void test_x2apic_reserved_bits(void **state)
+{
+	(void)state;
+	uint64_t v;
+	assert_int_equal(msr_w(MSR_APIC_BASE, 0xfee00d00ull), 0);
+	assert_int_equal(msr_w(0x80f, 0x1ff), 0);
+	assert_int_equal(msr_w(0x808, 0x100), LAPIC_GP);          /* TPR bit 8 */
+	assert_int_equal(msr_w(0x80f, 0x1ff | (1u << 16)), LAPIC_GP);   /* SVR bit 16 */
+	assert_int_equal(msr_w(0x80f, 0x1ff | (1u << 12)), LAPIC_GP);   /* no EOI-broadcast suppression */
+	assert_int_equal(msr_w(0x832, 0x40 | (1u << 20)), LAPIC_GP);    /* LVT timer bit 20 */
+	assert_int_equal(msr_w(0x832, 0x40 | (1u << 8)), LAPIC_GP);     /* the timer has no delivery mode */
+	assert_int_equal(msr_w(0x83e, 0x1b), LAPIC_GP);          /* divide bit 4 */
+	assert_int_equal(msr_r(0x80f, &v), 0);
+	assert_int_equal(v, 0x1ff);
+	assert_int_equal(msr_r(0x832, &v), 0);
+	assert_int_equal(v, LAPIC_LVT_MASKED);
+	assert_int_equal(msr_w(0x835, 0x10700 | LAPIC_LVT_DELIVS | LAPIC_LVT_REMOTE_IRR), 0);
+	assert_int_equal(msr_r(0x835, &v), 0);
+	assert_int_equal(v, 0x10700);                              /* LINT0: RO bits ignored */
+	assert_int_equal(msr_w(0x83e, 0xb), 0);
+	assert_int_equal(msr_w(0x808, 0xff), 0);
+}
+
 static void test_level_eoi_hook(void **state)
 {
 	(void)state;
@@ -793,6 +818,7 @@ int main(void)
 		cmocka_unit_test_setup(test_register_file_is_the_page, setup),
 		cmocka_unit_test_setup(test_write_after_cpu_store, setup),
 		cmocka_unit_test_setup(test_cpu_delivers, setup),
+		cmocka_unit_test_setup(test_x2apic_reserved_bits, setup),
 		cmocka_unit_test_setup(test_timer_oneshot, setup),
 		cmocka_unit_test_setup(test_timer_periodic_and_mask, setup),
 		cmocka_unit_test_setup(test_timer_divide_change, setup),

@@ -238,16 +238,21 @@ static void vmx_heavy_eoi_induced(struct vcpu *v)
 }
 
 /* A write the CPU stored in the virtual-APIC page, trap-like: the model
- * performs it (it kept the old value: dev/lapic.h) and puts its own result
- * back in the page. The CPU stores a SELF IPI with an illegal vector there
- * too, a register the page does not keep. */
+ * performs it (it kept the old value: dev/lapic.h) and puts what the
+ * register reads now back in the page (a write the model ignores, such as
+ * an initial count in TSC-deadline mode, must not stay there). ICR high
+ * is written without any exit (the SDM's APIC-write virtualization): the
+ * ICR-low write that sends the IPI takes it from the page first. The CPU stores a SELF IPI
+ * with an illegal vector too, a register the page does not keep. */
 static void vmx_heavy_apic_write(struct vcpu *v)
 {
+	struct lapic *a = &v->lapic;
 	unsigned off = (unsigned)vmread(VMCS_EXIT_QUALIFICATION) & 0xff0;
-	uint32_t value = v->lapic.regs[off >> 2];
-	if (off == LAPIC_SELF_IPI)
-		v->lapic.regs[off >> 2] = 0;
-	lapic_write(&v->lapic, off, value);
+	uint32_t value = a->regs[off >> 2];
+	if (off == LAPIC_ICR_LO)
+		lapic_write(a, LAPIC_ICR_HI, a->regs[LAPIC_ICR_HI >> 2]);
+	lapic_write(a, off, value);
+	a->regs[off >> 2] = off == LAPIC_SELF_IPI ? 0 : (uint32_t)lapic_read(a, off);
 	v->pending |= VCPU_PENDING_RECHECK;
 }
 

@@ -300,11 +300,15 @@ void vendor_apic_mode_changed(struct vcpu *v)
  * SVI are the highest vectors of the page's IRR and ISR (the model's
  * accepts, and a reset, change them behind the CPU's back), and the
  * EOI-exit bitmap is TMR, so that the EOI of a level-triggered vector
- * exits for the I/O APIC. Bochs 2.7 delivers a pending virtual interrupt
+ * exits for the I/O APIC (and the timer's, while the model holds late
+ * periodic expiries). Bochs 2.7 delivers a pending virtual interrupt
  * with RFLAGS.IF=0 when a host interrupt arrives (event.cc takes the
  * unmasked host interrupt's path, which prefers the virtual one): while
  * the guest cannot take one, interrupt-window exiting keeps it from being
- * recognized (SDM 29.2.1), and the window's exit lets it in. */
+ * recognized (the SDM's evaluation of pending virtual interrupts), and the
+ * window's exit lets it in. A virtual interrupt the guest makes pending
+ * itself while IF=0 (a self-IPI, an EOI or TPR write that uncovers one) is
+ * out of reach (docs/VMX.md). */
 void vmx_apicv_sync(struct vcpu *v)
 {
 	const struct lapic *a = &v->lapic;
@@ -312,9 +316,12 @@ void vmx_apicv_sync(struct vcpu *v)
 	uint64_t status = (rvi < 0 ? 0u : (unsigned)rvi) | (svi < 0 ? 0u : (unsigned)svi << 8);
 	if (status != vmread(VMCS_GUEST_INTR_STATUS))
 		vmwrite(VMCS_GUEST_INTR_STATUS, status);
+	int late = lapic_eoi_exit_vector(a);
 	for (unsigned i = 0; i < 4; i++) {
 		uint64_t tmr = *lapic_vec_word(a, LAPIC_TMR, 2 * i) |
 			       (uint64_t)*lapic_vec_word(a, LAPIC_TMR, 2 * i + 1) << 32;
+		if (late >= 0 && (unsigned)late >> 6 == i)
+			tmr |= 1ull << (late & 63);
 		if (tmr != v->arch.eoi_exit[i]) {
 			v->arch.eoi_exit[i] = tmr;
 			vmwrite(VMCS_EOI_EXIT_BITMAP0 + 2 * i, tmr);

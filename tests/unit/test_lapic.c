@@ -320,6 +320,31 @@ static void test_cpu_delivers(void **state)
 	assert_int_equal(mr(LAPIC_PPR), 0);
 }
 
+/* Late periodic expiries under virtual-interrupt delivery: nobody calls
+ * lapic_ack, so the timer vector's EOI (an EOI-exit the backend asks for
+ * while any wait) sends the next one. */
+static void test_cpu_delivers_late_timer(void **state)
+{
+	(void)state;
+	enable();
+	lapic_set_cpu_delivers(&apic, true);
+	assert_int_equal(lapic_eoi_exit_vector(&apic), -1);
+	mw(LAPIC_TIMER_DIV, 0xb);
+	mw(LAPIC_LVT_TIMER, 0x20042);        /* periodic, vector 0x42 */
+	mw(LAPIC_TIMER_INIT, 1000);
+	assert_int_equal(stubs_advance_to(3500), 2);
+	assert_int_equal(apic.timer_late, 1);
+	assert_int_equal(lapic_eoi_exit_vector(&apic), 0x42);
+	/* the CPU delivers 0x42 (IRR -> ISR), the guest's EOI clears ISR */
+	apic.regs[(LAPIC_IRR + 0x20) >> 2] &= ~(1u << 2);
+	lapic_eoi_done(&apic, 0x42);
+	assert_int_equal(apic.timer_late, 0);
+	assert_int_equal(apic.timer_fires, 2);
+	assert_true(irr_has(0x42));
+	assert_int_equal(lapic_eoi_exit_vector(&apic), -1);
+	assert_int_equal(neoi, 0);                /* edge: no I/O APIC EOI */
+}
+
 /* x2APIC: a WRMSR that sets a reserved bit is #GP and changes nothing (SDM
  * vol. 3 11.12.1.3); the LVTs' read-only bits are carried, not reserved. */
 static void test_x2apic_reserved_bits(void **state)
@@ -819,6 +844,7 @@ int main(void)
 		cmocka_unit_test_setup(test_write_after_cpu_store, setup),
 		cmocka_unit_test_setup(test_cpu_delivers, setup),
 		cmocka_unit_test_setup(test_x2apic_reserved_bits, setup),
+		cmocka_unit_test_setup(test_cpu_delivers_late_timer, setup),
 		cmocka_unit_test_setup(test_timer_oneshot, setup),
 		cmocka_unit_test_setup(test_timer_periodic_and_mask, setup),
 		cmocka_unit_test_setup(test_timer_divide_change, setup),

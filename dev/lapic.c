@@ -106,6 +106,7 @@ static void reset_registers(struct lapic *a)
 	/* TPR, ISR, TMR, IRR and the rest of the register file */
 	memset(a->regs, 0, LAPIC_REG_WORDS * sizeof(uint32_t));
 	a->isr_words = 0;
+	a->changed = LAPIC_CHANGED_TMR | LAPIC_CHANGED_ISR;
 	for (unsigned i = 0; i < LVT_COUNT; i++)
 		a->lvt[i] = LAPIC_LVT_MASKED;
 	a->timer_init = 0;
@@ -183,6 +184,7 @@ void lapic_regs_move(struct lapic *a, uint32_t *page)
 void lapic_set_cpu_delivers(struct lapic *a, bool on)
 {
 	a->cpu_delivers = on;
+	a->changed = LAPIC_CHANGED_TMR | LAPIC_CHANGED_ISR;
 	a->isr_words = 0;
 	for (unsigned i = 0; i < 8; i++)
 		if (*lapic_vec_word(a, LAPIC_ISR, i))
@@ -219,6 +221,7 @@ static void record_error(struct lapic *a, uint32_t bits)
 	uint8_t v = (uint8_t)lvt;
 	if (!(lvt & LAPIC_LVT_MASKED) && v >= 16 && lapic_sw_enabled(a)) {
 		clr_vec(a, LAPIC_TMR, v);
+		a->changed |= LAPIC_CHANGED_TMR;
 		set_irr(a, v);
 	}
 }
@@ -236,10 +239,13 @@ void lapic_accept(struct lapic *a, uint8_t vector, bool level)
 	/* TMR before IRR: a vector in IRR always has its trigger mode (one
 	 * address for both words: this is the light path's self-IPI) */
 	uint32_t *tmr = lapic_vec_word_of(a, LAPIC_TMR, vector), bit = 1u << (vector & 31);
-	uint32_t t = *tmr & ~bit;
+	uint32_t old = *tmr, t = old & ~bit;
 	if (level)
 		t |= bit;
-	*tmr = t;
+	if (__builtin_expect(t != old, 0)) {
+		*tmr = t;
+		a->changed |= LAPIC_CHANGED_TMR;
+	}
 	__atomic_or_fetch(tmr + (LAPIC_IRR - LAPIC_TMR) / 4, bit, __ATOMIC_RELAXED);   /* set_irr */
 }
 

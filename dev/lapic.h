@@ -130,6 +130,9 @@ struct apic_msg {
  * bus (the unit tests). */
 typedef void (*lapic_send_fn)(void *ctx, struct lapic *from, const struct apic_msg *m);
 
+#define LAPIC_CHANGED_TMR    1u
+#define LAPIC_CHANGED_ISR    2u   /* a reset: the CPU's SVI is wrong now */
+
 /* Words of the register file: offsets 0x000-0x3F0, laid out as the xAPIC
  * page (VT-x's virtual-APIC page has the same layout). */
 #define LAPIC_REG_WORDS      (0x400 / 4)
@@ -150,6 +153,9 @@ struct lapic {
 	/* VT-x's virtual-interrupt delivery: the CPU takes interrupts from
 	 * IRR into ISR and performs EOIs itself (isr_words is not kept then) */
 	bool cpu_delivers;
+	/* what the model changed in TMR or ISR since the backend last looked
+	 * (LAPIC_CHANGED_*): VT-x's EOI-exit bitmap and SVI follow them */
+	uint8_t changed;
 	uint32_t svr, ldr, dfr;
 	uint32_t esr;           /* what ESR reads: latched at the last ESR write */
 	uint32_t esr_pending;   /* errors since then */

@@ -27,6 +27,7 @@ struct vcpu_arch {
 	bool apicv;              /* APIC virtualization may be used (vmx.apicv, the CPU) */
 	uint32_t proc2;          /* secondary controls as written */
 	uint64_t eoi_exit[4];    /* the EOI-exit bitmap as written: TMR */
+	int eoi_late;            /* the late timer vector it has too, or -1 */
 };
 
 #endif

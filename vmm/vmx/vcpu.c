@@ -163,6 +163,7 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	 * its IRR and performs EOIs itself; the mode decides which controls
 	 * (vendor_apic_mode_changed, at the end of the set-up) */
 	v->arch.apicv = v->arch.tpr_shadow && o->vmx_apicv && c->apicv_xapic;
+	v->arch.eoi_late = -1;
 	if (v->arch.apicv) {
 		vmcs_set(VMCS_APIC_ACCESS_ADDR, vm->apic_access_pa);
 		for (unsigned i = 0; i < 4; i++)
@@ -311,26 +312,37 @@ void vendor_apic_mode_changed(struct vcpu *v)
  * out of reach (docs/VMX.md). */
 void vmx_apicv_sync(struct vcpu *v)
 {
-	const struct lapic *a = &v->lapic;
-	int rvi = lapic_highest_vec(a, LAPIC_IRR), svi = lapic_highest_vec(a, LAPIC_ISR);
-	uint64_t status = (rvi < 0 ? 0u : (unsigned)rvi) | (svi < 0 ? 0u : (unsigned)svi << 8);
-	if (status != vmread(VMCS_GUEST_INTR_STATUS))
-		vmwrite(VMCS_GUEST_INTR_STATUS, status);
+	struct lapic *a = &v->lapic;
+	uint64_t status = vmread(VMCS_GUEST_INTR_STATUS);
+	unsigned svi = (unsigned)(status >> 8) & 0xff;   /* the CPU keeps it, but for a reset */
+	if (a->changed & LAPIC_CHANGED_ISR) {
+		int s = lapic_highest_vec(a, LAPIC_ISR);
+		svi = s < 0 ? 0 : (unsigned)s;
+	}
+	int rvi = lapic_highest_vec(a, LAPIC_IRR);
+	uint64_t want = (rvi < 0 ? 0u : (unsigned)rvi) | svi << 8;
+	if (want != status)
+		vmwrite(VMCS_GUEST_INTR_STATUS, want);
 	int late = lapic_eoi_exit_vector(a);
-	for (unsigned i = 0; i < 4; i++) {
-		uint64_t tmr = *lapic_vec_word(a, LAPIC_TMR, 2 * i) |
-			       (uint64_t)*lapic_vec_word(a, LAPIC_TMR, 2 * i + 1) << 32;
-		if (late >= 0 && (unsigned)late >> 6 == i)
-			tmr |= 1ull << (late & 63);
-		if (tmr != v->arch.eoi_exit[i]) {
-			v->arch.eoi_exit[i] = tmr;
-			vmwrite(VMCS_EOI_EXIT_BITMAP0 + 2 * i, tmr);
+	if ((a->changed & LAPIC_CHANGED_TMR) || late != v->arch.eoi_late) {
+		v->arch.eoi_late = late;
+		for (unsigned i = 0; i < 4; i++) {
+			uint64_t tmr = *lapic_vec_word(a, LAPIC_TMR, 2 * i) |
+				       (uint64_t)*lapic_vec_word(a, LAPIC_TMR, 2 * i + 1) << 32;
+			if (late >= 0 && (unsigned)late >> 6 == i)
+				tmr |= 1ull << (late & 63);
+			if (tmr != v->arch.eoi_exit[i]) {
+				v->arch.eoi_exit[i] = tmr;
+				vmwrite(VMCS_EOI_EXIT_BITMAP0 + 2 * i, tmr);
+			}
 		}
 	}
-	if (rvi >= 0 && ((unsigned)rvi & 0xf0) > (lapic_ppr(a) & 0xf0) &&
-	    (!(vmread(VMCS_GUEST_RFLAGS) & RFLAGS_IF) ||
-	     (vmread(VMCS_GUEST_INTERRUPTIBILITY) &
-	      (VMX_INTERRUPTIBILITY_STI | VMX_INTERRUPTIBILITY_MOV_SS))))
+	a->changed = 0;
+	if (rvi < 0 || ((vmread(VMCS_GUEST_RFLAGS) & RFLAGS_IF) &&
+			!(vmread(VMCS_GUEST_INTERRUPTIBILITY) &
+			  (VMX_INTERRUPTIBILITY_STI | VMX_INTERRUPTIBILITY_MOV_SS))))
+		return;
+	if (((unsigned)rvi & 0xf0) > (lapic_ppr(a) & 0xf0))
 		vendor_intr_window(v, true);
 }
 

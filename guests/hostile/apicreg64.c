@@ -160,23 +160,7 @@ static void on_vector5(struct rt_frame *f)
 /* ---- time: the TSC, calibrated once against the PM timer. Reading it
  * makes no exit (lightpath intercepts RDTSC only while a guest polls a
  * clock device, vmm/guest_clock.h; the IF=0 waits count such exits, which
- * must be 0) */
-
-static uint32_t pm_now(void) { return inl(LP_PMTIMER_PORT) & 0xffffffu; }
-
-static void calibrate(void)
-{
-	uint32_t need = LP_PMTIMER_HZ / 500, elapsed = 0, last = pm_now();  /* 2 ms */
-	uint64_t t0 = rdtsc();
-	while (elapsed < need) {
-		uint32_t now = pm_now();
-		elapsed += (now - last) & 0xffffffu;
-		last = now;
-	}
-	tsc_per_ms = (rdtsc() - t0) / 2;
-	if (!tsc_per_ms)
-		tsc_per_ms = 1;
-}
+ * must be 0); rt_tsc_per_ms calibrates */
 
 static void spin_ms(unsigned ms)
 {
@@ -754,7 +738,7 @@ int guest_main(void)
 	rt_set_handler(VEC_HIGH, on_high);
 	rt_set_handler(VEC_ILLEGAL, on_vector5);
 	cli();
-	calibrate();
+	tsc_per_ms = rt_tsc_per_ms();
 
 	/* 1. xAPIC */
 	mmio_w(LAPIC_SVR, 4, 0x100 | VEC_SPURIOUS);

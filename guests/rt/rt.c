@@ -200,6 +200,24 @@ static void idt_init(void)
 	rt_idt_load();
 }
 
+uint32_t rt_pm_now(void)
+{
+	return inl(LP_PMTIMER_PORT) & 0xffffffu;
+}
+
+uint64_t rt_tsc_per_ms(void)
+{
+	uint32_t need = LP_PMTIMER_HZ / 500, elapsed = 0, last = rt_pm_now();  /* 2 ms */
+	uint64_t t0 = rdtsc();
+	while (elapsed < need) {
+		uint32_t now = rt_pm_now();
+		elapsed += (now - last) & 0xffffffu;
+		last = now;
+	}
+	uint64_t per_ms = (rdtsc() - t0) / 2;
+	return per_ms ? per_ms : 1;
+}
+
 void rt_idt_load(void)
 {
 	struct idt_ptr p = { sizeof(idt) - 1, (uintptr_t)idt };

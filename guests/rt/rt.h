@@ -69,6 +69,11 @@ bool rt_arg(const char *key, char *buf, size_t len);
 /* Numeric value (decimal or 0x hex) of key=, or def when absent/invalid. */
 uint64_t rt_arg_u64(const char *key, uint64_t def);
 
+/* The ACPI PM timer's count (24 bits) and the TSC's rate measured against
+ * it over 2 ms (at least 1). */
+uint32_t rt_pm_now(void);
+uint64_t rt_tsc_per_ms(void);
+
 /* ---- exceptions and interrupts ---- */
 typedef void (*rt_handler_t)(struct rt_frame *f);
 /* Installs a C handler for one vector (exceptions and interrupts). */

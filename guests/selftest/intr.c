@@ -123,23 +123,7 @@ static void on_irq(struct rt_frame *f)
 		apic_write(LAPIC_EOI, 0);
 }
 
-/* ---- time: the TSC, calibrated once against the PM timer ---- */
-
-static uint32_t pm_now(void) { return inl(LP_PMTIMER_PORT) & 0xffffffu; }
-
-static void calibrate(void)
-{
-	uint32_t need = LP_PMTIMER_HZ / 500, elapsed = 0, last = pm_now();  /* 2 ms */
-	uint64_t t0 = rdtsc();
-	while (elapsed < need) {
-		uint32_t now = pm_now();
-		elapsed += (now - last) & 0xffffffu;
-		last = now;
-	}
-	tsc_per_ms = (rdtsc() - t0) / 2;
-	if (!tsc_per_ms)
-		tsc_per_ms = 1;
-}
+/* ---- time: the TSC, calibrated once against the PM timer (rt_tsc_per_ms) ---- */
 
 /* Waits until *count reaches want or us microseconds pass; IF as it is. */
 static void wait_for(volatile unsigned *count, unsigned want, unsigned us)
@@ -446,7 +430,7 @@ static void on_nmi(struct rt_frame *f)
 		send_nmi();
 		/* exits (the PM timer) and time for a nested NMI to show */
 		for (unsigned i = 0; i < 4; i++)
-			(void)pm_now();
+			(void)rt_pm_now();
 		wait_us(200);
 		if (nmis != k + 1)
 			nmi_nested++;
@@ -664,7 +648,7 @@ int guest_main(void)
 	/* lightpath hands over the 8259s masked; a BIOS (a native run) may not */
 	outb(PIC1_DATA, 0xff);
 	outb(PIC2_DATA, 0xff);
-	calibrate();
+	tsc_per_ms = rt_tsc_per_ms();
 
 	test_timer();
 	ipi_case("xAPIC ICR, self shorthand", VEC_IPI, send_xapic_self);

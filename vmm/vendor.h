@@ -87,9 +87,6 @@ void vendor_rdtsc_exiting(struct vcpu *v, bool on);
 /* The guest's local APIC changed mode (IA32_APIC_BASE): VT-x's APIC
  * virtualization follows it (xAPIC, x2APIC, disabled). */
 void vendor_apic_mode_changed(struct vcpu *v);
-/* The host's next timer deadline for this VM's timers changed (host TSC, 0:
- * none): VT-x makes a lone vCPU's preemption timer fire then. */
-void vendor_host_deadline(struct vm *vm, uint64_t deadline);
 /* Whether the CPU can make RDTSC exit and offset the TSC (else the clock
  * never polls). */
 bool vendor_has_tsc_control(void);

@@ -351,7 +351,6 @@ void vm_timers_reprogram(struct vm *vm)
 	}
 	vm->clock_poll.next_deadline = next_guest;
 	timer_program(next);
-	vendor_host_deadline(vm, next);
 }
 
 static void timer_unlink(struct vm *vm, struct vm_timer *t)

@@ -213,13 +213,6 @@ const char *vendor_interrupt_state(struct vcpu *v)
 	return buf;
 }
 
-/* The host's timer interrupts exit the guest (INTR intercept). */
-void vendor_host_deadline(struct vm *vm, uint64_t deadline)
-{
-	(void)vm;
-	(void)deadline;
-}
-
 /* The local APIC is emulated in every mode. */
 void vendor_apic_mode_changed(struct vcpu *v)
 {

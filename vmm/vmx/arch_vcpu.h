@@ -28,11 +28,6 @@ struct vcpu_arch {
 	uint32_t proc2;          /* secondary controls as written */
 	uint64_t eoi_exit[4];    /* the EOI-exit bitmap as written: TMR */
 	int eoi_late;            /* the late timer vector it has too, or -1 */
-	/* alone in its VM: host interrupts wait behind the host's CR8 while the
-	 * guest runs, and the VMX-preemption timer fires at host_deadline, the
-	 * host's next timer deadline (vendor_host_interrupt_window) */
-	bool host_timer;
-	uint64_t host_deadline;
 };
 
 #endif

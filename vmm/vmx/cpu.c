@@ -254,78 +254,26 @@ void vendor_enter_guest(struct vcpu *v)
 	vmx_light_loops[v->entry_variant](v);
 }
 
-/* The VMX-preemption timer's value for now: the watchdog, or sooner the
- * host's next timer deadline where it stands for the host's timer
- * (`host_timer`), rounded up so that it never fires before it. */
-static uint32_t preemption_ticks(const struct vcpu *v)
-{
-	uint32_t wd = vmx_caps.watchdog_ticks;
-	if (!v || !v->arch.host_timer || !v->arch.host_deadline)
-		return wd;
-	uint64_t now = rdtsc(), d = v->arch.host_deadline;
-	if (d <= now)
-		return 0;
-	uint64_t t = ((d - now) >> (vmx_caps.misc & 0x1f)) + 1;
-	return t < wd ? (uint32_t)t : wd;
-}
-
-/* The host's physical TPR (CR8) while a vCPU with `host_timer` runs: 15
- * holds every host interrupt in the local APIC, so none arrives in the
- * guest (the preemption timer brings the exits); 0 in the windows below. */
-static inline void host_cr8(uint64_t v)
-{
-	asm volatile("mov %0, %%cr8" : : "r"(v) : "memory");
-}
-
-void vendor_host_deadline(struct vm *vm, uint64_t deadline)
-{
-	struct vcpu *v = vm->vcpu;
-	if (vm->nr_vcpus != 1 || !v->arch.host_timer || this_cpu()->current != v)
-		return;   /* (its VMCS is the current one only on its CPU, while it runs) */
-	v->arch.host_deadline = deadline;
-	vmwrite(VMCS_PREEMPTION_TIMER, preemption_ticks(v));
-}
-
 /* A VM exit clears RFLAGS.IF, and with external-interrupt exiting a host
  * interrupt arriving in the guest exits (reason 1) and stays pending in the
  * local APIC: the exit's handler opens a window for it here. That window is
  * what the VMX-preemption-timer watchdog guarantees (vmx.h, WATCHDOG_MS),
  * so the watchdog starts counting again from here (the current VMCS is the
- * exiting vCPU's); its own exit is handled as a host interrupt. A vCPU
- * alone in its VM keeps host interrupts out of the guest altogether
- * (`host_timer`, docs/VMX.md "Host interrupts and the guest"): they wait
- * in the APIC behind CR8 = 15 until this window, and the preemption timer
- * also fires at the host's next timer deadline. */
+ * exiting vCPU's); its own exit is handled as a host interrupt. */
 void vendor_host_interrupt_window(void)
 {
-	struct vcpu *v = this_cpu()->current;
 	if (vmx_caps.watchdog_ticks)
-		vmwrite(VMCS_PREEMPTION_TIMER, preemption_ticks(v));
-	if (v && v->arch.host_timer) {
-		host_cr8(0);
-		asm volatile("sti; nop; cli" ::: "memory");
-		host_cr8(15);
-		return;
-	}
+		vmwrite(VMCS_PREEMPTION_TIMER, vmx_caps.watchdog_ticks);
 	asm volatile("sti; nop; cli" ::: "memory");
 }
 
 void vendor_host_idle_state(void)
 {
-	host_cr8(0);
 	asm volatile("cli" ::: "memory");
 }
 
 void vendor_host_wait_for_interrupt(void)
 {
-	struct vcpu *v = this_cpu()->current;
-	bool held = v && v->arch.host_timer;
-	if (held)
-		host_cr8(0);
 	/* sti's one-instruction shadow makes "sti; hlt" race-free */
 	asm volatile("sti; hlt; cli" ::: "memory");
-	if (held) {
-		host_cr8(15);
-		vmwrite(VMCS_PREEMPTION_TIMER, preemption_ticks(v));   /* time passed */
-	}
 }

@@ -256,9 +256,6 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	setup_end(vm);
 	lapic_set_cpu_delivers(&v->lapic, false);
 	vendor_apic_mode_changed(v);
-	/* alone in its VM, the vCPU keeps host interrupts out of the guest
-	 * (vendor_host_interrupt_window): with several, a kick must exit it */
-	v->arch.host_timer = watchdog && vm->nr_vcpus == 1;
 
 	memset(&v->regs, 0, sizeof(v->regs));
 	v->regs.rax = eax;
@@ -376,7 +373,6 @@ void vendor_vcpu_init_sipi(struct vcpu *v, uint8_t vector)
 
 void vendor_vcpu_release(struct vcpu *v)
 {
-	asm volatile("mov %0, %%cr8" : : "r"(0ull) : "memory");   /* host interrupts again */
 	/* on its CPU: the VMCS's cached state goes back to memory */
 	vmclear((uint64_t)(uintptr_t)v->arch.vmcs);
 }

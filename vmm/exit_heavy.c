@@ -88,6 +88,8 @@ static void inject_interrupts(struct vcpu *v)
 			vendor_nmi_window(v, true);
 		}
 	}
+	if (v->lapic.cpu_delivers)
+		platform_irq_retry(v);
 	bool from_pic, test;
 	int vec = platform_intr_pending(v, &from_pic, &test);
 	if (vec < 0) {

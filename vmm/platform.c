@@ -555,9 +555,14 @@ int platform_intr_ack(struct vcpu *v, int vector, bool from_pic, bool test)
 		return vector;
 	}
 	int ret = pc_intr_ack(&v->lapic, &v->vm->pc->pic, vector, from_pic);
+	platform_irq_retry(v);
+	return ret;
+}
+
+void platform_irq_retry(struct vcpu *v)
+{
 	pit_irq_taken(&v->vm->pc->pit);    /* a late IRQ0 edge can go now */
 	hpet_irq_taken(&v->vm->pc->hpet);  /* and a late HPET edge */
-	return ret;
 }
 
 bool platform_nmi_source(struct vcpu *v)

@@ -24,6 +24,10 @@ void platform_start(struct vm *vm);
 /* The next interrupt vector the vCPU should take, or -1; *from_pic / *test
  * say where it comes from (the 8259, or LP_HC_RAISE_IRQ/LP_HC_TIMER). */
 int platform_intr_pending(struct vcpu *v, bool *from_pic, bool *test);
+/* Edges the PIT and HPET held back while their last interrupt waited may
+ * go now, if it was taken (platform_intr_ack does it for what it injects;
+ * with virtual-interrupt delivery the CPU takes interrupts unseen). */
+void platform_irq_retry(struct vcpu *v);
 /* The guest takes it now: returns the vector to inject. */
 int platform_intr_ack(struct vcpu *v, int vector, bool from_pic, bool test);
 

@@ -152,12 +152,26 @@ APICV_OFF_LINE = (r"^lightpath: VMX local APIC: interrupts injected, the APIC em
                   r"\(vmx.apicv=off\)$")
 
 
+# Guests run with VT-x's APIC virtualization off under Bochs: irqonce checks
+# that every interrupt comes exactly once through `sti; hlt` waits, and
+# Bochs 2.7 delivers a pending virtual interrupt into IF=0 code when a host
+# interrupt arrives (docs/VMX.md, "APIC virtualization"), so that a HLT then
+# waited for an interrupt that had come already: irqonce64 hung (no verdict
+# in 120 s) in CI and in 3 of 3 runs after it. The injection path it tests
+# is the fallback's; intr32/intr64 and apicreg64 test APIC virtualization.
+BOCHS_APICV_OFF = ("irqonce32", "irqonce64")
+
+
 def t_selftest(name):
     def run():
-        b = BochsBoot("selftest-" + name, [guest(name)])
+        off = name in BOCHS_APICV_OFF
+        b = BochsBoot("selftest-" + name, [guest(name)], append="vmx.apicv=off" if off else "")
         oks = itest.selftest_result(b, name)
         b.expect_rc(1)
-        b.expect(APICV_ON_LINE, "the banner line naming APIC virtualization (the default)")
+        if off:
+            b.expect(APICV_OFF_LINE, "the banner line naming the fallback (vmx.apicv=off)")
+        else:
+            b.expect(APICV_ON_LINE, "the banner line naming APIC virtualization (the default)")
         b.expect(r"^lightpath: lightweight-exit hypervisor, Intel VT-x backend\s*$",
                  "'lightpath: lightweight-exit hypervisor, Intel VT-x backend'")
         b.expect(r"^lightpath: vm0: ended with status 0 ", "'lightpath: vm0: ended with status 0 (...)'")

@@ -21,10 +21,6 @@ static void timer_fire(struct vm_timer *t, uint64_t now);
 /* ---- bit arrays (ISR/TMR/IRR: 256 bits as eight 32-bit registers, 16
  * bytes apart in the register file) ---- */
 
-static inline void set_vec(struct lapic *a, unsigned base, unsigned v)
-{
-	*lapic_vec_word_of(a, base, v) |= 1u << (v & 31);
-}
 /* IRR: another CPU (an IPI from a vCPU there) may set a bit while this
  * vCPU's CPU clears one (virtual-interrupt delivery): a locked OR. */
 static inline void set_irr(struct lapic *a, unsigned v)

@@ -14,6 +14,7 @@ packages=(
 	grub-pc-bin grub-common xorriso mtools
 	bochs bochsbios vgabios
 	cpio	# tools/linux/build.sh: the Linux guest's initramfs
+	gdb	# tools/exit_trace.py (make exit-trace and its test): QEMU's gdb stub
 )
 # `make bench` and `make linux-report` only (LP_DEPS_BENCH=1): matplotlib,
 # for their pictures in docs/img (both still write their tables without it).

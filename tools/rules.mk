@@ -57,6 +57,19 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@$(PYTHON) tools/bench.py --backend $(BACKEND)
 
+# One bench bracket, instruction by instruction, under QEMU's gdb stub
+# (tools/exit_trace.py): ROW=hypercall (several: ROW="cpuid rdmsr"),
+# CONFIG= one of the bench's configurations (default spec-off), GUEST=32|64,
+# LIST=1 for every instruction's disassembly. Seconds per row.
+ROW ?= hypercall
+CONFIG ?= spec-off
+GUEST ?= 32
+exit-trace: deps
+	@$(MAKE) --no-print-directory all
+	@$(PYTHON) tools/exit_trace.py --config $(CONFIG) --guest $(GUEST) $(if $(LIST),--list) $(ROW)
+
+.PHONY: exit-trace
+
 # lightpath vs KVM on the same exits (tools/compare/): the bench guests under
 # lightpath and under KVM in Debian's Linux, both in the same QEMU -icount
 # configuration, in two pairs: lightpath spec=off vs Linux mitigations=off,

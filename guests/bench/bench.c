@@ -28,6 +28,18 @@
 #include "guests/rt/msr.h"
 #include "guests/rt/rt.h"
 
+/* Each bracket's first instruction after its opening RDTSC, with its row's
+ * name, recorded in a section that is never loaded (tools/exit_trace.py
+ * single-steps a bracket from there): no instruction is added. */
+#ifdef __x86_64__
+#define BENCH_SITE_PTR ".quad"
+#else
+#define BENCH_SITE_PTR ".long"
+#endif
+#define BENCH_SITE(row)                                                                    \
+	".pushsection .lp_bench_sites,\"\",@progbits\n\t" BENCH_SITE_PTR " 9100f\n\t"        \
+	".asciz \"" row "\"\n\t.popsection\n9100:\t"
+
 #ifdef __x86_64__
 #define MODE "paged64"
 #else
@@ -162,71 +174,71 @@ static inline uint32_t measure(enum exit_type t)
 
 	switch (t) {
 	case EX_NONE:
-		asm volatile("rdtsc\n\tmov %%eax, %0\n\trdtsc"
+		asm volatile("rdtsc\n\t" BENCH_SITE("none") "mov %%eax, %0\n\trdtsc"
 			     : "=&r"(t0), "=a"(t1), "=d"(hi));
 		break;
 	case EX_HYPERCALL:
 		if (rt_intel)	/* VMCALL on Intel (VMX), VMMCALL on AMD (SVM) */
-			asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+			asm volatile("rdtsc\n\t" BENCH_SITE("hypercall") "mov %%eax, %0\n\t"
 				     "mov %5, %%eax\n\tvmcall\n\trdtsc"
 				     : "=&r"(t0), "=a"(t1), "=d"(hi), "=b"(b), "=c"(c)
 				     : "i"(LP_HC_NULL) : "memory");
 		else
-			asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+			asm volatile("rdtsc\n\t" BENCH_SITE("hypercall") "mov %%eax, %0\n\t"
 				     "mov %5, %%eax\n\tvmmcall\n\trdtsc"
 				     : "=&r"(t0), "=a"(t1), "=d"(hi), "=b"(b), "=c"(c)
 				     : "i"(LP_HC_NULL) : "memory");
 		break;
 	case EX_HYPERCALL_HEAVY:
 		if (rt_intel)	/* VMCALL on Intel (VMX), VMMCALL on AMD (SVM) */
-			asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+			asm volatile("rdtsc\n\t" BENCH_SITE("hypercall_heavy") "mov %%eax, %0\n\t"
 				     "mov %5, %%eax\n\tvmcall\n\trdtsc"
 				     : "=&r"(t0), "=a"(t1), "=d"(hi), "=b"(b), "=c"(c)
 				     : "i"(LP_HC_NULL_HEAVY) : "memory");
 		else
-			asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+			asm volatile("rdtsc\n\t" BENCH_SITE("hypercall_heavy") "mov %%eax, %0\n\t"
 				     "mov %5, %%eax\n\tvmmcall\n\trdtsc"
 				     : "=&r"(t0), "=a"(t1), "=d"(hi), "=b"(b), "=c"(c)
 				     : "i"(LP_HC_NULL_HEAVY) : "memory");
 		break;
 	case EX_CPUID:
-		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+		asm volatile("rdtsc\n\t" BENCH_SITE("cpuid") "mov %%eax, %0\n\t"
 			     "xor %%eax, %%eax\n\tcpuid\n\trdtsc"
 			     : "=&r"(t0), "=a"(t1), "=d"(hi), "=b"(b), "=c"(c)
 			     : "4"(0) : "memory");
 		break;
 	case EX_PIO_IN_PMTIMER:
-		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+		asm volatile("rdtsc\n\t" BENCH_SITE("pio_in_pmtimer") "mov %%eax, %0\n\t"
 			     "mov %3, %%edx\n\tinl (%%dx), %%eax\n\trdtsc"
 			     : "=&r"(t0), "=a"(t1), "=d"(hi)
 			     : "i"(LP_PMTIMER_PORT) : "memory");
 		break;
 	case EX_PIO_OUT:
-		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+		asm volatile("rdtsc\n\t" BENCH_SITE("pio_out") "mov %%eax, %0\n\t"
 			     "outb %%al, %3\n\trdtsc"
 			     : "=&r"(t0), "=a"(t1), "=d"(hi)
 			     : "i"(LP_BENCH_PORT_OUT) : "memory");
 		break;
 	case EX_RDMSR:
-		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+		asm volatile("rdtsc\n\t" BENCH_SITE("rdmsr") "mov %%eax, %0\n\t"
 			     "rdmsr\n\trdtsc"
 			     : "=&r"(t0), "=a"(t1), "=d"(hi)
 			     : "c"(LP_BENCH_MSR) : "memory");
 		break;
 	case EX_WRMSR:
-		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+		asm volatile("rdtsc\n\t" BENCH_SITE("wrmsr") "mov %%eax, %0\n\t"
 			     "mov %4, %%eax\n\txor %%edx, %%edx\n\twrmsr\n\trdtsc"
 			     : "=&r"(t0), "=a"(t1), "=d"(hi)
 			     : "c"(LP_BENCH_MSR), "i"(MTRR_TEST_VALUE) : "memory");
 		break;
 	case EX_MMIO_READ:
-		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+		asm volatile("rdtsc\n\t" BENCH_SITE("mmio_read") "mov %%eax, %0\n\t"
 			     "mov (%4), %%ecx\n\trdtsc"
 			     : "=&r"(t0), "=a"(t1), "=d"(hi), "=&c"(c)
 			     : "D"((ureg_t)MMIO_SCRATCH) : "memory");
 		break;
 	case EX_MMIO_WRITE:
-		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+		asm volatile("rdtsc\n\t" BENCH_SITE("mmio_write") "mov %%eax, %0\n\t"
 			     "movl $0x5a5a5a5a, (%3)\n\trdtsc"
 			     : "=&r"(t0), "=a"(t1), "=d"(hi)
 			     : "D"((ureg_t)MMIO_SCRATCH) : "memory");
@@ -234,39 +246,39 @@ static inline uint32_t measure(enum exit_type t)
 	case EX_PIO_REP_OUTSB:
 		b = (ureg_t)outsb_buf;
 		c = REP_OUTSB_LEN;
-		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+		asm volatile("rdtsc\n\t" BENCH_SITE("pio_rep_outsb") "mov %%eax, %0\n\t"
 			     "mov %5, %%edx\n\trep outsb\n\trdtsc"
 			     : "=&r"(t0), "=a"(t1), "=d"(hi), "+S"(b), "+c"(c)
 			     : "i"(LP_BENCH_PORT_OUT) : "memory");
 		break;
 	case EX_XAPIC_EOI:	/* MOV r32 to memory: the light MMIO decode's form */
-		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+		asm volatile("rdtsc\n\t" BENCH_SITE("xapic_eoi") "mov %%eax, %0\n\t"
 			     "mov %%esi, (%3)\n\trdtsc"
 			     : "=&r"(t0), "=a"(t1), "=d"(hi)
 			     : "D"((ureg_t)(RT_LAPIC + LAPIC_EOI_OFF)), "S"(0u) : "memory");
 		break;
 	case EX_X2APIC_EOI:
-		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+		asm volatile("rdtsc\n\t" BENCH_SITE("x2apic_eoi") "mov %%eax, %0\n\t"
 			     "xor %%eax, %%eax\n\txor %%edx, %%edx\n\twrmsr\n\trdtsc"
 			     : "=&r"(t0), "=a"(t1), "=d"(hi)
 			     : "c"(MSR_X2APIC_EOI) : "memory");
 		break;
 	case EX_WRMSR_TSC_DEADLINE:
-		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+		asm volatile("rdtsc\n\t" BENCH_SITE("wrmsr_tsc_deadline") "mov %%eax, %0\n\t"
 			     "mov %4, %%eax\n\tmov %5, %%edx\n\twrmsr\n\trdtsc"
 			     : "=&r"(t0), "=a"(t1), "=d"(hi)
 			     : "c"(MSR_TSC_DEADLINE), "S"((uint32_t)far_deadline),
 			       "D"((uint32_t)(far_deadline >> 32)) : "memory");
 		break;
 	case EX_SELF_IPI:	/* IF=1: the handler runs before the second RDTSC */
-		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+		asm volatile("rdtsc\n\t" BENCH_SITE("self_ipi") "mov %%eax, %0\n\t"
 			     "mov %4, %%eax\n\txor %%edx, %%edx\n\twrmsr\n\trdtsc"
 			     : "=&r"(t0), "=a"(t1), "=d"(hi)
 			     : "c"(MSR_X2APIC_SELF), "i"(VEC_SELF_IPI) : "memory");
 		break;
 	case EX_IPI_ROUNDTRIP:	/* IF=1: wait (PAUSE, see ipi_rows) for the echo */
 		echo_seen = 0;
-		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+		asm volatile("rdtsc\n\t" BENCH_SITE("ipi_roundtrip") "mov %%eax, %0\n\t"
 			     "mov %4, %%eax\n\tmov %5, %%edx\n\twrmsr\n"
 			     "1:\tpause\n\tcmpl $0, %6\n\tje 1b\n\trdtsc"
 			     : "=&r"(t0), "=a"(t1), "=d"(hi)
@@ -399,7 +411,7 @@ IPI_TEXT static void guest_msr_rows(uint32_t n)
 	r->sum = 0;
 	for (uint32_t i = 0; i <= n; i++) {	/* i = 0: the warm-up, not counted */
 		uint32_t t0, t1, hi;
-		asm volatile("rdtsc\n\tmov %%eax, %0\n\t"
+		asm volatile("rdtsc\n\t" BENCH_SITE("wrmsr_kernel_gs_base") "mov %%eax, %0\n\t"
 			     "mov %4, %%eax\n\txor %%edx, %%edx\n\twrmsr\n\trdtsc"
 			     : "=&r"(t0), "=a"(t1), "=d"(hi)
 			     : "c"(MSR_KERNEL_GS_BASE), "i"(KGS_TEST_VALUE) : "memory");
@@ -734,7 +746,7 @@ TIMER_TEXT static uint64_t timer_once(uint64_t *deadline)
 {
 	uint32_t lo, hi, a, d;
 	uint32_t before = timer_irqs;
-	asm volatile("rdtsc\n\t"
+	asm volatile("rdtsc\n\t" BENCH_SITE("timer_irq")
 		     "add %[delta], %%eax\n\t"
 		     "adc $0, %%edx\n\t"
 		     "mov %%eax, %[lo]\n\t"

@@ -1553,6 +1553,33 @@ def t_iso():
     return None
 
 
+def t_exit_trace():
+    """tools/exit_trace.py (make exit-trace) on three rows of bench32: its
+    count must equal `make bench`'s figure from a boot without gdb (the tool
+    checks that and exits 1 when they differ), and the hypercall's trace
+    must go through the stub and the light handler."""
+    log = os.path.join(OUT, "exit-trace.log")
+    with open(log, "w") as f:
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "exit_trace.py"), "--list",
+                            "none", "hypercall", "self_ipi"], cwd=ROOT, stdout=f,
+                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=600)
+    text = open(log).read()
+    check(p.returncode == 0, "exit_trace.py exited %d (see build/test/exit-trace.log)" % p.returncode)
+    counts = re.findall(r"^  (\d+) instructions traced, (\d+) of them intercepted .* = (\d+); "
+                        r"`make bench` without gdb \(min of 20\): (\d+)$", text, re.M)
+    check(len(counts) == 3, "expected 3 count lines, got %d" % len(counts))
+    for traced, exiting, total, measured in counts:
+        check(total == measured, "traced %s (+1 -%s) = %s, bench %s" % (traced, exiting, total, measured))
+    check(counts[0][0] == "1" and counts[0][3] == "2", "the empty bracket is not 1 instruction + RDTSC")
+    hc = text[text.index("exit_trace: hypercall"):text.index("exit_trace: self_ipi")]
+    for want in (r"host  svm_light_loop\b", r"host  light_set_\d+_\d+_hypercall\b", r"\bvmrun\b",
+                 r"\bvmmcall\b"):
+        check(re.search(want, hc), "the hypercall's trace has no %s" % want)
+    ipi = text[text.index("exit_trace: self_ipi"):]
+    check(re.search(r"guest on_self_ipi", ipi), "the self-IPI's trace does not reach the guest's handler")
+    return None
+
+
 def t_bench_parser():
     sample = os.path.join(ROOT, "tests", "integration", "sample-bench.log")
     text = serial_log.read(sample)
@@ -1798,6 +1825,7 @@ def all_tests():
     t.append((1, "timeout-cli-hlt", t_timeout_cli_hlt))
     t.append((1, "console-key", t_console_key))
     t.append((1, "iso", t_iso))
+    t.append((1, "exit-trace", t_exit_trace))
     t.append((1, "spec-on", t_spec("", SPEC_ON_EPYC)))
     t.append((1, "smp-4", t_smp("4", "4", "lightpath: 4 CPUs found (ACPI MADT), 4 started")))
     t.append((1, "smp-1", t_smp("1", "1", "lightpath: 1 CPU found (ACPI MADT), 1 started")))

@@ -469,23 +469,27 @@ static void timer_send_late(struct lapic *a, bool taken)
 	timer_deliver(a);
 }
 
+/* A (re)start moves an armed timer with vm_timer_arm alone: a cancel first
+ * would program the host timer once more for nothing. */
 static void timer_start(struct lapic *a, uint64_t now)
 {
-	vm_timer_cancel(&a->timer);
 	a->timer_running = a->timer_init != 0;
 	a->timer_periods = 0;
 	a->timer_late = 0;
-	if (!a->timer_running)
+	if (!a->timer_running) {
+		vm_timer_cancel(&a->timer);
 		return;
+	}
 	a->timer_start = now;
 	vm_timer_arm(&a->timer, now + tsc_for_ticks(a, timer_period(a)));
 }
 
 static void deadline_arm(struct lapic *a, uint64_t now)
 {
-	vm_timer_cancel(&a->timer);
-	if (!a->tsc_deadline)
+	if (!a->tsc_deadline) {
+		vm_timer_cancel(&a->timer);
 		return;
+	}
 	/* Due once the guest's TSC has reached it: an unsigned compare in guest
 	 * TSC, as the CPU makes it (around a wrap of the guest's TSC, which its
 	 * IA32_TSC writes can bring near, not of the VM's time). Armed in the
@@ -493,6 +497,7 @@ static void deadline_arm(struct lapic *a, uint64_t now)
 	 * service counts; one beyond its range never fires. */
 	uint64_t guest_now = now + (uint64_t)a->tsc_offset;
 	if (a->tsc_deadline <= guest_now) {
+		vm_timer_cancel(&a->timer);
 		a->tsc_deadline = 0;
 		timer_deliver(a);
 		return;

@@ -24,15 +24,21 @@ bracket (the TSC difference, which counts the closing RDTSC too): the two
 must differ by exactly one. Only QEMU's SVM without NRIP save is traced:
 Bochs, the other backends' emulator, has no gdb stub in Debian's build.
 
-timer_irq is not traced: every stop of the CPU for gdb lets icount's clock
-jump ahead, so its deadline would pass at another instruction than in the
-bench. A VMRUN that injects an event is run to the guest handler's first
-instruction (from the guest's IDT) with a breakpoint, as QEMU's single
-step would run that handler to its next exit in one step.
+A VMRUN that injects an event is run to the guest handler's first
+instruction (from the guest's IDT) with a breakpoint, as QEMU's single step
+would run that handler to its next exit in one step.
+
+timer_irq is traced from the host timer's exit to the guest handler's first
+instruction. Every stop of the CPU for gdb lets icount's clock jump ahead,
+so none may fall between the arming and that exit: the trace starts in
+lightpath's host-interrupt handler, and the exit stub's 14 instructions
+before it (every exit's) are added. `make bench`'s figure also counts the
+guest's wait from the deadline to the exit.
 """
 import argparse
 import bisect
 import json
+import re
 import os
 import socket
 import subprocess
@@ -49,6 +55,8 @@ GUEST_ELF = {"32": os.path.join(ROOT, "build", "guests", "bench32.elf"),
 SITES_SECTION = ".lp_bench_sites"
 VMRUN_LEN = 3          # 0f 01 d8
 RDTSC = b"\x0f\x31"
+# the exit stub's instructions from the exit to the light handler's call
+STUB_IN = 14
 MAX_STEPS = 20000      # the longest bracket (pio_rep_outsb, bench64) is ~5000
 # QEMU's single-step flags (gdb "maintenance packet Qqemu.sstep=N"): 7, its
 # default, steps with interrupts and timers held.
@@ -180,6 +188,18 @@ try:
     closing = set(p["closing"])
     trace = [[a, "g"]]
     guest = True
+    if p["row"] == "timer_irq":
+        # Stopped before the arming's RDTSC (timer_once's entry): a stop of
+        # the CPU lets icount's clock jump ahead, so the next stop must be
+        # the timer's exit itself, in the host-interrupt handler (the exit
+        # stub before it is every exit's, p["stub_in"] instructions)
+        for h in p["host_intr"]:
+            gdb.execute("break *0x%x" % h, to_string=True)
+        gdb.execute("continue", to_string=True)
+        gdb.execute("delete", to_string=True)
+        a = pc()
+        trace = [[a, "h"]]
+        guest = False
     def npt_gpa(vmcb, gpa):
         """Host-physical of a guest-physical address through the VMCB's
         nested page table (the host maps its memory 1:1)."""
@@ -225,8 +245,16 @@ try:
             gdb.execute("delete", to_string=True)
         else:
             gdb.execute("stepi", to_string=True)
+    live = False
     while True:
         prev = a
+        # interrupts on only in lightpath's host-interrupt window (STGI; NOP;
+        # CLGI), where it takes the timer's interrupt
+        want = p["row"] == "timer_irq" and p["window"][0] <= a < p["window"][1]
+        if want != live:
+            gdb.execute("maintenance packet Qqemu.sstep=%d" % (1 if want else p["sstep"]),
+                        to_string=True)
+            live = want
         stepi()
         a = pc()
         if a in landings and (guest or prev in vmruns):
@@ -276,12 +304,20 @@ def trace_row(row, opts, bits, skip, tmp):
     if min(vmruns) < max(code):
         raise TraceError("the hypervisor's VMRUNs are inside the guest image's addresses")
     rdtsc = sorted(a for a, b in code.items() if b == RDTSC)
+    gsyms = dict(zip(Symbols(elf).table()[1], Symbols(elf).table()[0]))
+    hsyms = Symbols(HOST_ELF)
+    host_intr = [a for a, n in zip(*hsyms.table()) if re.match(r"light_set_\d+_\d+_host_intr$", n)]
+    at = hsyms.names.index("vendor_host_interrupt_window")
+    window = [hsyms.addrs[at], hsyms.addrs[at + 1]]
     if row == "timer_irq":
-        raise TraceError("timer_irq cannot be traced: every stop of the CPU for gdb moves "
-                         "icount's clock on, so the deadline passes at another instruction "
-                         "than in `make bench`")
-    # the bracket's own closing RDTSC: the next one in its asm
-    closing = [rdtsc[bisect.bisect_right(rdtsc, s)] for s in sites]
+        # from timer_once's entry (its site is after the RDTSC, too late to
+        # stop: see the gdb script) to the handler's first instruction
+        sites, closing = [gsyms["timer_once"]], [gsyms["timer_entry"]]
+        if min(host_intr) <= max(code):
+            raise TraceError("the host-interrupt handlers are inside the guest image's addresses")
+    else:
+        # the bracket's own closing RDTSC: the next one in its asm
+        closing = [rdtsc[bisect.bisect_right(rdtsc, s)] for s in sites]
 
     port = free_port()
     wrapper = os.path.join(tmp, "qemu-gdb")
@@ -291,7 +327,8 @@ def trace_row(row, opts, bits, skip, tmp):
     os.chmod(wrapper, 0o755)
     params = os.path.join(tmp, "params.json")
     out = os.path.join(tmp, "trace.json")
-    json.dump({"port": port, "sites": sites, "closing": closing, "bits": bits, "skip": skip,
+    json.dump({"port": port, "sites": sites, "closing": closing, "bits": bits, "row": row,
+               "host_intr": host_intr, "window": window, "skip": skip,
                "landings": [a + VMRUN_LEN for a in vmruns], "vmruns": vmruns,
                "sstep": SSTEP_QUIET,
                "max_steps": MAX_STEPS, "out": out}, open(params, "w"))
@@ -352,11 +389,10 @@ def bench_min(row, opts, bits, n):
 
 
 def describe(row, res, bits, config, opts, listing, measured):
-    host, guest = Symbols(HOST_ELF), Symbols(GUEST_ELF[bits])
-    htext = disassembly(HOST_ELF, True)
-    gtext = disassembly(GUEST_ELF[bits], bits == "64")
     trace = res["trace"]
     lines = ["exit_trace: %s, bench%s, config %s (%s)" % (row, bits, config, opts)]
+    if row == "timer_irq":
+        return describe_timer(res, bits, config, opts, listing, measured)
     shown = trace
     # icount counts the opening RDTSC (it reads the count after itself)
     # but not an intercepted instruction, which exits instead of retiring
@@ -370,6 +406,31 @@ def describe(row, res, bits, config, opts, listing, measured):
                     "" if measured in (None, expect) else "  ** MISMATCH **"))
     if measured is not None and measured != expect:
         res["mismatch"] = True
+    return "\n".join(lines + [listing_lines(shown, bits, listing)])
+
+
+def describe_timer(res, bits, config, opts, listing, measured):
+    trace = res["trace"]
+    # an earlier host interrupt (another of lightpath's timers) went back to
+    # the guest's wait: the path is the one from the last exit
+    starts = [i for i in range(1, len(trace)) if trace[i][1] == "h" and trace[i - 1][1] == "g"]
+    shown = trace[starts[-1]:] if starts else trace
+    stub_in = 0 if starts else STUB_IN
+    lines = ["exit_trace: timer_irq, bench%s, config %s (%s)" % (bits, config, opts),
+             "  from the host timer's exit to the guest handler's first instruction: %d traced%s"
+             " + the handler's RDTSC = %d; `make bench` without gdb (min of 20): %s, which also "
+             "counts the guest's wait from the deadline to the exit"
+             % (len(shown), " + %d of the exit stub before the handler (every exit's, as in "
+                "the rows above)" % stub_in if stub_in else "", len(shown) + stub_in + 1,
+                measured)]
+    return "\n".join(lines + [listing_lines(shown, bits, listing)])
+
+
+def listing_lines(shown, bits, listing):
+    host, guest = Symbols(HOST_ELF), Symbols(GUEST_ELF[bits])
+    htext = disassembly(HOST_ELF, True)
+    gtext = disassembly(GUEST_ELF[bits], bits == "64")
+    lines = []
     runs = []   # [side, function, count, addresses]
     for a, side in shown:
         fn = (guest if side == "g" else host).name(a)

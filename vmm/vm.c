@@ -366,16 +366,19 @@ static void timer_unlink(struct vm *vm, struct vm_timer *t)
 void vm_timer_arm(struct vm_timer *t, uint64_t deadline_tsc)
 {
 	struct vm *vm = dev_host_vm(t->host);
-	if (vm->ended)
-		return;      /* nothing runs for a VM that has ended */
-	if (!t->armed) {
+	if (vm->ended) {   /* nothing runs for a VM that has ended */
+		vm_timer_cancel(t);
+		return;
+	}
+	if (!t->armed) {   /* an armed one only moves */
 		if (vm->nr_timers == VM_MAX_TIMERS)
 			panic("vm%u: more than %u timers armed", vm->id, VM_MAX_TIMERS);
 		vm->timers[vm->nr_timers++] = t;
 	}
 	t->armed = true;
 	t->deadline_tsc = deadline_tsc ? deadline_tsc : 1;
-	vm_timers_reprogram(vm);
+	if (!vm->timers_firing)
+		vm_timers_reprogram(vm);
 }
 
 void vm_timer_cancel(struct vm_timer *t)
@@ -385,7 +388,8 @@ void vm_timer_cancel(struct vm_timer *t)
 	struct vm *vm = dev_host_vm(t->host);
 	t->armed = false;
 	timer_unlink(vm, t);
-	vm_timers_reprogram(vm);
+	if (!vm->timers_firing)
+		vm_timers_reprogram(vm);
 }
 
 /* After timers fired: a device's interrupt reached its vCPU through
@@ -407,6 +411,7 @@ bool vm_timers_run(struct vm *vm)
 	bool any = false;
 	uint64_t host = rdtsc(), guest = clock_now(&vm->clock);
 	uint64_t min_gap = tsc_hz() / (1000000 / TIMER_MIN_PERIOD_US);
+	vm->timers_firing = true;   /* a fire() that (re)arms a timer: reprogrammed below */
 	for (unsigned i = 0; i < vm->nr_timers;) {
 		struct vm_timer *t = vm->timers[i];
 		uint64_t now = t->host_clock ? host : guest;
@@ -428,6 +433,7 @@ bool vm_timers_run(struct vm *vm)
 		if (!t->host_clock && !vm->clock.polling)
 			guest = clock_now(&vm->clock);   /* fire() may have ended polling */
 	}
+	vm->timers_firing = false;
 	vm_timers_reprogram(vm);
 	if (any)   /* a device timer may have raised an interrupt */
 		vm_timers_fired(vm);

@@ -32,6 +32,7 @@ unsigned stub_irq_calls;
 struct vm_timer *stub_timers[STUB_MAX_TIMERS];
 unsigned stub_nr_timers;
 unsigned stub_timer_arms;
+unsigned stub_timer_cancels;   /* of an armed timer */
 
 void stubs_reset(void)
 {
@@ -56,6 +57,7 @@ void stubs_reset(void)
 	 * own timer at init. */
 	stub_nr_timers = 0;
 	stub_timer_arms = 0;
+	stub_timer_cancels = 0;
 }
 
 void dev_console_putc(struct dev_host *h, char c)
@@ -138,6 +140,7 @@ void vm_timer_cancel(struct vm_timer *t)
 {
 	if (!t->armed)
 		return;
+	stub_timer_cancels++;
 	t->armed = false;
 	timer_unlink(t);
 }

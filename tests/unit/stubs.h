@@ -44,6 +44,7 @@ extern unsigned stub_irq_calls;
 extern struct vm_timer *stub_timers[STUB_MAX_TIMERS];
 extern unsigned stub_nr_timers;
 extern unsigned stub_timer_arms;
+extern unsigned stub_timer_cancels;
 
 /* Moves stub_tsc forward to `tsc`, firing every armed timer whose deadline
  * is reached on the way, earliest first, each at exactly its deadline (an

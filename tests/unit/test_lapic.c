@@ -630,6 +630,40 @@ static void test_timer_divide_change(void **state)
 	assert_int_equal(apic.timer.deadline_tsc, 2400);
 }
 
+/* A new deadline over an armed one, or a new initial count over a running
+ * count, moves the timer: one arm, no cancel (each programs the host timer),
+ * and one timer in the list. */
+static void test_rearm_moves_the_timer(void **state)
+{
+	(void)state;
+	enable();
+	mw(LAPIC_LVT_TIMER, 0x40043);        /* TSC deadline */
+	msr_w(MSR_TSC_DEADLINE, 5000);
+	unsigned arms = stub_timer_arms, cancels = stub_timer_cancels;
+	msr_w(MSR_TSC_DEADLINE, 7000);
+	assert_int_equal(stub_timer_arms, arms + 1);
+	assert_int_equal(stub_timer_cancels, cancels);
+	assert_int_equal(stub_nr_timers, 1);
+	assert_int_equal(apic.timer.deadline_tsc, 7000);
+	stubs_advance_to(5000);
+	assert_false(irr_has(0x43));         /* the old deadline is gone */
+	stubs_advance_to(7000);
+	assert_true(irr_has(0x43));
+	lapic_ack(&apic, 0x43);
+	lapic_eoi(&apic);
+	mw(LAPIC_LVT_TIMER, 0x43);           /* one-shot */
+	mw(LAPIC_TIMER_INIT, 1000);
+	arms = stub_timer_arms;
+	cancels = stub_timer_cancels;
+	mw(LAPIC_TIMER_INIT, 3000);          /* restarts the count */
+	assert_int_equal(stub_timer_arms, arms + 1);
+	assert_int_equal(stub_timer_cancels, cancels);
+	assert_int_equal(stub_nr_timers, 1);
+	mw(LAPIC_TIMER_INIT, 0);             /* stops it */
+	assert_int_equal(stub_timer_cancels, cancels + 1);
+	assert_int_equal(stub_nr_timers, 0);
+}
+
 static void test_tsc_deadline(void **state)
 {
 	(void)state;
@@ -847,6 +881,7 @@ int main(void)
 		cmocka_unit_test_setup(test_timer_periodic_and_mask, setup),
 		cmocka_unit_test_setup(test_timer_divide_change, setup),
 		cmocka_unit_test_setup(test_tsc_deadline, setup),
+		cmocka_unit_test_setup(test_rearm_moves_the_timer, setup),
 		cmocka_unit_test_setup(test_x2apic_msrs, setup),
 		cmocka_unit_test_setup(test_apic_base_transitions, setup),
 	};

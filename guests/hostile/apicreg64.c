@@ -14,7 +14,7 @@
  *     unaligned and 8-byte writes to TPR, SVR and LVT error: undefined by
  *     the SDM, so only that the VM goes on and the registers read sane
  *     values. 5000 EOIs with ISR empty, then a self-IPI arrives once and
- *     ISR is empty after its EOI.
+ *     ISR is empty after its EOI. WRMSR and RDMSR of the x2APIC EOI #GP.
  *  2. x2APIC (through IA32_APIC_BASE): the xAPIC window reads all-ones and
  *     ignores writes; RDMSR of 0x800-0x8FF #GP exactly at the reserved,
  *     write-only and absent registers, bits 63:32 zero but for ICR; ID,
@@ -749,6 +749,12 @@ int guest_main(void)
 	xapic_icr_high();
 	xapic_odd_sizes();
 	eoi_storm();
+	/* the x2APIC MSRs are absent in xAPIC mode (SDM 11.12.1.2), the EOI's
+	 * too, which lightpath dispatches on its own */
+	uint64_t eoi_value;
+	tap_eq(wrmsr_safe(MSR_X2APIC_EOI, 0), 13, "xAPIC: WRMSR of the x2APIC EOI (0x80B) raises #GP");
+	tap_eq(rdmsr_safe(MSR_X2APIC_EOI, &eoi_value), 13,
+	       "xAPIC: RDMSR of the x2APIC EOI (0x80B) raises #GP");
 	if0_form(XAPIC_ICR_SELF);
 	if0_form(XAPIC_ICR_OWN_ID);
 	if0_form(XAPIC_TPR_LOWERED);

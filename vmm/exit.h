@@ -145,7 +145,8 @@ exit_msr(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
 static inline __attribute__((always_inline)) int exit_do_msr(struct vcpu *v, bool is_write)
 {
 	uint64_t *rax = vendor_rax(v);
-	uint64_t val = (*rax & 0xffffffffull) | (v->regs.rdx << 32);
+	/* RDMSR's only input is ECX */
+	uint64_t val = is_write ? (*rax & 0xffffffffull) | (v->regs.rdx << 32) : 0;
 	int r = exit_msr(v, (uint32_t)v->regs.rcx, &val, is_write);
 	if (__builtin_expect(r, 0)) {
 		if (r == MSR_NEEDS_LOCK)

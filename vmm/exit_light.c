@@ -396,7 +396,9 @@ ALWAYS_INLINE light_ret light_dispatch(struct vcpu *v, const unsigned sw,
 	case LIGHT_HYPERCALL_SHARED: return light_hypercall(v, sw, true);
 	case LIGHT_CPUID: return light_cpuid(v, sw);
 	case LIGHT_IO: return light_io(v, sw);
-	case LIGHT_MSR:
+	case LIGHT_MSR:   /* one straight path per direction */
+		return vendor_exit_msr_write(v) ? light_msr(v, sw, LIGHT_WRMSR)
+						: light_msr(v, sw, LIGHT_RDMSR);
 	case LIGHT_RDMSR:
 	case LIGHT_WRMSR: return light_msr(v, sw, kind);
 	case LIGHT_HLT: return light_hlt(v, sw);

@@ -64,6 +64,25 @@ void cpuid_vm_view(uint32_t leaf, uint32_t subleaf, uint32_t r[4])
 	cpuid_policy_apply(h, leaf, subleaf, r);
 }
 
+void exit_do_cpuid_uncached(struct vcpu *v)
+{
+	uint32_t leaf = (uint32_t)*vendor_rax(v), out[4];
+	if (leaf == 1) {
+		/* the cached leaf (its APIC bit kept current; every CPU with long
+		 * mode has leaf 1) plus CR4.OSXSAVE (bit 18) as CPUID.1:ECX bit 27
+		 * where XSAVE (bit 26) is shown */
+		const uint32_t *l1 = v->cpuid_basic[1];
+		uint32_t osxsave = (uint32_t)(vendor_guest_cr4(v) >> 18) & (l1[2] >> 26) & 1;
+		out[0] = l1[0];
+		out[1] = l1[1];
+		out[2] = l1[2] | osxsave << 27;
+		out[3] = l1[3];
+	} else {
+		exit_cpuid(v, leaf, (uint32_t)v->regs.rcx, out);
+	}
+	exit_cpuid_store(v, out);
+}
+
 void exit_cpuid(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4])
 {
 	if ((leaf & 0xffff0000u) == LP_CPUID_BASE) {

@@ -57,34 +57,28 @@ static inline const uint32_t *exit_cpuid_cached(const struct vcpu *v, uint32_t l
 	return 0;
 }
 
+/* A CPUID answer into the guest's RAX/RBX/RCX/RDX. */
+static inline __attribute__((always_inline)) void exit_cpuid_store(struct vcpu *v,
+								   const uint32_t *out)
+{
+	*vendor_rax(v) = out[0];
+	v->regs.rbx = out[1];
+	v->regs.rcx = out[2];
+	v->regs.rdx = out[3];
+}
+
+/* CPUID for a leaf exit_cpuid_cached has no answer for. */
+void exit_do_cpuid_uncached(struct vcpu *v);
+
 /* CPUID with the guest's registers: leaf in RAX (where the backend keeps
  * it), subleaf in RCX; results in RAX/RBX/RCX/RDX. */
 static inline __attribute__((always_inline)) void exit_do_cpuid(struct vcpu *v)
 {
-	uint64_t *rax = vendor_rax(v);
-	uint32_t computed[4];
-	const uint32_t *out = exit_cpuid_cached(v, (uint32_t)*rax);
-	if (__builtin_expect(!out, 0)) {
-		if ((uint32_t)*rax == 1) {
-			/* the cached leaf (its APIC bit kept current; every CPU with
-			 * long mode has leaf 1) plus CR4.OSXSAVE (bit 18) as
-			 * CPUID.1:ECX bit 27 where XSAVE (bit 26) is shown: one CR4
-			 * load and a few bit operations */
-			const uint32_t *l1 = v->cpuid_basic[1];
-			uint32_t osxsave = (uint32_t)(vendor_guest_cr4(v) >> 18) & (l1[2] >> 26) & 1;
-			*rax = l1[0];
-			v->regs.rbx = l1[1];
-			v->regs.rcx = l1[2] | osxsave << 27;
-			v->regs.rdx = l1[3];
-			return;
-		}
-		exit_cpuid(v, (uint32_t)*rax, (uint32_t)v->regs.rcx, computed);
-		out = computed;
-	}
-	*rax = out[0];
-	v->regs.rbx = out[1];
-	v->regs.rcx = out[2];
-	v->regs.rdx = out[3];
+	const uint32_t *out = exit_cpuid_cached(v, (uint32_t)*vendor_rax(v));
+	if (__builtin_expect(!out, 0))
+		exit_do_cpuid_uncached(v);
+	else
+		exit_cpuid_store(v, out);
 }
 
 /* Bytes an access of `size` (1, 2 or 4) covers. */

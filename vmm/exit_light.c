@@ -66,19 +66,36 @@ static light_ret light_code_miss(struct vcpu *v, unsigned reason, enum light_kin
 
 /* ---- the handlers ---- */
 
+/* light_done for the out-of-line ends, where light=off is an argument:
+ * the instruction at RIP completes (its length `next - RIP`). */
+static light_ret light_done_out_of_line(struct vcpu *v, unsigned reason, uint64_t next,
+					bool leave)
+{
+	vendor_skip_insn(v, next);
+	exit_insn_completed(v);
+	if (leave)
+		return light_handled_leave(v, reason);
+	if (v->pending)
+		return light_recheck(v, reason);
+	return light_resume(v);
+}
+
 /* Every hypercall but the null one, out of line (a tail call). */
 static __attribute__((noinline)) light_ret light_hypercall_other(struct vcpu *v,
 									 uint64_t next,
 									 bool light_off)
 {
 	bool leave = exit_hypercall_slow(v, vendor_rax(v));
-	vendor_skip_insn(v, next);
-	exit_insn_completed(v);
-	if (leave || light_off)
-		return light_handled_leave(v, LP_EXIT_HYPERCALL);
-	if (v->pending)
-		return light_recheck(v, LP_EXIT_HYPERCALL);
-	return light_resume(v);
+	return light_done_out_of_line(v, LP_EXIT_HYPERCALL, next, leave || light_off);
+}
+
+/* A CPUID leaf without a cached answer, out of line (a tail call): the
+ * cached ones then need no stack frame. */
+static __attribute__((noinline)) light_ret light_cpuid_uncached(struct vcpu *v, uint64_t next,
+								bool light_off)
+{
+	exit_do_cpuid_uncached(v);
+	return light_done_out_of_line(v, LP_EXIT_CPUID, next, light_off);
 }
 
 /* `shared`: in a VM of several vCPUs the other hypercalls (timers, the
@@ -108,7 +125,10 @@ ALWAYS_INLINE light_ret light_cpuid(struct vcpu *v, const unsigned sw)
 	v->stats.exits[LP_EXIT_CPUID]++;
 	if (!vendor_next_rip(v, insn_cpuid, sw, &next))
 		return light_code_miss(v, LP_EXIT_CPUID, LIGHT_CPUID, sw & SW_LIGHT_OFF);
-	exit_do_cpuid(v);
+	const uint32_t *out = exit_cpuid_cached(v, (uint32_t)*vendor_rax(v));
+	if (__builtin_expect(!out, 0))
+		return light_cpuid_uncached(v, next, sw & SW_LIGHT_OFF);
+	exit_cpuid_store(v, out);
 	vendor_skip_insn(v, next);
 	exit_insn_completed(v);
 	return light_done(v, LP_EXIT_CPUID, sw);

@@ -245,7 +245,8 @@ void lapic_accept(struct lapic *a, uint8_t vector, bool level)
 	__atomic_or_fetch(tmr + (LAPIC_IRR - LAPIC_TMR) / 4, bit, __ATOMIC_RELAXED);   /* set_irr */
 }
 
-int lapic_highest_pending(struct lapic *a)
+/* (inline: lapic_take_highest pairs them on the injection path) */
+static inline __attribute__((always_inline)) int highest_pending(struct lapic *a)
 {
 	if (!lapic_hw_enabled(a))
 		return -1;
@@ -257,8 +258,7 @@ int lapic_highest_pending(struct lapic *a)
 	return v;
 }
 
-
-void lapic_ack(struct lapic *a, uint8_t vector)
+static inline __attribute__((always_inline)) void ack(struct lapic *a, uint8_t vector)
 {
 	uint32_t *isr = lapic_vec_word_of(a, LAPIC_ISR, vector), bit = 1u << (vector & 31);
 	isr[(LAPIC_IRR - LAPIC_ISR) / 4] &= ~bit;
@@ -266,6 +266,24 @@ void lapic_ack(struct lapic *a, uint8_t vector)
 	a->isr_words |= 1u << (vector >> 5);
 	if (a->timer_late && vector == (uint8_t)a->lvt[LVT_TIMER])
 		timer_send_late(a, true);   /* the next late period can wait in IRR now */
+}
+
+int lapic_highest_pending(struct lapic *a)
+{
+	return highest_pending(a);
+}
+
+void lapic_ack(struct lapic *a, uint8_t vector)
+{
+	ack(a, vector);
+}
+
+int lapic_take_highest(struct lapic *a)
+{
+	int v = highest_pending(a);
+	if (v >= 0)
+		ack(a, (uint8_t)v);
+	return v;
 }
 
 int lapic_eoi(struct lapic *a)

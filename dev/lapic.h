@@ -316,6 +316,11 @@ int lapic_highest_pending(struct lapic *a);
 /* The CPU takes `vector`: IRR -> ISR. */
 void lapic_ack(struct lapic *a, uint8_t vector);
 
+/* Both in one pass, as the CPU takes an interrupt: the highest deliverable
+ * vector moves from IRR to ISR and is returned; -1 (nothing changed) if
+ * there is none. */
+int lapic_take_highest(struct lapic *a);
+
 /* An EOI: clears the highest ISR bit; returns its vector (-1 if ISR was
  * empty). A vector with TMR set calls the eoi hook. */
 int lapic_eoi(struct lapic *a);

@@ -6,8 +6,9 @@
  *                                                the MADT's override)
  *   I/O APIC --pc_ioapic_msg--> the VM's APIC bus --> local APICs (lapic_msg_receive)
  *   local APIC EOI of a level vector --pc_lapic_eoi--> ioapic_eoi
- *   before entering the guest: pc_intr_pending() -> vector to inject,
- *   when it is injected: pc_intr_ack().
+ *   before entering the guest, when it can take an interrupt:
+ *   pc_intr_take() -> the vector to inject, acknowledged; when it cannot:
+ *   pc_intr_pending() -> whether one waits.
  *
  * irq_line_set() must call pc_irq_set() at once (not just record the level):
  * the PIT sends IRQ0 as a pulse (high then low) and the edge is latched by
@@ -65,10 +66,10 @@ void pc_lapic_eoi(void *ioapic, uint8_t vector);
  * interrupt shadow) is the hypervisor's check. */
 int pc_intr_pending(struct lapic *a, struct pic8259 *pic, bool *from_pic);
 
-/* The guest takes the interrupt pc_intr_pending() returned: LAPIC IRR ->
- * ISR, or the 8259's INTA cycle. Returns the vector to inject (for the 8259
- * it may differ from what was pending: a spurious IRQ7/15 if the request
- * went away). */
-int pc_intr_ack(struct lapic *a, struct pic8259 *pic, int vector, bool from_pic);
+/* The guest takes the interrupt that pc_intr_pending() would return, in
+ * one pass: LAPIC IRR -> ISR, or the 8259's INTA cycle. Returns the vector
+ * to inject (for the 8259 it may differ from what was pending: a spurious
+ * IRQ7/15 if the request went away), or -1 if none is deliverable. */
+int pc_intr_take(struct lapic *a, struct pic8259 *pic);
 
 #endif

@@ -90,24 +90,23 @@ static void inject_interrupts(struct vcpu *v)
 	}
 	if (v->lapic.cpu_delivers)
 		platform_irq_retry(v);
-	bool from_pic, test;
-	int vec = platform_intr_pending(v, &from_pic, &test);
-	if (vec < 0) {
+	if (!platform_intr_requested(v)) {
 		vendor_intr_window(v, false);
 		return;
 	}
 	/* an exception or a re-injected event goes first; the window exit that
-	 * follows it brings this interrupt */
-	if (vendor_intr_injectable(v)) {
-		vec = platform_intr_ack(v, vec, from_pic, test);
-		if (vec < 0)
-			return;
-		inject_completes_hlt(v);
-		vendor_inject_intr(v, (uint8_t)vec);
-		vendor_intr_window(v, false);
+	 * follows it brings the interrupt */
+	if (!vendor_intr_injectable(v)) {
+		bool from_pic, test;
+		vendor_intr_window(v, platform_intr_pending(v, &from_pic, &test) >= 0);
 		return;
 	}
-	vendor_intr_window(v, true);
+	int vec = platform_intr_take(v);   /* pending and acknowledged in one pass */
+	if (vec >= 0) {
+		inject_completes_hlt(v);
+		vendor_inject_intr(v, (uint8_t)vec);
+	}
+	vendor_intr_window(v, false);
 }
 
 void exit_inject_interrupts(struct vcpu *v)

@@ -202,6 +202,19 @@ static int lapic_eoi_msr(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_wr
 	return 0;
 }
 
+/* The x2APIC SELF IPI, the same way: the vector goes to the vCPU's own IRR
+ * (Linux sends its IPIs to itself, irq_work among them, this way). A read,
+ * a reserved bit set or xAPIC mode go to the model, which raises the #GP;
+ * a vector below 16 is the model's ESR error, in lapic_accept. */
+static int lapic_self_ipi_msr(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
+{
+	if (!is_write || (*val & ~0xffull) || !lapic_x2apic(&v->lapic))
+		return lapic_msr_handler(v, msr, val, is_write);
+	lapic_accept(&v->lapic, (uint8_t)*val, false);
+	v->pending |= VCPU_PENDING_RECHECK;   /* deliverable now, unless the PPR says no */
+	return 0;
+}
+
 /* An EOI in a VM of several vCPUs, on the light path: for an edge-triggered
  * vector it changes only the vCPU's own ISR (other CPUs write its IRR and
  * TMR, under the VM lock, never its ISR); a level-triggered one goes on to
@@ -443,8 +456,10 @@ void platform_create(struct vm *vm)
 		platform_light_shared(vm);
 
 	msr_handler_fn lapic_fn = vm->nr_vcpus > 1 ? lapic_msr_shared : lapic_msr_handler;
-	if (vm->nr_vcpus == 1)   /* first: the first registration of an MSR holds */
+	if (vm->nr_vcpus == 1) {   /* first: the first registration of an MSR holds */
 		vm_register_msr(vm, LAPIC_X2APIC_MSR(LAPIC_EOI), 1, lapic_eoi_msr);
+		vm_register_msr(vm, LAPIC_X2APIC_MSR(LAPIC_SELF_IPI), 1, lapic_self_ipi_msr);
+	}
 	vm_register_msr(vm, MSR_APIC_BASE, 1, lapic_fn);
 	vm_register_msr(vm, MSR_TSC_DEADLINE, 1, lapic_fn);
 	vm_register_msr(vm, MSR_X2APIC_FIRST, MSR_X2APIC_LAST - MSR_X2APIC_FIRST + 1, lapic_fn);
@@ -548,9 +563,15 @@ void platform_start(struct vm *vm)
 	vm_timer_arm(&pc->console_timer, rdtsc() + tsc_hz() / (1000000 / CONSOLE_POLL_US));
 }
 
-int platform_intr_pending(struct vcpu *v, bool *from_pic, bool *test)
+bool platform_intr_requested(const struct vcpu *v)
 {
 	const struct pic8259 *pic = &v->vm->pc->pic;
+	return v->test_irq || lapic_irr_nonempty(&v->lapic) ||
+	       (pic->chip[0].irr & ~pic->chip[0].imr) || (pic->chip[1].irr & ~pic->chip[1].imr);
+}
+
+int platform_intr_pending(struct vcpu *v, bool *from_pic, bool *test)
+{
 	*test = false;
 	*from_pic = false;
 	if (v->test_irq) {
@@ -558,21 +579,22 @@ int platform_intr_pending(struct vcpu *v, bool *from_pic, bool *test)
 		return v->test_irq;
 	}
 	/* the common case on every heavy exit: nothing requested anywhere */
-	if (!lapic_irr_nonempty(&v->lapic) && !(pic->chip[0].irr & ~pic->chip[0].imr) &&
-	    !(pic->chip[1].irr & ~pic->chip[1].imr))
+	if (!platform_intr_requested(v))
 		return -1;
 	return pc_intr_pending(&v->lapic, &v->vm->pc->pic, from_pic);
 }
 
-int platform_intr_ack(struct vcpu *v, int vector, bool from_pic, bool test)
+int platform_intr_take(struct vcpu *v)
 {
-	if (test) {
+	int vec = v->test_irq;
+	if (vec) {
 		v->test_irq = 0;
-		return vector;
+		return vec;
 	}
-	int ret = pc_intr_ack(&v->lapic, &v->vm->pc->pic, vector, from_pic);
-	platform_irq_retry(v);
-	return ret;
+	vec = pc_intr_take(&v->lapic, &v->vm->pc->pic);
+	if (vec >= 0)
+		platform_irq_retry(v);
+	return vec;
 }
 
 void platform_irq_retry(struct vcpu *v)

@@ -21,15 +21,20 @@ void platform_create(struct vm *vm);
 /* Starts polling the host console for input (a periodic VM timer). */
 void platform_start(struct vm *vm);
 
+/* Whether any interrupt is requested at all (LP_HC_RAISE_IRQ/LP_HC_TIMER,
+ * the local APIC's IRR, an unmasked 8259 request), before the priority
+ * rules: false is the common case of a heavy exit, answered cheaply. */
+bool platform_intr_requested(const struct vcpu *v);
 /* The next interrupt vector the vCPU should take, or -1; *from_pic / *test
  * say where it comes from (the 8259, or LP_HC_RAISE_IRQ/LP_HC_TIMER). */
 int platform_intr_pending(struct vcpu *v, bool *from_pic, bool *test);
 /* Edges the PIT and HPET held back while their last interrupt waited may
- * go now, if it was taken (platform_intr_ack does it for what it injects;
+ * go now, if it was taken (platform_intr_take does it for what it injects;
  * with virtual-interrupt delivery the CPU takes interrupts unseen). */
 void platform_irq_retry(struct vcpu *v);
-/* The guest takes it now: returns the vector to inject. */
-int platform_intr_ack(struct vcpu *v, int vector, bool from_pic, bool test);
+/* The guest takes the interrupt platform_intr_pending would return, now:
+ * acknowledged at its source, its vector returned (-1: none deliverable). */
+int platform_intr_take(struct vcpu *v);
 
 /* An NMI waits for the vCPU: an ICR write with delivery mode NMI (xAPIC or
  * x2APIC), or an I/O APIC pin in NMI mode. One is latched at most, as on the

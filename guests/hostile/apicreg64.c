@@ -755,6 +755,11 @@ int guest_main(void)
 	tap_eq(wrmsr_safe(MSR_X2APIC_EOI, 0), 13, "xAPIC: WRMSR of the x2APIC EOI (0x80B) raises #GP");
 	tap_eq(rdmsr_safe(MSR_X2APIC_EOI, &eoi_value), 13,
 	       "xAPIC: RDMSR of the x2APIC EOI (0x80B) raises #GP");
+	/* the SELF IPI's too (dispatched on its own the same way): and the
+	 * vector it named reaches no IRR */
+	tap_eq(wrmsr_safe(MSR_X2APIC_SELF_IPI, VEC), 13,
+	       "xAPIC: WRMSR of the x2APIC SELF IPI (0x83F) raises #GP");
+	tap_eq(apic_bits(LAPIC_IRR), 0, "xAPIC: and IRR stays empty");
 	if0_form(XAPIC_ICR_SELF);
 	if0_form(XAPIC_ICR_OWN_ID);
 	if0_form(XAPIC_TPR_LOWERED);

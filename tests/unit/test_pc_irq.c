@@ -106,7 +106,7 @@ static void test_legacy_path(void **state)
 	pc_irq_set(&pic, &io, 0, false);
 	assert_int_equal(pc_intr_pending(&apic, &pic, &from_pic), 0x30);
 	assert_true(from_pic);
-	assert_int_equal(pc_intr_ack(&apic, &pic, 0x30, from_pic), 0x30);
+	assert_int_equal(pc_intr_take(&apic, &pic), 0x30);
 	assert_int_equal(pc_intr_pending(&apic, &pic, &from_pic), -1);
 	/* LINT0 masked: the 8259 no longer reaches the CPU */
 	lapic_write(&apic, LAPIC_LVT_LINT0, LAPIC_LVT_MASKED | 0x700);
@@ -115,6 +115,38 @@ static void test_legacy_path(void **state)
 	/* IRQ2 is the cascade: nobody drives it */
 	pc_irq_set(&pic, &io, 2, true);
 	assert_int_equal(io.lines & 4, 0);
+}
+
+/* pc_intr_take is pc_intr_pending and the acknowledge in one pass: it
+ * takes exactly what pending names (the APIC before the 8259, nothing the
+ * PPR holds back) and changes nothing when there is none. */
+static void test_take_is_pending_then_ack(void **state)
+{
+	(void)state;
+	bool from_pic;
+	assert_int_equal(pc_intr_take(&apic, &pic), -1);
+	assert_int_equal(apic.isr_words, 0);
+	/* an 8259 request and two APIC vectors: the APIC's highest first */
+	pc_irq_set(&pic, &io, 1, true);
+	lapic_accept(&apic, 0x45, false);
+	lapic_accept(&apic, 0x62, false);
+	assert_int_equal(pc_intr_pending(&apic, &pic, &from_pic), 0x62);
+	assert_int_equal(pc_intr_take(&apic, &pic), 0x62);
+	assert_true(lapic_vec_test(&apic, LAPIC_ISR, 0x62));
+	assert_false(lapic_vec_test(&apic, LAPIC_IRR, 0x62));
+	/* 0x45 is below the class in service: pending says none, the 8259's
+	 * INTR is not blocked by the PPR and goes next */
+	assert_int_equal(pc_intr_pending(&apic, &pic, &from_pic), 0x31);
+	assert_true(from_pic);
+	assert_int_equal(pc_intr_take(&apic, &pic), 0x31);
+	assert_true(lapic_vec_test(&apic, LAPIC_IRR, 0x45));
+	assert_false(lapic_vec_test(&apic, LAPIC_ISR, 0x45));
+	/* nothing deliverable: nothing moves */
+	assert_int_equal(pc_intr_take(&apic, &pic), -1);
+	assert_true(lapic_vec_test(&apic, LAPIC_IRR, 0x45));
+	assert_int_equal(lapic_eoi(&apic), 0x62);
+	assert_int_equal(pc_intr_take(&apic, &pic), 0x45);
+	assert_int_equal(pc_intr_take(&apic, &pic), -1);
 }
 
 static void test_ioapic_path_with_pit(void **state)
@@ -140,7 +172,7 @@ static void test_ioapic_path_with_pit(void **state)
 	pc_irq_set(&pic, &io, 0, false);
 	assert_int_equal(pc_intr_pending(&apic, &pic, &from_pic), 0x40);
 	assert_false(from_pic);
-	assert_int_equal(pc_intr_ack(&apic, &pic, 0x40, from_pic), 0x40);
+	assert_int_equal(pc_intr_take(&apic, &pic), 0x40);
 	assert_int_equal(lapic_eoi(&apic), 0x40);
 }
 
@@ -152,12 +184,12 @@ static void test_level_sci_eoi_broadcast(void **state)
 	pc_irq_set(&pic, &io, 9, true);
 	assert_int_equal(pc_intr_pending(&apic, &pic, &from_pic), 0x49);
 	assert_false(from_pic);
-	pc_intr_ack(&apic, &pic, 0x49, false);
+	assert_int_equal(pc_intr_take(&apic, &pic), 0x49);
 	assert_true(io.rte[9] & IOAPIC_RTE_REMOTE_IRR);
 	/* the line stays high: the EOI re-delivers */
 	lapic_write(&apic, LAPIC_EOI, 0);
 	assert_int_equal(pc_intr_pending(&apic, &pic, &from_pic), 0x49);
-	pc_intr_ack(&apic, &pic, 0x49, false);
+	assert_int_equal(pc_intr_take(&apic, &pic), 0x49);
 	pc_irq_set(&pic, &io, 9, false);
 	lapic_write(&apic, LAPIC_EOI, 0);
 	assert_false(io.rte[9] & IOAPIC_RTE_REMOTE_IRR);
@@ -179,6 +211,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_firmware_handover, setup_firmware),
 		cmocka_unit_test_setup(test_legacy_path, setup),
+		cmocka_unit_test_setup(test_take_is_pending_then_ack, setup),
 		cmocka_unit_test_setup(test_ioapic_path_with_pit, setup),
 		cmocka_unit_test_setup(test_level_sci_eoi_broadcast, setup),
 	};

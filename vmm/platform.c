@@ -396,8 +396,6 @@ void platform_create(struct vm *vm)
 	postcode_range(&pc->postcode, &r[0]);
 	add_port(vm, &r[0]);
 	mmio_test_init(&pc->mmio_test, LP_MMIO_TEST_BASE);
-	mmio_test_range(&pc->mmio_test, &r[0]);
-	add_mmio(vm, &r[0]);
 
 	pic_init(&pc->pic);
 	ioapic_init(&pc->ioapic, 0, ioapic_to_bus, pc);
@@ -440,17 +438,21 @@ void platform_create(struct vm *vm)
 	acpi_pm_range(&pc->acpi_pm, &r[0]);
 	add_port(vm, &r[0]);
 
-	ioapic_range(&pc->ioapic, &r[0]);
-	r[0].fn = apic_mmio_checked;
-	add_mmio(vm, &r[0]);
+	/* The MMIO lookup scans the ranges in this order: the local APIC's page
+	 * first (an xAPIC guest's EOI, its most frequent MMIO access), then the
+	 * I/O APIC and the HPET, the bench's test device last. */
 	lapic_range(&v->lapic, &r[0]);
 	r[0].fn = vm->nr_vcpus > 1 ? lapic_mmio_shared : apic_mmio_checked;
 	add_mmio(vm, &r[0]);
-	/* last: the light path's MMIO lookup finds the APICs first */
+	ioapic_range(&pc->ioapic, &r[0]);
+	r[0].fn = apic_mmio_checked;
+	add_mmio(vm, &r[0]);
 	hpet_init(&pc->hpet, pc, hpet_legacy_pit, &pc->pit);
 	hpet_range(&pc->hpet, &r[0]);
 	if (vm->nr_vcpus > 1)
 		r[0].fn = hpet_mmio_shared;
+	add_mmio(vm, &r[0]);
+	mmio_test_range(&pc->mmio_test, &r[0]);
 	add_mmio(vm, &r[0]);
 	if (vm->nr_vcpus > 1)
 		platform_light_shared(vm);

@@ -568,7 +568,8 @@ void platform_start(struct vm *vm)
 bool platform_intr_requested(const struct vcpu *v)
 {
 	const struct pic8259 *pic = &v->vm->pc->pic;
-	return v->test_irq || lapic_irr_nonempty(&v->lapic) ||
+	/* (with virtual-interrupt delivery the CPU takes the APIC's own) */
+	return v->test_irq || (!v->lapic.cpu_delivers && lapic_irr_nonempty(&v->lapic)) ||
 	       (pic->chip[0].irr & ~pic->chip[0].imr) || (pic->chip[1].irr & ~pic->chip[1].imr);
 }
 

@@ -22,8 +22,9 @@ void platform_create(struct vm *vm);
 void platform_start(struct vm *vm);
 
 /* Whether any interrupt is requested at all (LP_HC_RAISE_IRQ/LP_HC_TIMER,
- * the local APIC's IRR, an unmasked 8259 request), before the priority
- * rules: false is the common case of a heavy exit, answered cheaply. */
+ * the local APIC's IRR unless the CPU delivers those itself, an unmasked
+ * 8259 request), before the priority rules: false is the common case of a
+ * heavy exit, answered cheaply. */
 bool platform_intr_requested(const struct vcpu *v);
 /* The next interrupt vector the vCPU should take, or -1; *from_pic / *test
  * say where it comes from (the 8259, or LP_HC_RAISE_IRQ/LP_HC_TIMER). */

@@ -29,8 +29,8 @@ void pmtimer_init(struct pmtimer *dev, struct guest_clock *clock)
 		dev->tsc_hz = LP_PMTIMER_HZ;
 		dev->mult = ~0ull;
 	} else {
-		dev->tsc_hz = hz;
-		dev->mult = frac64(LP_PMTIMER_HZ, hz);
+		dev->tsc_hz = hz > PMTIMER_MAX_TSC_HZ ? PMTIMER_MAX_TSC_HZ : hz;
+		dev->mult = frac64(LP_PMTIMER_HZ, dev->tsc_hz);
 	}
 	dev->clock = clock;
 	dev->tsc_at_init = clock_now(dev->clock);

@@ -92,8 +92,10 @@ static inline uint64_t port_size_mask(unsigned size)
  * RAX, narrower ones merge. */
 static inline uint64_t port_in_result(uint64_t rax, unsigned size, uint64_t d)
 {
+	if (size == 4)
+		return (uint32_t)d;
 	uint64_t mask = port_size_mask(size);
-	return size == 4 ? (uint32_t)d : ((rax & ~mask) | (d & mask));
+	return (rax & ~mask) | (d & mask);
 }
 
 /* Port I/O to the device at io[idx] (present, light or not), RAX as the

@@ -140,6 +140,23 @@ static COLD void light_io_unclaimed(struct vcpu *v, uint16_t port, unsigned size
 	exit_port_io(v, port, size, in, vendor_rax(v));
 }
 
+/* IN or OUT (`in`, a constant: one straight path per direction). */
+ALWAYS_INLINE light_ret light_io_port(struct vcpu *v, const unsigned sw,
+				      const struct io_intercept *io, const bool in)
+{
+	unsigned idx = v->vm->port_map[io->port];
+	if (__builtin_expect(idx & VM_PORT_SLOW, 0)) {
+		if (idx != VM_PORT_SLOW)   /* a device that runs on the heavy path only */
+			return light_go_heavy(v, LP_EXIT_IO);
+		light_io_unclaimed(v, io->port, io->size, in);
+	} else {
+		exit_port_io_at(v, idx, io->port, io->size, in, vendor_rax(v));
+	}
+	vendor_set_rip(v, vendor_exit_io_next_rip(v));
+	exit_insn_completed(v);
+	return light_done(v, LP_EXIT_IO, sw);
+}
+
 /* Port I/O decoded from the exit information (io=fast, seed 004). */
 ALWAYS_INLINE light_ret light_io(struct vcpu *v, const unsigned sw)
 {
@@ -150,17 +167,7 @@ ALWAYS_INLINE light_ret light_io(struct vcpu *v, const unsigned sw)
 	vendor_exit_io(v, &io);
 	if (io.string)
 		return light_go_heavy(v, LP_EXIT_IO);
-	unsigned idx = v->vm->port_map[io.port];
-	if (__builtin_expect(idx & VM_PORT_SLOW, 0)) {
-		if (idx != VM_PORT_SLOW)   /* a device that runs on the heavy path only */
-			return light_go_heavy(v, LP_EXIT_IO);
-		light_io_unclaimed(v, io.port, io.size, io.in);
-	} else {
-		exit_port_io_at(v, idx, io.port, io.size, io.in, vendor_rax(v));
-	}
-	vendor_set_rip(v, vendor_exit_io_next_rip(v));
-	exit_insn_completed(v);
-	return light_done(v, LP_EXIT_IO, sw);
+	return io.in ? light_io_port(v, sw, &io, true) : light_io_port(v, sw, &io, false);
 }
 
 /* RDMSR/WRMSR; LIGHT_MSR takes the direction from the exit information. */

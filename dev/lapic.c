@@ -851,6 +851,16 @@ int lapic_set_base(struct lapic *a, uint64_t value)
 	return 0;
 }
 
+void lapic_tsc_deadline_write(struct lapic *a, uint64_t value)
+{
+	/* Outside TSC-deadline mode (or with the APIC disabled) the write is
+	 * ignored. */
+	if (lapic_hw_enabled(a) && LAPIC_TIMER_MODE(a->lvt[LVT_TIMER]) == LAPIC_TIMER_TSCDEADLINE) {
+		a->tsc_deadline = value;
+		deadline_arm(a, clock_access(a->clock, false));
+	}
+}
+
 int lapic_msr(struct lapic *a, uint32_t msr, uint64_t *value, bool is_write)
 {
 	/* the EOI first: the most frequent write in x2APIC mode */
@@ -867,17 +877,10 @@ int lapic_msr(struct lapic *a, uint32_t msr, uint64_t *value, bool is_write)
 		return 0;
 	}
 	if (msr == MSR_TSC_DEADLINE) {
-		if (!is_write) {
+		if (is_write)
+			lapic_tsc_deadline_write(a, *value);
+		else
 			*value = a->tsc_deadline;
-			return 0;
-		}
-		/* Outside TSC-deadline mode (or with the APIC disabled) the
-		 * write is ignored. */
-		if (lapic_hw_enabled(a) &&
-		    LAPIC_TIMER_MODE(a->lvt[LVT_TIMER]) == LAPIC_TIMER_TSCDEADLINE) {
-			a->tsc_deadline = *value;
-			deadline_arm(a, clock_access(a->clock, false));
-		}
 		return 0;
 	}
 	if (msr < MSR_X2APIC_FIRST || msr > MSR_X2APIC_LAST || !lapic_x2apic(a))

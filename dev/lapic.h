@@ -254,6 +254,9 @@ void lapic_range(struct lapic *a, struct io_range *r);
  * write-only one (EOI, SELF IPI), a non-zero write to EOI or ESR, reserved
  * bits set, an invalid APIC_BASE mode transition. */
 int lapic_msr(struct lapic *a, uint32_t msr, uint64_t *value, bool is_write);
+/* A WRMSR of IA32_TSC_DEADLINE (never a #GP): armed in TSC-deadline mode,
+ * delivered at once if already due, ignored in the other modes. */
+void lapic_tsc_deadline_write(struct lapic *a, uint64_t value);
 
 /* IA32_APIC_BASE write with the SDM's transition rules (xAPIC -> x2APIC,
  * either -> disabled; x2APIC -> xAPIC and disabled -> x2APIC are #GP).

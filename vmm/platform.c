@@ -215,6 +215,19 @@ static int lapic_self_ipi_msr(struct vcpu *v, uint32_t msr, uint64_t *val, bool 
 	return 0;
 }
 
+/* IA32_TSC_DEADLINE, the same way (Linux writes it at every timer event
+ * it programs): a write goes straight to the timer. A deadline already
+ * due delivers at once, to IRR. */
+static int lapic_tsc_deadline_msr(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)
+{
+	if (!is_write)
+		return lapic_msr_handler(v, msr, val, is_write);
+	lapic_tsc_deadline_write(&v->lapic, *val);
+	if (lapic_irr_nonempty(&v->lapic) || platform_nmi_pending(v))
+		v->pending |= VCPU_PENDING_RECHECK;
+	return 0;
+}
+
 /* An EOI in a VM of several vCPUs, on the light path: for an edge-triggered
  * vector it changes only the vCPU's own ISR (other CPUs write its IRR and
  * TMR, under the VM lock, never its ISR); a level-triggered one goes on to
@@ -461,6 +474,7 @@ void platform_create(struct vm *vm)
 	if (vm->nr_vcpus == 1) {   /* first: the first registration of an MSR holds */
 		vm_register_msr(vm, LAPIC_X2APIC_MSR(LAPIC_EOI), 1, lapic_eoi_msr);
 		vm_register_msr(vm, LAPIC_X2APIC_MSR(LAPIC_SELF_IPI), 1, lapic_self_ipi_msr);
+		vm_register_msr(vm, MSR_TSC_DEADLINE, 1, lapic_tsc_deadline_msr);
 	}
 	vm_register_msr(vm, MSR_APIC_BASE, 1, lapic_fn);
 	vm_register_msr(vm, MSR_TSC_DEADLINE, 1, lapic_fn);

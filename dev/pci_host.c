@@ -1,10 +1,13 @@
-/* PCI mechanism #1 on an empty bus. */
+/* PCI configuration mechanism #1 onto bus 0. */
 #include "dev/pci_host.h"
+
+#define CONFIG_ENABLE (1u << 31)
 
 void pci_host_init(struct pci_host *dev)
 {
 	dev->address = 0;
 	dev->config_reads = 0;
+	pci_bus_init(&dev->bus);
 }
 
 void pci_host_range(struct pci_host *dev, struct io_range *r)
@@ -30,10 +33,18 @@ int pci_host_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
 			*data = dev->address;
 		return IO_OK;
 	}
-	if (is_write)
-		return IO_OK;   /* configuration writes: nobody is there */
+	unsigned k = (unsigned)(addr - PCI_CONFIG_DATA);
+	bool cycle = addr >= PCI_CONFIG_DATA && k + size <= 4 && (dev->address & CONFIG_ENABLE);
+	uint8_t bus = (uint8_t)(dev->address >> 16), devfn = (uint8_t)(dev->address >> 8);
+	unsigned off = (dev->address & 0xfc) + k;
+	if (is_write) {
+		if (cycle)
+			pci_bus_write(&dev->bus, bus, devfn, off, size, (uint32_t)*data);
+		return IO_OK;
+	}
 	if (addr >= PCI_CONFIG_DATA)
 		dev->config_reads++;
-	*data = size >= 8 ? ~0ull : (1ull << (8 * size)) - 1;
+	*data = cycle ? pci_bus_read(&dev->bus, bus, devfn, off, size)
+		      : size >= 8 ? ~0ull : (1ull << (8 * size)) - 1;
 	return IO_OK;
 }

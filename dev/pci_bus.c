@@ -141,10 +141,12 @@ int pci_bus_add(struct pci_bus *b, struct pci_func *f)
 uint32_t pci_bus_read(const struct pci_bus *b, uint8_t bus, uint8_t devfn, unsigned off,
 		      unsigned size)
 {
-	const struct pci_func *f = find(b, bus, devfn);
+	struct pci_func *f = find(b, bus, devfn);
 	uint32_t ones = size >= 4 ? 0xffffffffu : (1u << (8 * size)) - 1;
 	if (!f || size - 1 > 3 || off + size > PCI_CFG_SIZE)
 		return ones;
+	if (f->cfg_access)
+		f->cfg_access(f, off, size, false);
 	return get(f->cfg, off, size);
 }
 
@@ -166,6 +168,8 @@ void pci_bus_write(struct pci_bus *b, uint8_t bus, uint8_t devfn, unsigned off, 
 		uint8_t c = (uint8_t)((f->cfg[o] & ~f->wmask[o]) | (v & f->wmask[o]));
 		f->cfg[o] = (uint8_t)(c & ~(v & f->w1c[o]));
 	}
+	if (f->cfg_access)
+		f->cfg_access(f, off, size, true);
 	if (!f->bar_moved)
 		return;
 	for (unsigned i = 0; i < PCI_BARS; i++) {

@@ -69,6 +69,9 @@ struct pci_func {
 	uint16_t cap_end;              /* where the next capability goes */
 	uint8_t cap_last;              /* the last capability's offset, 0: none */
 	pci_bar_moved_fn bar_moved;
+	/* A function whose configuration bytes have side effects (virtio's
+	 * PCI_CFG window): called before a read and after a write of them. */
+	void (*cfg_access)(struct pci_func *f, unsigned off, unsigned size, bool is_write);
 	void *opaque;
 };
 

@@ -1,0 +1,346 @@
+/* The virtio 1.x PCI transport: capabilities, common configuration, ISR,
+ * notifications and the PCI_CFG window (virtio spec 1.2, 4.1). */
+#include "dev/virtio_pci.h"
+
+#include <stddef.h>
+
+#define CAP_VENDOR 0x09   /* PCI vendor-specific capability */
+
+static void put_le(uint8_t *p, unsigned size, uint64_t v)
+{
+	for (unsigned i = 0; i < size; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t size_mask(unsigned size)
+{
+	return size >= 8 ? ~0ull : (1ull << (8 * size)) - 1;
+}
+
+/* A virtio_pci_cap (4.1.4) of `len` bytes pointing at [off, off + length)
+ * of the BAR; returns its offset in configuration space. */
+static int add_virtio_cap(struct pci_func *f, uint8_t type, unsigned len, uint32_t off,
+			  uint32_t length)
+{
+	int c = pci_func_add_cap(f, CAP_VENDOR, len);
+	if (c < 0)
+		return -1;
+	f->cfg[c + 2] = (uint8_t)len;
+	f->cfg[c + 3] = type;
+	f->cfg[c + 4] = VIRTIO_PCI_BAR;
+	put_le(&f->cfg[c + 8], 4, off);
+	put_le(&f->cfg[c + 12], 4, length);
+	return c;
+}
+
+static void queues_reset(struct virtio_pci *t)
+{
+	for (unsigned i = 0; i < VIRTIO_PCI_MAX_QUEUES; i++) {
+		struct virtio_pci_queue *q = &t->q[i];
+		q->enabled = false;
+		q->size = i < t->ops->num_queues ? t->ops->queue_max : 0;
+		q->msix_vector = VIRTIO_NO_VECTOR;
+		q->desc = q->driver = q->device = 0;
+		vq_reset(&q->vq);
+	}
+}
+
+/* The transport's own state at reset (and at init). */
+static void transport_reset(struct virtio_pci *t)
+{
+	queues_reset(t);
+	t->status = 0;
+	t->driver_features = 0;
+	t->dfselect = t->gfselect = 0;
+	t->queue_select = 0;
+	t->isr = 0;
+	t->msix_config = VIRTIO_NO_VECTOR;
+}
+
+static void device_reset(struct virtio_pci *t)
+{
+	transport_reset(t);
+	t->resets++;
+	if (t->ops->reset)
+		t->ops->reset(t);
+}
+
+/* The PCI_CFG capability's window (4.1.4.9): pci_cfg_data reads and writes
+ * `length` bytes at `offset` of the BAR `bar` names. */
+static void pci_cfg_window(struct pci_func *f, unsigned off, unsigned size, bool is_write)
+{
+	struct virtio_pci *t = (struct virtio_pci *)f;   /* pci is its first member */
+	unsigned c = t->pci_cfg_cap, data = c + 16;
+	if (off + size <= data || off >= data + 4)
+		return;
+	uint32_t boff = get_le32(&f->cfg[c + 8]), len = get_le32(&f->cfg[c + 12]);
+	if (f->cfg[c + 4] != VIRTIO_PCI_BAR || (len != 1 && len != 2 && len != 4) ||
+	    (boff & (len - 1)) || boff >= VIRTIO_PCI_BAR_SIZE) {
+		t->bad_accesses++;
+		return;
+	}
+	if (is_write)
+		virtio_pci_write(t, boff, len, get_le32(&f->cfg[data]) & size_mask(len));
+	else
+		put_le(&f->cfg[data], 4, virtio_pci_read(t, boff, len));
+}
+
+int virtio_pci_init(struct virtio_pci *t, uint8_t devfn, const struct virtio_pci_ops *ops,
+		    void *dev, const struct vq_guest_mem *mem)
+{
+	if (!ops->num_queues || ops->num_queues > VIRTIO_PCI_MAX_QUEUES || !ops->queue_max ||
+	    (ops->queue_max & (ops->queue_max - 1)) || ops->queue_max > VQ_MAX_SIZE ||
+	    ops->cfg_len > VIRTIO_PCI_DEVCFG_MAX || !ops->kick ||
+	    (ops->cfg_len && (!ops->cfg_read || !ops->cfg_write)))
+		return -1;
+	*t = (struct virtio_pci){ .ops = ops, .dev = dev };
+	struct pci_func *f = &t->pci;
+	pci_func_init(f, devfn, VIRTIO_PCI_VENDOR, (uint16_t)(VIRTIO_PCI_DEVICE_BASE + ops->device_id),
+		      ops->class_rev | 1, VIRTIO_PCI_VENDOR, 0x40, 1);
+	if (pci_func_add_bar(f, VIRTIO_PCI_BAR, VIRTIO_PCI_BAR_SIZE, PCI_BAR_MEM64 | PCI_BAR_PREFETCH))
+		return -1;
+	int notify = add_virtio_cap(f, VIRTIO_PCI_CAP_NOTIFY_CFG, 20, VIRTIO_PCI_NOTIFY,
+				    ops->num_queues * VIRTIO_PCI_NOTIFY_MULT);
+	if (add_virtio_cap(f, VIRTIO_PCI_CAP_COMMON_CFG, 16, VIRTIO_PCI_COMMON,
+			   VIRTIO_PCI_COMMON_LEN) < 0 || notify < 0 ||
+	    add_virtio_cap(f, VIRTIO_PCI_CAP_ISR_CFG, 16, VIRTIO_PCI_ISR, 1) < 0 ||
+	    (ops->cfg_len &&
+	     add_virtio_cap(f, VIRTIO_PCI_CAP_DEVICE_CFG, 16, VIRTIO_PCI_DEVCFG, ops->cfg_len) < 0))
+		return -1;
+	put_le(&f->cfg[notify + 16], 4, VIRTIO_PCI_NOTIFY_MULT);
+	int c = add_virtio_cap(f, VIRTIO_PCI_CAP_PCI_CFG, 20, 0, 0);
+	if (c < 0)
+		return -1;
+	/* its bar, offset, length and data are the driver's */
+	f->wmask[c + 4] = 0xff;
+	put_le(&f->wmask[c + 8], 4, ~0ull);
+	put_le(&f->wmask[c + 12], 4, ~0ull);
+	put_le(&f->wmask[c + 16], 4, ~0ull);
+	t->pci_cfg_cap = (uint8_t)c;
+	f->cfg_access = pci_cfg_window;
+	t->device_features = ops->features | 1ull << VIRTIO_F_VERSION_1;
+	for (unsigned i = 0; i < VIRTIO_PCI_MAX_QUEUES; i++)
+		vq_init(&t->q[i].vq, mem);
+	transport_reset(t);
+	return 0;
+}
+
+static struct virtio_pci_queue *selected(struct virtio_pci *t)
+{
+	return t->queue_select < t->ops->num_queues ? &t->q[t->queue_select] : NULL;
+}
+
+void virtio_pci_config_changed(struct virtio_pci *t)
+{
+	t->config_generation++;
+	t->isr |= VIRTIO_ISR_CONFIG;
+}
+
+void virtio_pci_queue_broken(struct virtio_pci *t)
+{
+	t->status |= VIRTIO_STATUS_NEEDS_RESET;
+	if (t->status & VIRTIO_STATUS_DRIVER_OK)
+		t->isr |= VIRTIO_ISR_CONFIG;   /* 2.1.2: tell the driver */
+}
+
+/* The width each common configuration field is accessed with (the 64-bit
+ * queue addresses also as two 32-bit halves); 0 for no field there. */
+static unsigned common_width(unsigned off)
+{
+	switch (off) {
+	case VIRTIO_COMMON_DFSELECT: case VIRTIO_COMMON_DF:
+	case VIRTIO_COMMON_GFSELECT: case VIRTIO_COMMON_GF:
+		return 4;
+	case VIRTIO_COMMON_MSIX: case VIRTIO_COMMON_NUMQ: case VIRTIO_COMMON_Q_SELECT:
+	case VIRTIO_COMMON_Q_SIZE: case VIRTIO_COMMON_Q_MSIX: case VIRTIO_COMMON_Q_ENABLE:
+	case VIRTIO_COMMON_Q_NOFF:
+		return 2;
+	case VIRTIO_COMMON_STATUS: case VIRTIO_COMMON_CFGGEN:
+		return 1;
+	case VIRTIO_COMMON_Q_DESC: case VIRTIO_COMMON_Q_DRIVER: case VIRTIO_COMMON_Q_DEVICE:
+		return 8;
+	default:
+		return 0;
+	}
+}
+
+static uint64_t *queue_addr(struct virtio_pci_queue *q, unsigned base)
+{
+	return base == VIRTIO_COMMON_Q_DESC ? &q->desc
+	     : base == VIRTIO_COMMON_Q_DRIVER ? &q->driver : &q->device;
+}
+
+/* A defined access: the field at `off` (or a 64-bit field's half) and its
+ * width. */
+static bool common_access_ok(unsigned off, unsigned size, unsigned *base)
+{
+	*base = off;
+	if (off >= VIRTIO_COMMON_Q_DESC && off < VIRTIO_PCI_COMMON_LEN && (off & 7) == 4) {
+		*base = off - 4;   /* the upper half of a queue address */
+		return size == 4;
+	}
+	unsigned w = common_width(off);
+	return w && (size == w || (w == 8 && size == 4));
+}
+
+static uint64_t common_read(struct virtio_pci *t, unsigned off, unsigned size)
+{
+	struct virtio_pci_queue *q = selected(t);
+	unsigned base;
+	if (!common_access_ok(off, size, &base)) {
+		t->bad_accesses++;
+		return 0;
+	}
+	switch (base) {
+	case VIRTIO_COMMON_DFSELECT: return t->dfselect;
+	case VIRTIO_COMMON_DF:
+		return t->dfselect < 2 ? (uint32_t)(t->device_features >> (32 * t->dfselect)) : 0;
+	case VIRTIO_COMMON_GFSELECT: return t->gfselect;
+	case VIRTIO_COMMON_GF:
+		return t->gfselect < 2 ? (uint32_t)(t->driver_features >> (32 * t->gfselect)) : 0;
+	case VIRTIO_COMMON_MSIX: return t->msix_config;
+	case VIRTIO_COMMON_NUMQ: return t->ops->num_queues;
+	case VIRTIO_COMMON_STATUS: return t->status;
+	case VIRTIO_COMMON_CFGGEN: return t->config_generation;
+	case VIRTIO_COMMON_Q_SELECT: return t->queue_select;
+	case VIRTIO_COMMON_Q_SIZE: return q ? q->size : 0;
+	case VIRTIO_COMMON_Q_MSIX: return q ? q->msix_vector : VIRTIO_NO_VECTOR;
+	case VIRTIO_COMMON_Q_ENABLE: return q && q->enabled;
+	case VIRTIO_COMMON_Q_NOFF: return q ? t->queue_select : 0;
+	default: {   /* a queue address, whole or a half */
+		uint64_t a = q ? *queue_addr(q, base) : 0;
+		return (off != base ? a >> 32 : a) & size_mask(size);
+	}
+	}
+}
+
+static void status_write(struct virtio_pci *t, uint8_t s)
+{
+	if (!s) {
+		device_reset(t);
+		return;
+	}
+	/* FEATURES_OK sticks only for a subset of what was offered, with
+	 * VERSION_1 (a legacy driver is not served) */
+	if ((s & VIRTIO_STATUS_FEATURES_OK) && !(t->status & VIRTIO_STATUS_FEATURES_OK) &&
+	    ((t->driver_features & ~t->device_features) ||
+	     !(t->driver_features >> VIRTIO_F_VERSION_1 & 1)))
+		s &= (uint8_t)~VIRTIO_STATUS_FEATURES_OK;
+	t->status = (uint8_t)((s & ~VIRTIO_STATUS_NEEDS_RESET) | (t->status & VIRTIO_STATUS_NEEDS_RESET));
+}
+
+static void queue_enable(struct virtio_pci *t, struct virtio_pci_queue *q)
+{
+	struct vq_layout l = {
+		.size = q->size, .desc_gpa = q->desc, .avail_gpa = q->driver,
+		.used_gpa = q->device, .features = t->driver_features,
+	};
+	if (q->size > t->ops->queue_max || vq_setup(&q->vq, &l)) {
+		vq_reset(&q->vq);
+		virtio_pci_queue_broken(t);
+		return;
+	}
+	q->enabled = true;
+}
+
+static void common_write(struct virtio_pci *t, unsigned off, unsigned size, uint64_t v)
+{
+	struct virtio_pci_queue *q = selected(t);
+	unsigned base;
+	if (!common_access_ok(off, size, &base)) {
+		t->bad_accesses++;
+		return;
+	}
+	/* a queue's setup is fixed once it is enabled (4.1.4.3.2) */
+	bool q_open = q && !q->enabled;
+	switch (base) {
+	case VIRTIO_COMMON_DFSELECT: t->dfselect = (uint32_t)v; return;
+	case VIRTIO_COMMON_GFSELECT: t->gfselect = (uint32_t)v; return;
+	case VIRTIO_COMMON_GF:
+		if (t->gfselect < 2 && !(t->status & VIRTIO_STATUS_FEATURES_OK)) {
+			unsigned sh = 32 * t->gfselect;
+			t->driver_features = (t->driver_features & ~(0xffffffffull << sh)) |
+					     ((v & 0xffffffffull) << sh);
+		}
+		return;
+	case VIRTIO_COMMON_MSIX: t->msix_config = (uint16_t)v; return;
+	case VIRTIO_COMMON_STATUS: status_write(t, (uint8_t)v); return;
+	case VIRTIO_COMMON_Q_SELECT: t->queue_select = (uint16_t)v; return;
+	case VIRTIO_COMMON_Q_SIZE:
+		if (q_open)
+			q->size = (uint16_t)v;
+		return;
+	case VIRTIO_COMMON_Q_MSIX:
+		if (q)
+			q->msix_vector = (uint16_t)v;
+		return;
+	case VIRTIO_COMMON_Q_ENABLE:
+		if (q_open && v == 1)
+			queue_enable(t, q);
+		return;
+	case VIRTIO_COMMON_Q_DESC: case VIRTIO_COMMON_Q_DRIVER: case VIRTIO_COMMON_Q_DEVICE:
+		if (q_open) {
+			uint64_t *a = queue_addr(q, base);
+			if (size == 8)
+				*a = v;
+			else if (off == base)
+				*a = (*a & ~0xffffffffull) | (uint32_t)v;
+			else
+				*a = (*a & 0xffffffffull) | (uint64_t)(uint32_t)v << 32;
+		}
+		return;
+	default:   /* num_queues, config_generation, queue_notify_off: read-only */
+		t->bad_accesses++;
+		return;
+	}
+}
+
+uint64_t virtio_pci_read(struct virtio_pci *t, uint64_t off, unsigned size)
+{
+	if (size != 1 && size != 2 && size != 4 && size != 8)
+		size = 0;
+	if (size && off < VIRTIO_PCI_COMMON_LEN)
+		return common_read(t, (unsigned)off, size);
+	if (size == 1 && off == VIRTIO_PCI_ISR) {
+		uint8_t isr = t->isr;   /* read to clear (4.1.4.5) */
+		t->isr = 0;
+		return isr;
+	}
+	if (size && size <= 4 && off >= VIRTIO_PCI_DEVCFG &&
+	    off + size <= VIRTIO_PCI_DEVCFG + t->ops->cfg_len)
+		return t->ops->cfg_read(t, (unsigned)(off - VIRTIO_PCI_DEVCFG), size);
+	t->bad_accesses++;
+	return 0;
+}
+
+void virtio_pci_write(struct virtio_pci *t, uint64_t off, unsigned size, uint64_t val)
+{
+	if (size != 1 && size != 2 && size != 4 && size != 8)
+		size = 0;
+	if (size && off < VIRTIO_PCI_COMMON_LEN) {
+		common_write(t, (unsigned)off, size, val & size_mask(size));
+		return;
+	}
+	if (size && size <= 4 && off >= VIRTIO_PCI_DEVCFG &&
+	    off + size <= VIRTIO_PCI_DEVCFG + t->ops->cfg_len) {
+		t->ops->cfg_write(t, (unsigned)(off - VIRTIO_PCI_DEVCFG), size,
+				  (uint32_t)(val & size_mask(size)));
+		return;
+	}
+	uint64_t n = off - VIRTIO_PCI_NOTIFY;
+	if ((size == 2 || size == 4) && off >= VIRTIO_PCI_NOTIFY &&
+	    n < (uint64_t)t->ops->num_queues * VIRTIO_PCI_NOTIFY_MULT && !(n % VIRTIO_PCI_NOTIFY_MULT)) {
+		unsigned qi = (unsigned)(n / VIRTIO_PCI_NOTIFY_MULT);
+		/* a doorbell counts for a live queue of a running device only */
+		if (t->q[qi].enabled && (t->status & VIRTIO_STATUS_DRIVER_OK) &&
+		    !(t->status & VIRTIO_STATUS_NEEDS_RESET))
+			t->ops->kick(t, qi);
+		return;
+	}
+	t->bad_accesses++;
+}

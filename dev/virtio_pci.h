@@ -1,0 +1,141 @@
+/* The virtio 1.x PCI transport (virtio spec 1.2, section 4.1), as any device
+ * type uses it (issue 15 item 2; no device type and no wiring into a VM yet:
+ * docs/VIRTIO.md says what is missing).
+ *
+ * A modern-only (non-transitional) function: vendor 0x1af4, device 0x1040 +
+ * the virtio device ID, revision 1. One 64-bit memory BAR (BAR 4, 16 KiB)
+ * holds the four structures the vendor-specific capabilities point to:
+ *
+ *   0x0000 common configuration (features, status, queues)
+ *   0x1000 ISR status (read to clear)
+ *   0x2000 the device type's own configuration
+ *   0x3000 notifications: queue q's doorbell at 0x3000 + 4 * q
+ *
+ * and a PCI_CFG capability lets a driver reach the BAR through configuration
+ * space. The guest reaches the BAR through virtio_pci_read/virtio_pci_write
+ * (BAR-relative offsets); an access the spec does not define (another width
+ * than the field's, outside every structure) reads 0 and writes nothing, and
+ * is counted. Queues are dev/virtqueue.c's: enabling one checks its rings
+ * (vq_setup); a ring the driver broke sets DEVICE_NEEDS_RESET and raises a
+ * configuration change, and only a reset (status 0) clears it. */
+#ifndef DEV_VIRTIO_PCI_H
+#define DEV_VIRTIO_PCI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dev/pci_bus.h"
+#include "dev/virtqueue.h"
+
+#define VIRTIO_PCI_VENDOR       0x1af4u
+#define VIRTIO_PCI_DEVICE_BASE  0x1040u
+#define VIRTIO_PCI_BAR          4u
+#define VIRTIO_PCI_BAR_SIZE     0x4000u
+#define VIRTIO_PCI_COMMON       0x0000u
+#define VIRTIO_PCI_COMMON_LEN   0x38u
+#define VIRTIO_PCI_ISR          0x1000u
+#define VIRTIO_PCI_DEVCFG       0x2000u
+#define VIRTIO_PCI_DEVCFG_MAX   0x1000u
+#define VIRTIO_PCI_NOTIFY       0x3000u
+#define VIRTIO_PCI_NOTIFY_MULT  4u
+#define VIRTIO_PCI_MAX_QUEUES   8u
+#define VIRTIO_NO_VECTOR        0xffffu
+
+/* device_status bits */
+#define VIRTIO_STATUS_ACKNOWLEDGE  1u
+#define VIRTIO_STATUS_DRIVER       2u
+#define VIRTIO_STATUS_DRIVER_OK    4u
+#define VIRTIO_STATUS_FEATURES_OK  8u
+#define VIRTIO_STATUS_NEEDS_RESET  64u
+#define VIRTIO_STATUS_FAILED       128u
+
+#define VIRTIO_F_VERSION_1      32
+#define VIRTIO_ISR_QUEUE        1u
+#define VIRTIO_ISR_CONFIG       2u
+
+/* Common configuration offsets (4.1.4.3). */
+#define VIRTIO_COMMON_DFSELECT   0x00
+#define VIRTIO_COMMON_DF         0x04
+#define VIRTIO_COMMON_GFSELECT   0x08
+#define VIRTIO_COMMON_GF         0x0c
+#define VIRTIO_COMMON_MSIX       0x10
+#define VIRTIO_COMMON_NUMQ       0x12
+#define VIRTIO_COMMON_STATUS     0x14
+#define VIRTIO_COMMON_CFGGEN     0x15
+#define VIRTIO_COMMON_Q_SELECT   0x16
+#define VIRTIO_COMMON_Q_SIZE     0x18
+#define VIRTIO_COMMON_Q_MSIX     0x1a
+#define VIRTIO_COMMON_Q_ENABLE   0x1c
+#define VIRTIO_COMMON_Q_NOFF     0x1e
+#define VIRTIO_COMMON_Q_DESC     0x20
+#define VIRTIO_COMMON_Q_DRIVER   0x28
+#define VIRTIO_COMMON_Q_DEVICE   0x30
+
+/* Capability types (4.1.4). */
+#define VIRTIO_PCI_CAP_COMMON_CFG 1
+#define VIRTIO_PCI_CAP_NOTIFY_CFG 2
+#define VIRTIO_PCI_CAP_ISR_CFG    3
+#define VIRTIO_PCI_CAP_DEVICE_CFG 4
+#define VIRTIO_PCI_CAP_PCI_CFG    5
+
+struct virtio_pci;
+
+/* What a device type gives the transport. */
+struct virtio_pci_ops {
+	uint16_t device_id;     /* virtio device ID: 1 network, 2 block */
+	uint32_t class_rev;     /* PCI class code << 8 (revision 1 is or'ed in) */
+	uint64_t features;      /* offered; VERSION_1 is added */
+	unsigned num_queues;    /* 1 .. VIRTIO_PCI_MAX_QUEUES */
+	uint16_t queue_max;     /* the largest queue size offered (power of 2) */
+	unsigned cfg_len;       /* bytes of device configuration */
+	/* device configuration access, off + size <= cfg_len */
+	uint32_t (*cfg_read)(struct virtio_pci *t, unsigned off, unsigned size);
+	void (*cfg_write)(struct virtio_pci *t, unsigned off, unsigned size, uint32_t val);
+	/* the driver rang queue q's doorbell (q enabled, DRIVER_OK set) */
+	void (*kick)(struct virtio_pci *t, unsigned q);
+	/* device reset: the transport has reset its own state and the queues */
+	void (*reset)(struct virtio_pci *t);
+};
+
+struct virtio_pci_queue {
+	uint16_t size;
+	uint16_t msix_vector;
+	bool enabled;
+	uint64_t desc, driver, device;
+	struct virtqueue vq;
+};
+
+struct virtio_pci {
+	struct pci_func pci;
+	const struct virtio_pci_ops *ops;
+	void *dev;                      /* the device type's state */
+	uint64_t device_features;
+	uint64_t driver_features;
+	uint32_t dfselect, gfselect;
+	uint16_t msix_config;
+	uint16_t queue_select;
+	uint8_t status;
+	uint8_t config_generation;
+	uint8_t isr;
+	uint8_t pci_cfg_cap;            /* offset of the PCI_CFG capability */
+	struct virtio_pci_queue q[VIRTIO_PCI_MAX_QUEUES];
+	uint64_t bad_accesses;          /* accesses the spec does not define */
+	uint64_t resets;
+};
+
+/* A function at `devfn` for the device type `ops` (which must describe a
+ * valid device: 0 on success, -1 if not), its queues reaching guest RAM
+ * through `mem`. */
+int virtio_pci_init(struct virtio_pci *t, uint8_t devfn, const struct virtio_pci_ops *ops,
+		    void *dev, const struct vq_guest_mem *mem);
+/* The guest's access to the BAR, at a BAR-relative offset; size 1, 2, 4 or 8. */
+uint64_t virtio_pci_read(struct virtio_pci *t, uint64_t off, unsigned size);
+void virtio_pci_write(struct virtio_pci *t, uint64_t off, unsigned size, uint64_t val);
+/* A queue operation returned a queue error (vq_err_needs_reset): the device
+ * needs a reset; the driver is told by a configuration change. */
+void virtio_pci_queue_broken(struct virtio_pci *t);
+/* The device changed its configuration: config_generation moves on and the
+ * driver is told. */
+void virtio_pci_config_changed(struct virtio_pci *t);
+
+#endif

@@ -135,17 +135,33 @@ static struct virtio_pci_queue *selected(struct virtio_pci *t)
 	return t->queue_select < t->ops->num_queues ? &t->q[t->queue_select] : NULL;
 }
 
+static void raise_config(struct virtio_pci *t)
+{
+	t->isr |= VIRTIO_ISR_CONFIG;
+	if (t->interrupt)
+		t->interrupt(t, t->msix_config);
+}
+
 void virtio_pci_config_changed(struct virtio_pci *t)
 {
 	t->config_generation++;
-	t->isr |= VIRTIO_ISR_CONFIG;
+	raise_config(t);
 }
 
 void virtio_pci_queue_broken(struct virtio_pci *t)
 {
 	t->status |= VIRTIO_STATUS_NEEDS_RESET;
 	if (t->status & VIRTIO_STATUS_DRIVER_OK)
-		t->isr |= VIRTIO_ISR_CONFIG;   /* 2.1.2: tell the driver */
+		raise_config(t);   /* 2.1.2: tell the driver */
+}
+
+void virtio_pci_used(struct virtio_pci *t, unsigned q)
+{
+	if (q >= t->ops->num_queues || !vq_should_interrupt(&t->q[q].vq))
+		return;
+	t->isr |= VIRTIO_ISR_QUEUE;
+	if (t->interrupt)
+		t->interrupt(t, t->q[q].msix_vector);
 }
 
 /* The width each common configuration field is accessed with (the 64-bit

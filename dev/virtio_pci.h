@@ -121,6 +121,9 @@ struct virtio_pci {
 	struct virtio_pci_queue q[VIRTIO_PCI_MAX_QUEUES];
 	uint64_t bad_accesses;          /* accesses the spec does not define */
 	uint64_t resets;
+	/* raises the function's interrupt (INTx or MSI-X vector): the VM's
+	 * wiring sets it; none yet, then the ISR bit is all the driver sees */
+	void (*interrupt)(struct virtio_pci *t, uint16_t vector);
 };
 
 /* A function at `devfn` for the device type `ops` (which must describe a
@@ -137,5 +140,9 @@ void virtio_pci_queue_broken(struct virtio_pci *t);
 /* The device changed its configuration: config_generation moves on and the
  * driver is told. */
 void virtio_pci_config_changed(struct virtio_pci *t);
+/* The device put used buffers on queue q: unless the driver asked for no
+ * interrupt (vq_should_interrupt), the ISR's queue bit is set and the
+ * interrupt raised. */
+void virtio_pci_used(struct virtio_pci *t, unsigned q);
 
 #endif

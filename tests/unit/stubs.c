@@ -177,3 +177,29 @@ unsigned stubs_advance_to(uint64_t tsc)
 		stub_tsc = tsc;
 	return fires;
 }
+
+uint8_t stub_ram[STUB_RAM_SIZE];
+
+static bool stub_ram_in(void *ctx, uint64_t gpa, uint64_t len)
+{
+	(void)ctx;
+	return gpa < STUB_RAM_SIZE && len <= STUB_RAM_SIZE - gpa;
+}
+
+static int stub_ram_read(void *ctx, uint64_t gpa, void *dst, size_t len)
+{
+	if (!stub_ram_in(ctx, gpa, len))
+		return -1;
+	memcpy(dst, stub_ram + gpa, len);
+	return 0;
+}
+
+static int stub_ram_write(void *ctx, uint64_t gpa, const void *src, size_t len)
+{
+	if (!stub_ram_in(ctx, gpa, len))
+		return -1;
+	memcpy(stub_ram + gpa, src, len);
+	return 0;
+}
+
+const struct vq_guest_mem stub_ram_mem = { NULL, stub_ram_in, stub_ram_read, stub_ram_write };

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "dev/device.h"
+#include "dev/virtqueue.h"
 
 /* A struct dev_host is opaque to devices; tests hand them the address of
  * this, and interrupt lines made by stub_irq(). */
@@ -22,6 +23,12 @@ extern unsigned stub_vm_end_calls;
 extern unsigned stub_vm_end_status;
 extern const char *stub_vm_end_why;
 extern struct dev_host *stub_vm_end_host;
+
+/* A guest RAM of STUB_RAM_SIZE bytes at guest-physical 0, with the
+ * accessors a virtqueue takes (every range checked, as the hypervisor's). */
+#define STUB_RAM_SIZE 0x10000u
+extern uint8_t stub_ram[STUB_RAM_SIZE];
+extern const struct vq_guest_mem stub_ram_mem;
 
 extern uint64_t stub_tsc;          /* what platform_tsc() returns */
 /* dev_clock(): the VM's time is stub_tsc (offset 0), never polling */

@@ -9,33 +9,8 @@
 #include <cmocka.h>
 
 #include "dev/virtio_pci.h"
+#include "tests/unit/stubs.h"
 
-#define RAM_SIZE 0x10000u
-static uint8_t ram[RAM_SIZE];
-
-static bool ram_in(void *ctx, uint64_t gpa, uint64_t len)
-{
-	(void)ctx;
-	return gpa < RAM_SIZE && len <= RAM_SIZE - gpa;
-}
-
-static int ram_read(void *ctx, uint64_t gpa, void *dst, size_t len)
-{
-	if (!ram_in(ctx, gpa, len))
-		return -1;
-	memcpy(dst, ram + gpa, len);
-	return 0;
-}
-
-static int ram_write(void *ctx, uint64_t gpa, const void *src, size_t len)
-{
-	if (!ram_in(ctx, gpa, len))
-		return -1;
-	memcpy(ram + gpa, src, len);
-	return 0;
-}
-
-static const struct vq_guest_mem mem = { NULL, ram_in, ram_read, ram_write };
 
 static unsigned kicks[VIRTIO_PCI_MAX_QUEUES], dev_resets;
 static uint8_t devcfg[8] = { 0x00, 0x10, 0, 0, 0, 0, 0, 0 };   /* capacity 4096 */
@@ -85,7 +60,7 @@ static int setup(void **state)
 	memset(kicks, 0, sizeof(kicks));
 	dev_resets = 0;
 	pci_bus_init(&bus);
-	assert_int_equal(virtio_pci_init(&t, DEVFN, &blk_like, NULL, &mem), 0);
+	assert_int_equal(virtio_pci_init(&t, DEVFN, &blk_like, NULL, &stub_ram_mem), 0);
 	assert_int_equal(pci_bus_add(&bus, &t.pci), 0);
 	return 0;
 }
@@ -99,16 +74,16 @@ static void test_refused_devices(void **state)
 	(void)state;
 	struct virtio_pci_ops bad = blk_like;
 	bad.num_queues = 0;
-	assert_int_equal(virtio_pci_init(&t, DEVFN, &bad, NULL, &mem), -1);
+	assert_int_equal(virtio_pci_init(&t, DEVFN, &bad, NULL, &stub_ram_mem), -1);
 	bad = blk_like;
 	bad.queue_max = 100;
-	assert_int_equal(virtio_pci_init(&t, DEVFN, &bad, NULL, &mem), -1);
+	assert_int_equal(virtio_pci_init(&t, DEVFN, &bad, NULL, &stub_ram_mem), -1);
 	bad = blk_like;
 	bad.num_queues = VIRTIO_PCI_MAX_QUEUES + 1;
-	assert_int_equal(virtio_pci_init(&t, DEVFN, &bad, NULL, &mem), -1);
+	assert_int_equal(virtio_pci_init(&t, DEVFN, &bad, NULL, &stub_ram_mem), -1);
 	bad = blk_like;
 	bad.cfg_read = NULL;
-	assert_int_equal(virtio_pci_init(&t, DEVFN, &bad, NULL, &mem), -1);
+	assert_int_equal(virtio_pci_init(&t, DEVFN, &bad, NULL, &stub_ram_mem), -1);
 }
 
 /* What Linux's virtio_pci_modern probe reads: IDs, then the vendor
@@ -263,7 +238,7 @@ static void test_bad_rings_need_reset(void **state)
 	(void)state;
 	negotiate();
 	wr(VIRTIO_COMMON_STATUS, 1, 0x0f);
-	setup_queue(0, 64, RAM_SIZE - 0x10, 0x2000, 0x3000);
+	setup_queue(0, 64, STUB_RAM_SIZE - 0x10, 0x2000, 0x3000);
 	assert_int_equal(rd(VIRTIO_COMMON_Q_ENABLE, 2), 0);
 	assert_int_equal(rd(VIRTIO_COMMON_STATUS, 1), 0x0f | VIRTIO_STATUS_NEEDS_RESET);
 	assert_int_equal(rd(VIRTIO_PCI_ISR, 1), VIRTIO_ISR_CONFIG);
@@ -362,7 +337,7 @@ static void test_hostile_accesses(void **state)
 			(void)rd(off, size);
 		for (unsigned q = 0; q < VIRTIO_PCI_MAX_QUEUES; q++)
 			if (t.q[q].vq.ready)
-				assert_true(t.q[q].vq.desc_gpa + 16ull * t.q[q].vq.size <= RAM_SIZE);
+				assert_true(t.q[q].vq.desc_gpa + 16ull * t.q[q].vq.size <= STUB_RAM_SIZE);
 	}
 	wr(VIRTIO_COMMON_STATUS, 1, 0);
 	assert_int_equal(rd(VIRTIO_COMMON_STATUS, 1), 0);

@@ -70,12 +70,16 @@ static void device_reset(struct virtio_pci *t)
 		t->ops->reset(t);
 }
 
+static void msix_release_pending(struct virtio_pci *t);
+
 /* The PCI_CFG capability's window (4.1.4.9): pci_cfg_data reads and writes
  * `length` bytes at `offset` of the BAR `bar` names. */
 static void pci_cfg_window(struct pci_func *f, unsigned off, unsigned size, bool is_write)
 {
 	struct virtio_pci *t = (struct virtio_pci *)f;   /* pci is its first member */
 	unsigned c = t->pci_cfg_cap, data = c + 16;
+	if (is_write && off < t->msix_cap + 4u && off + size > t->msix_cap + 2u)
+		msix_release_pending(t);   /* MSI-X enabled or unmasked */
 	if (off + size <= data || off >= data + 4)
 		return;
 	uint32_t boff = get_le32(&f->cfg[c + 8]), len = get_le32(&f->cfg[c + 12]);
@@ -113,6 +117,17 @@ int virtio_pci_init(struct virtio_pci *t, uint8_t devfn, const struct virtio_pci
 	     add_virtio_cap(f, VIRTIO_PCI_CAP_DEVICE_CFG, 16, VIRTIO_PCI_DEVCFG, ops->cfg_len) < 0))
 		return -1;
 	put_le(&f->cfg[notify + 16], 4, VIRTIO_PCI_NOTIFY_MULT);
+	t->msix_vectors = (uint16_t)(ops->num_queues + 1);
+	int m = pci_func_add_cap(f, 0x11, 12);
+	if (m < 0 || pci_func_add_bar(f, VIRTIO_PCI_MSIX_BAR, VIRTIO_PCI_MSIX_BAR_SIZE, 0))
+		return -1;
+	put_le(&f->cfg[m + 2], 2, t->msix_vectors - 1u);   /* table size - 1; disabled, unmasked */
+	f->wmask[m + 3] = (PCI_MSIX_ENABLE | PCI_MSIX_MASKALL) >> 8;
+	put_le(&f->cfg[m + 4], 4, 0x000 | VIRTIO_PCI_MSIX_BAR);
+	put_le(&f->cfg[m + 8], 4, VIRTIO_PCI_MSIX_PBA | VIRTIO_PCI_MSIX_BAR);
+	t->msix_cap = (uint8_t)m;
+	for (unsigned v = 0; v < t->msix_vectors; v++)
+		t->msix_table[v][3] = 1;   /* every vector masked at reset */
 	int c = add_virtio_cap(f, VIRTIO_PCI_CAP_PCI_CFG, 20, 0, 0);
 	if (c < 0)
 		return -1;
@@ -135,11 +150,68 @@ static struct virtio_pci_queue *selected(struct virtio_pci *t)
 	return t->queue_select < t->ops->num_queues ? &t->q[t->queue_select] : NULL;
 }
 
+/* ---- interrupts: MSI-X when the driver enabled it, else INTx ---- */
+
+static uint16_t msix_control(const struct virtio_pci *t)
+{
+	const uint8_t *c = &t->pci.cfg[t->msix_cap + 2];
+	return (uint16_t)(c[0] | c[1] << 8);
+}
+
+static bool msix_on(const struct virtio_pci *t)
+{
+	return msix_control(t) & PCI_MSIX_ENABLE;
+}
+
+static bool msix_masked(const struct virtio_pci *t, unsigned v)
+{
+	return (msix_control(t) & PCI_MSIX_MASKALL) || (t->msix_table[v][3] & 1);
+}
+
+static void msix_send(struct virtio_pci *t, unsigned v)
+{
+	if (t->msi)
+		t->msi(t, t->msix_table[v][0] | (uint64_t)t->msix_table[v][1] << 32,
+		       t->msix_table[v][2]);
+}
+
+/* A masked vector waits in the pending bits; an unmask sends it. */
+static void msix_release_pending(struct virtio_pci *t)
+{
+	for (unsigned v = 0; v < t->msix_vectors; v++) {
+		if ((t->msix_pending >> v & 1) && msix_on(t) && !msix_masked(t, v)) {
+			t->msix_pending &= ~(1ull << v);
+			msix_send(t, v);
+		}
+	}
+}
+
+static void signal(struct virtio_pci *t, uint16_t vector)
+{
+	if (!msix_on(t)) {
+		if (t->intx)
+			t->intx(t, true);
+		return;
+	}
+	if (vector >= t->msix_vectors)
+		return;   /* NO_VECTOR: the driver wants none */
+	if (msix_masked(t, vector))
+		t->msix_pending |= 1ull << vector;
+	else
+		msix_send(t, vector);
+}
+
+/* A vector the driver maps: NO_VECTOR when the table has no such entry
+ * (4.1.5.1.2: the read-back tells the driver the mapping failed). */
+static uint16_t vector_checked(const struct virtio_pci *t, uint64_t v)
+{
+	return v < t->msix_vectors ? (uint16_t)v : VIRTIO_NO_VECTOR;
+}
+
 static void raise_config(struct virtio_pci *t)
 {
 	t->isr |= VIRTIO_ISR_CONFIG;
-	if (t->interrupt)
-		t->interrupt(t, t->msix_config);
+	signal(t, t->msix_config);
 }
 
 void virtio_pci_config_changed(struct virtio_pci *t)
@@ -160,8 +232,42 @@ void virtio_pci_used(struct virtio_pci *t, unsigned q)
 	if (q >= t->ops->num_queues || !vq_should_interrupt(&t->q[q].vq))
 		return;
 	t->isr |= VIRTIO_ISR_QUEUE;
-	if (t->interrupt)
-		t->interrupt(t, t->q[q].msix_vector);
+	signal(t, t->q[q].msix_vector);
+}
+
+uint64_t virtio_pci_msix_read(struct virtio_pci *t, uint64_t off, unsigned size)
+{
+	uint64_t table_end = 16ull * t->msix_vectors;
+	if ((size != 4 && size != 8) || (off & (size - 1))) {
+		t->bad_accesses++;
+		return 0;
+	}
+	if (off < table_end) {
+		const uint32_t *e = t->msix_table[off / 16];
+		unsigned w = (unsigned)(off % 16) / 4;
+		return size == 8 ? e[w] | (uint64_t)e[w + 1] << 32 : e[w];
+	}
+	if (off == VIRTIO_PCI_MSIX_PBA)
+		return size == 8 ? t->msix_pending : (uint32_t)t->msix_pending;
+	if (off == VIRTIO_PCI_MSIX_PBA + 4 && size == 4)
+		return (uint32_t)(t->msix_pending >> 32);
+	return 0;   /* reserved: reads 0 */
+}
+
+void virtio_pci_msix_write(struct virtio_pci *t, uint64_t off, unsigned size, uint64_t val)
+{
+	uint64_t table_end = 16ull * t->msix_vectors;
+	if ((size != 4 && size != 8) || (off & (size - 1)) || off >= table_end) {
+		t->bad_accesses++;   /* the pending bits are read-only */
+		return;
+	}
+	uint32_t *e = t->msix_table[off / 16];
+	for (unsigned i = 0; i < size / 4; i++) {
+		unsigned w = (unsigned)(off % 16) / 4 + i;
+		uint32_t v = (uint32_t)(val >> (32 * i));
+		e[w] = w == 0 ? v & ~0x3u : w == 3 ? v & 1 : v;   /* address dword-aligned; control: mask only */
+	}
+	msix_release_pending(t);
 }
 
 /* The width each common configuration field is accessed with (the 64-bit
@@ -284,7 +390,7 @@ static void common_write(struct virtio_pci *t, unsigned off, unsigned size, uint
 					     ((v & 0xffffffffull) << sh);
 		}
 		return;
-	case VIRTIO_COMMON_MSIX: t->msix_config = (uint16_t)v; return;
+	case VIRTIO_COMMON_MSIX: t->msix_config = vector_checked(t, v); return;
 	case VIRTIO_COMMON_STATUS: status_write(t, (uint8_t)v); return;
 	case VIRTIO_COMMON_Q_SELECT: t->queue_select = (uint16_t)v; return;
 	case VIRTIO_COMMON_Q_SIZE:
@@ -293,7 +399,7 @@ static void common_write(struct virtio_pci *t, unsigned off, unsigned size, uint
 		return;
 	case VIRTIO_COMMON_Q_MSIX:
 		if (q)
-			q->msix_vector = (uint16_t)v;
+			q->msix_vector = vector_checked(t, v);
 		return;
 	case VIRTIO_COMMON_Q_ENABLE:
 		if (q_open && v == 1)
@@ -325,6 +431,8 @@ uint64_t virtio_pci_read(struct virtio_pci *t, uint64_t off, unsigned size)
 	if (size == 1 && off == VIRTIO_PCI_ISR) {
 		uint8_t isr = t->isr;   /* read to clear (4.1.4.5) */
 		t->isr = 0;
+		if (t->intx && !msix_on(t))
+			t->intx(t, false);
 		return isr;
 	}
 	if (size && size <= 4 && off >= VIRTIO_PCI_DEVCFG &&

@@ -12,7 +12,8 @@
  *   0x3000 notifications: queue q's doorbell at 0x3000 + 4 * q
  *
  * and a PCI_CFG capability lets a driver reach the BAR through configuration
- * space. The guest reaches the BAR through virtio_pci_read/virtio_pci_write
+ * space. An MSI-X capability puts its table and pending bits in BAR 1 (4
+ * KiB). The guest reaches the BAR through virtio_pci_read/virtio_pci_write
  * (BAR-relative offsets); an access the spec does not define (another width
  * than the field's, outside every structure) reads 0 and writes nothing, and
  * is counted. Queues are dev/virtqueue.c's: enabling one checks its rings
@@ -40,6 +41,14 @@
 #define VIRTIO_PCI_NOTIFY_MULT  4u
 #define VIRTIO_PCI_MAX_QUEUES   8u
 #define VIRTIO_NO_VECTOR        0xffffu
+/* MSI-X: the table and the pending bits in BAR 1 (4 KiB), one vector per
+ * queue and one for configuration changes. */
+#define VIRTIO_PCI_MSIX_BAR     1u
+#define VIRTIO_PCI_MSIX_BAR_SIZE 0x1000u
+#define VIRTIO_PCI_MSIX_PBA     0x800u
+#define VIRTIO_PCI_MSIX_VECTORS (VIRTIO_PCI_MAX_QUEUES + 1)
+#define PCI_MSIX_ENABLE         (1u << 15)
+#define PCI_MSIX_MASKALL        (1u << 14)
 
 /* device_status bits */
 #define VIRTIO_STATUS_ACKNOWLEDGE  1u
@@ -118,12 +127,18 @@ struct virtio_pci {
 	uint8_t config_generation;
 	uint8_t isr;
 	uint8_t pci_cfg_cap;            /* offset of the PCI_CFG capability */
+	uint8_t msix_cap;               /* offset of the MSI-X capability */
+	uint16_t msix_vectors;          /* its table's entries: queues + 1 */
+	uint32_t msix_table[VIRTIO_PCI_MSIX_VECTORS][4];   /* address lo, hi, data, control */
+	uint64_t msix_pending;          /* the pending bit array */
 	struct virtio_pci_queue q[VIRTIO_PCI_MAX_QUEUES];
 	uint64_t bad_accesses;          /* accesses the spec does not define */
 	uint64_t resets;
-	/* raises the function's interrupt (INTx or MSI-X vector): the VM's
-	 * wiring sets it; none yet, then the ISR bit is all the driver sees */
-	void (*interrupt)(struct virtio_pci *t, uint16_t vector);
+	/* The VM's wiring (none yet: then the ISR bits are all a driver sees):
+	 * an MSI-X message for the APIC bus, and the INTx line's level (raised
+	 * with an ISR bit, lowered when the driver reads the ISR). */
+	void (*msi)(struct virtio_pci *t, uint64_t addr, uint32_t data);
+	void (*intx)(struct virtio_pci *t, bool level);
 };
 
 /* A function at `devfn` for the device type `ops` (which must describe a
@@ -134,6 +149,10 @@ int virtio_pci_init(struct virtio_pci *t, uint8_t devfn, const struct virtio_pci
 /* The guest's access to the BAR, at a BAR-relative offset; size 1, 2, 4 or 8. */
 uint64_t virtio_pci_read(struct virtio_pci *t, uint64_t off, unsigned size);
 void virtio_pci_write(struct virtio_pci *t, uint64_t off, unsigned size, uint64_t val);
+/* The same for the MSI-X BAR: table entries (dword or qword accesses),
+ * then the pending bits (read-only). */
+uint64_t virtio_pci_msix_read(struct virtio_pci *t, uint64_t off, unsigned size);
+void virtio_pci_msix_write(struct virtio_pci *t, uint64_t off, unsigned size, uint64_t val);
 /* A queue operation returned a queue error (vq_err_needs_reset): the device
  * needs a reset; the driver is told by a configuration change. */
 void virtio_pci_queue_broken(struct virtio_pci *t);

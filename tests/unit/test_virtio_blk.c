@@ -26,11 +26,10 @@ static struct virtio_blk blk;
 static unsigned interrupts;
 static uint16_t next_desc, avail_idx;
 
-static void on_interrupt(struct virtio_pci *t, uint16_t vector)
+static void on_intx(struct virtio_pci *t, bool level)
 {
 	(void)t;
-	(void)vector;
-	interrupts++;
+	interrupts += level;
 }
 
 static void put16(uint64_t gpa, uint16_t v) { memcpy(stub_ram + gpa, &v, 2); }
@@ -46,7 +45,7 @@ static void start(bool ro)
 		image[i] = (uint8_t)(i * 7 + i / 512);
 	assert_int_equal(virtio_blk_init(&blk, PCI_DEVFN(5, 0), image, sizeof(image), ro,
 					 "lightpath-disk-serial-too-long", &stub_ram_mem), 0);
-	blk.t.interrupt = on_interrupt;
+	blk.t.intx = on_intx;
 	interrupts = 0;
 	next_desc = avail_idx = 0;
 	struct virtio_pci *t = &blk.t;

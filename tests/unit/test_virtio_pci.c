@@ -95,8 +95,13 @@ static void test_ids_and_capabilities(void **state)
 	assert_int_equal(cfg(PCI_CLASS_REVISION, 4), 0x01000001u);
 	assert_int_equal(cfg(PCI_SUBSYS_ID, 2), 0x40);
 	assert_int_equal(cfg(PCI_INTR_PIN, 1), 1);
-	unsigned types = 0, n = 0;
-	for (unsigned p = cfg(PCI_CAP_PTR, 1); p; p = cfg(p + 1, 1), n++) {
+	unsigned types = 0, n = 0, msix = 0;
+	for (unsigned p = cfg(PCI_CAP_PTR, 1); p; p = cfg(p + 1, 1)) {
+		if (cfg(p, 1) == 0x11) {
+			msix = p;
+			continue;
+		}
+		n++;
 		assert_int_equal(cfg(p, 1), 0x09);
 		unsigned type = cfg(p + 3, 1);
 		types |= 1u << type;
@@ -125,6 +130,16 @@ static void test_ids_and_capabilities(void **state)
 	}
 	assert_int_equal(n, 5);
 	assert_int_equal(types, 0x3e);   /* types 1-5 */
+	/* MSI-X: 3 vectors (two queues and the configuration), off, its
+	 * table at BAR 1 + 0, its pending bits at BAR 1 + 0x800 */
+	assert_int_equal(msix, t.msix_cap);
+	assert_int_equal(cfg(msix + 2, 2), 2);
+	assert_int_equal(cfg(msix + 4, 4), VIRTIO_PCI_MSIX_BAR);
+	assert_int_equal(cfg(msix + 8, 4), VIRTIO_PCI_MSIX_PBA | VIRTIO_PCI_MSIX_BAR);
+	pci_bus_write(&bus, 0, DEVFN, msix + 2, 2, 0xffff);
+	assert_int_equal(cfg(msix + 2, 2), 0xc002);   /* only enable and mask-all move */
+	pci_bus_write(&bus, 0, DEVFN, PCI_BAR0 + 4, 4, 0xffffffffu);
+	assert_int_equal(cfg(PCI_BAR0 + 4, 4), 0xfffff000u);
 	/* BAR 4: 16 KiB, 64-bit, prefetchable */
 	pci_bus_write(&bus, 0, DEVFN, PCI_BAR0 + 16, 4, 0xffffffffu);
 	pci_bus_write(&bus, 0, DEVFN, PCI_BAR0 + 20, 4, 0xffffffffu);
@@ -283,6 +298,76 @@ static void test_isr_config_and_bad_widths(void **state)
 	assert_int_equal(t.bad_accesses, bad + 6);
 }
 
+static unsigned intx_level, msis;
+static uint64_t msi_addr;
+static uint32_t msi_data;
+
+static void on_intx(struct virtio_pci *f, bool level)
+{
+	(void)f;
+	intx_level = level;
+}
+
+static void on_msi(struct virtio_pci *f, uint64_t addr, uint32_t data)
+{
+	(void)f;
+	msis++;
+	msi_addr = addr;
+	msi_data = data;
+}
+
+/* INTx until the driver enables MSI-X; then each vector as its table entry
+ * says, held in the pending bits while masked, sent at the unmask. */
+static void test_intx_and_msix(void **state)
+{
+	(void)state;
+	t.intx = on_intx;
+	t.msi = on_msi;
+	intx_level = msis = 0;
+	virtio_pci_config_changed(&t);
+	assert_int_equal(intx_level, 1);
+	assert_int_equal(rd(VIRTIO_PCI_ISR, 1), VIRTIO_ISR_CONFIG);
+	assert_int_equal(intx_level, 0);   /* the ISR read lowers the line */
+	/* vectors: the table has 3 entries; a bigger one does not map */
+	wr(VIRTIO_COMMON_MSIX, 2, 7);
+	assert_int_equal(rd(VIRTIO_COMMON_MSIX, 2), VIRTIO_NO_VECTOR);
+	wr(VIRTIO_COMMON_MSIX, 2, 2);
+	assert_int_equal(rd(VIRTIO_COMMON_MSIX, 2), 2);
+	/* entry 2: address and data, then enable MSI-X; the entry is still
+	 * masked (its reset state), so the change waits in the pending bits */
+	virtio_pci_msix_write(&t, 2 * 16, 8, 0xfee01000ull);
+	virtio_pci_msix_write(&t, 2 * 16 + 8, 4, 0x4041);
+	assert_int_equal(virtio_pci_msix_read(&t, 2 * 16 + 12, 4), 1);
+	pci_bus_write(&bus, 0, DEVFN, t.msix_cap + 2, 2, PCI_MSIX_ENABLE);
+	virtio_pci_config_changed(&t);
+	assert_int_equal(msis, 0);
+	assert_int_equal(intx_level, 0);   /* no INTx with MSI-X on */
+	assert_int_equal(virtio_pci_msix_read(&t, VIRTIO_PCI_MSIX_PBA, 8), 1u << 2);
+	virtio_pci_msix_write(&t, 2 * 16 + 12, 4, 0);   /* unmask: it goes now */
+	assert_int_equal(msis, 1);
+	assert_int_equal(msi_addr, 0xfee01000ull);
+	assert_int_equal(msi_data, 0x4041);
+	assert_int_equal(virtio_pci_msix_read(&t, VIRTIO_PCI_MSIX_PBA, 8), 0);
+	/* the function's mask-all holds it the same way */
+	pci_bus_write(&bus, 0, DEVFN, t.msix_cap + 2, 2, PCI_MSIX_ENABLE | PCI_MSIX_MASKALL);
+	virtio_pci_config_changed(&t);
+	assert_int_equal(msis, 1);
+	pci_bus_write(&bus, 0, DEVFN, t.msix_cap + 2, 2, PCI_MSIX_ENABLE);
+	assert_int_equal(msis, 2);
+	/* NO_VECTOR: nothing at all */
+	wr(VIRTIO_COMMON_MSIX, 2, VIRTIO_NO_VECTOR);
+	virtio_pci_config_changed(&t);
+	assert_int_equal(msis, 2);
+	/* widths: dword or qword, aligned; the pending bits read-only */
+	uint64_t bad = t.bad_accesses;
+	virtio_pci_msix_write(&t, 2 * 16 + 8, 2, 0x1111);
+	virtio_pci_msix_write(&t, 2 * 16 + 6, 4, 0x1111);
+	virtio_pci_msix_write(&t, VIRTIO_PCI_MSIX_PBA, 8, ~0ull);
+	assert_int_equal(virtio_pci_msix_read(&t, 2 * 16 + 8, 4), 0x4041);
+	assert_int_equal(virtio_pci_msix_read(&t, 3 * 16, 4), 0);   /* beyond the table */
+	assert_int_equal(t.bad_accesses, bad + 3);
+}
+
 /* The PCI_CFG capability: BAR 4 through configuration space. */
 static void test_pci_cfg_window(void **state)
 {
@@ -331,6 +416,10 @@ static void test_hostile_accesses(void **state)
 		if ((x >> 32) % 16 == 0)
 			pci_bus_write(&bus, 0, DEVFN, (unsigned)(x >> 44) % 256, sizes[(x >> 52) % 3],
 				      (uint32_t)v);
+		else if ((x >> 32) % 16 == 1)
+			virtio_pci_msix_write(&t, off % VIRTIO_PCI_MSIX_BAR_SIZE, size, v);
+		else if ((x >> 32) % 16 == 2)
+			(void)virtio_pci_msix_read(&t, off % VIRTIO_PCI_MSIX_BAR_SIZE, size);
 		else if (x & 1)
 			wr(off, size, v);
 		else
@@ -355,6 +444,7 @@ int main(void)
 		cmocka_unit_test_setup(test_queues_and_doorbells, setup),
 		cmocka_unit_test_setup(test_bad_rings_need_reset, setup),
 		cmocka_unit_test_setup(test_isr_config_and_bad_widths, setup),
+		cmocka_unit_test_setup(test_intx_and_msix, setup),
 		cmocka_unit_test_setup(test_pci_cfg_window, setup),
 		cmocka_unit_test_setup(test_hostile_accesses, setup),
 	};

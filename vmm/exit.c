@@ -4,6 +4,7 @@
 #include "core/cpu.h"
 #include "lib/printf.h"
 #include "vmm/exit_cost.h"
+#include "vmm/platform.h"
 #include "vmm/vcpu_exit.h"
 
 /* LP_HC_TIMER expiry: the vector becomes a pending virtual interrupt. */
@@ -156,5 +157,6 @@ void exit_print_stats(struct vm *vm)
 			"sent %lu)\n", i, t, share, v->ipis.sent, v->ipis.received, v->ipis.sent_light);
 	}
 	guest_clock_print_stats(vm);
+	platform_print_stats(vm);
 	exit_cost_print(vm);
 }

@@ -86,7 +86,7 @@ static void report_ignored(const struct boot_info *bi)
 /* What a description names: its kernel, initrd and modules = entries,
  * each resolved to a boot module (-1: not given). */
 struct named_modules {
-	int kernel, initrd;
+	int kernel, initrd, disk;
 	int mods[VMCONFIG_MODULES_MAX];
 };
 
@@ -94,6 +94,7 @@ static void resolve(const struct boot_info *bi, const struct vmconfig *c, struct
 {
 	n->kernel = find_module(bi, c->kernel);
 	n->initrd = c->initrd[0] ? find_module(bi, c->initrd) : -1;
+	n->disk = c->disk[0] ? find_module(bi, c->disk) : -1;
 	for (unsigned j = 0; j < c->nr_modules; j++)
 		n->mods[j] = find_module(bi, c->modules[j].name);
 }
@@ -130,7 +131,8 @@ static int config_spec(const struct boot_info *bi, unsigned i, unsigned id,
 	struct named_modules n;
 	resolve(bi, c, &n);
 	if (refuse_module(id, i, c->kernel, n.kernel, "its kernel", is_config) ||
-	    (c->initrd[0] && refuse_module(id, i, c->initrd, n.initrd, "its initrd", is_config)))
+	    (c->initrd[0] && refuse_module(id, i, c->initrd, n.initrd, "its initrd", is_config)) ||
+	    (c->disk[0] && refuse_module(id, i, c->disk, n.disk, "its disk", is_config)))
 		return -1;
 	for (unsigned j = 0; j < c->nr_modules; j++)
 		if (refuse_module(id, i, c->modules[j].name, n.mods[j], "a module", is_config))
@@ -160,6 +162,23 @@ static int config_spec(const struct boot_info *bi, unsigned i, unsigned id,
 		const struct boot_module *mm = &bi->modules[n.mods[j]];
 		spec->modules[spec->nr_modules++] = (struct mb_module){
 			c->modules[j].string, module_data(mm), mm->end - mm->start };
+	}
+	if (n.disk >= 0) {
+		const struct boot_module *dm = &bi->modules[n.disk];
+		spec->disk_name = c->disk;
+		spec->disk = module_data(dm);
+		spec->disk_size = dm->end - dm->start;
+		spec->disk_ro = c->disk_ro;
+		if (!spec->disk_size || spec->disk_size % 512) {
+			kprintf("lightpath: vm%u: %s: disk '%s' is %lu bytes, not a whole number of "
+				"512-byte sectors\n", id, names[i], c->disk, spec->disk_size);
+			return -1;
+		}
+		if (c->cpus > 1) {
+			kprintf("lightpath: vm%u: %s: a disk is for VMs of one vCPU yet (cpus = %u)\n",
+				id, names[i], c->cpus);
+			return -1;
+		}
 	}
 	spec->mem_mb = c->memory_mb;
 	spec->has_timeout = c->has_timeout;
@@ -318,10 +337,10 @@ void guests_run_all(const struct boot_info *bi, const struct lp_options *opt,
 		struct named_modules n;
 		resolve(bi, &configs[i], &n);
 		/* descriptions are never taken over by another (config_spec says why) */
-		int all[2 + VMCONFIG_MODULES_MAX] = { n.kernel, n.initrd };
+		int all[3 + VMCONFIG_MODULES_MAX] = { n.kernel, n.initrd, n.disk };
 		for (unsigned j = 0; j < configs[i].nr_modules; j++)
-			all[2 + j] = n.mods[j];
-		for (unsigned j = 0; j < 2 + configs[i].nr_modules; j++)
+			all[3 + j] = n.mods[j];
+		for (unsigned j = 0; j < 3 + configs[i].nr_modules; j++)
 			if (all[j] >= 0 && !is_config[all[j]])
 				named[all[j]] = true;
 	}

@@ -20,6 +20,7 @@
 #include "dev/postcode.h"
 #include "dev/rtc.h"
 #include "dev/uart16550.h"
+#include "dev/virtio_blk.h"
 #include "lib/string.h"
 #include "vmm/exit.h"
 #include "vmm/guest_clock.h"
@@ -52,6 +53,14 @@ struct dev_host {
 	struct acpi_pm acpi_pm;
 	struct hpet hpet;
 	struct vm_timer console_timer;
+	/* disk = (issue 15): a virtio-blk function on the PCI bus, its image
+	 * (a private copy when writable), its guest memory and its two MMIO
+	 * ranges (vm->mmio indices: BAR 4, BAR 1) */
+	struct virtio_blk blk;
+	uint8_t *disk_copy;
+	struct vq_guest_mem guest_mem;
+	unsigned blk_mmio[2];
+	uint64_t msi_dropped;       /* MSI-X messages outside the APICs' window */
 	/* host console input the guest's UART could not take yet (a ring) */
 	uint8_t console_backlog[CONSOLE_BACKLOG];
 	unsigned console_backlog_head, console_backlog_len;
@@ -59,6 +68,8 @@ struct dev_host {
 _Static_assert(__builtin_offsetof(struct dev_host, head) == 0, "dev_host_vm() reads the head");
 
 #define PLATFORM_BYTES ((sizeof(struct dev_host) + 0xfffull) & ~0xfffull)
+
+#define DISK_BYTES(vm) (((vm)->disk_size + 0xfffull) & ~0xfffull)
 
 bool platform_alloc(struct vm *vm)
 {
@@ -68,11 +79,20 @@ bool platform_alloc(struct vm *vm)
 	memset(pc, 0, sizeof(*pc));
 	pc->head.vm = vm;
 	vm->pc = pc;
+	/* a writable disk is the VM's own copy: the module may serve other VMs */
+	if (vm->disk && !vm->disk_ro) {
+		pc->disk_copy = (uint8_t *)(uintptr_t)pmem_alloc(DISK_BYTES(vm), 4096);
+		if (!pc->disk_copy)
+			return false;
+		memcpy(pc->disk_copy, vm->disk, vm->disk_size);
+	}
 	return true;
 }
 
 void platform_free(struct vm *vm)
 {
+	if (vm->pc && vm->pc->disk_copy)
+		pmem_free((uint64_t)(uintptr_t)vm->pc->disk_copy, DISK_BYTES(vm));
 	if (vm->pc)
 		pmem_free((uint64_t)(uintptr_t)vm->pc, PLATFORM_BYTES);
 	vm->pc = 0;
@@ -389,6 +409,138 @@ static void platform_light_shared(struct vm *vm)
 	}
 }
 
+/* ---- disk = : virtio-blk at 00:03.0 (issue 15, docs/VIRTIO.md) ---- */
+
+#define BLK_DEVFN      PCI_DEVFN(3, 0)
+#define BLK_BAR4_GPA   0xfe000000ull   /* in the MMIO hole, as firmware would place it */
+#define BLK_BAR1_GPA   0xfe004000ull
+#define BLK_INTX_GSI   11u
+
+/* The virtqueues reach the VM's RAM, every range checked (gpa_to_host). */
+static bool guest_in_ram(void *ctx, uint64_t gpa, uint64_t len)
+{
+	return gpa_to_host(ctx, gpa, len) != 0;
+}
+
+static int guest_read(void *ctx, uint64_t gpa, void *dst, size_t len)
+{
+	const void *p = gpa_to_host(ctx, gpa, len);
+	if (!p)
+		return -1;
+	memcpy(dst, p, len);
+	return 0;
+}
+
+static int guest_write(void *ctx, uint64_t gpa, const void *src, size_t len)
+{
+	void *p = gpa_to_host(ctx, gpa, len);
+	if (!p)
+		return -1;
+	memcpy(p, src, len);
+	return 0;
+}
+
+static struct dev_host *blk_host(struct virtio_pci *t)
+{
+	return (struct dev_host *)((char *)t - __builtin_offsetof(struct dev_host, blk.t));
+}
+
+static int blk_bar_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
+			bool is_write, void *opaque)
+{
+	struct virtio_pci *t = opaque;
+	(void)vcpu;
+	bool msix = addr - pci_func_bar_addr(&t->pci, VIRTIO_PCI_MSIX_BAR) < VIRTIO_PCI_MSIX_BAR_SIZE &&
+		    pci_func_bar_addr(&t->pci, VIRTIO_PCI_MSIX_BAR);
+	uint64_t off = addr - pci_func_bar_addr(&t->pci, msix ? VIRTIO_PCI_MSIX_BAR : VIRTIO_PCI_BAR);
+	if (is_write)
+		(msix ? virtio_pci_msix_write : virtio_pci_write)(t, off, size, *data);
+	else
+		*data = (msix ? virtio_pci_msix_read : virtio_pci_read)(t, off, size);
+	return IO_OK;
+}
+
+/* What a BAR decodes moved: its MMIO range follows (length 0: nowhere). */
+static void blk_bar_moved(struct pci_func *f, unsigned bar, uint64_t addr, bool enabled)
+{
+	struct dev_host *pc = blk_host((struct virtio_pci *)f);
+	struct vm *vm = pc->head.vm;
+	unsigned i = bar == VIRTIO_PCI_BAR ? 0 : 1;
+	/* a BAR moved onto the VM's RAM (or past 2^64) decodes nothing there:
+	 * RAM answers those addresses without an exit anyway */
+	bool usable = addr >= vm->mem_size && addr + f->bar_size[bar] > addr;
+	vm->mmio[pc->blk_mmio[i]].base = usable ? addr : vm->mem_size;
+	vm->mmio[pc->blk_mmio[i]].len = enabled && usable ? f->bar_size[bar] : 0;
+}
+
+/* An MSI-X message: a write to the local APICs' window (address 0xFEEx_xxxx:
+ * destination in bits 19:12, logical in bit 2; data: vector, delivery mode)
+ * is an interrupt message on the VM's APIC bus. */
+static void blk_msi(struct virtio_pci *t, uint64_t addr, uint32_t data)
+{
+	struct dev_host *pc = blk_host(t);
+	unsigned dm = (data >> 8) & 7;
+	if ((addr >> 20) != 0xfee || (dm != LAPIC_DM_FIXED && dm != LAPIC_DM_LOWEST &&
+				      dm != LAPIC_DM_NMI)) {
+		pc->msi_dropped++;   /* a PCI write nobody decodes, or a mode a device may not send */
+		return;
+	}
+	struct apic_msg m = {
+		.dest = (uint32_t)(addr >> 12) & 0xff, .vector = (uint8_t)data,
+		.delivery_mode = (uint8_t)dm, .shorthand = LAPIC_SH_NONE, .logical = addr & 4,
+	};
+	apic_bus_send(pc, 0, &m);
+}
+
+static void blk_intx(struct virtio_pci *t, bool level)
+{
+	struct irq_line l = pc_line(blk_host(t), BLK_INTX_GSI);
+	irq_line_set(&l, level);
+}
+
+void platform_print_stats(struct vm *vm)
+{
+	const struct dev_host *pc = vm->pc;
+	if (!vm->disk || !pc)
+		return;
+	const struct virtio_blk *b = &pc->blk;
+	kprintf("  disk: %lu reads (%lu KiB), %lu writes (%lu KiB), %lu flushes; refused: %lu outside "
+		"the image, %lu malformed, %lu writes to a read-only disk, %lu unsupported, %lu broken "
+		"rings; %lu device resets, %lu undefined register accesses, %lu MSI-X messages "
+		"dropped\n", b->stats.reads, b->stats.bytes_read >> 10, b->stats.writes,
+		b->stats.bytes_written >> 10, b->stats.flushes, b->stats.out_of_range,
+		b->stats.bad_requests, b->stats.ro_writes, b->stats.unsupported, b->stats.queue_errors,
+		b->t.resets, b->t.bad_accesses, pc->msi_dropped);
+}
+
+static void create_disk(struct vm *vm, struct dev_host *pc)
+{
+	pc->guest_mem = (struct vq_guest_mem){ vm, guest_in_ram, guest_read, guest_write };
+	uint8_t *image = pc->disk_copy ? pc->disk_copy : (uint8_t *)(uintptr_t)vm->disk;
+	if (virtio_blk_init(&pc->blk, BLK_DEVFN, image, vm->disk_size, vm->disk_ro, "lightpath-vda",
+			   &pc->guest_mem) || pci_bus_add(&pc->pci.bus, &pc->blk.t.pci))
+		panic("vm%u: cannot create its disk", vm->id);
+	struct virtio_pci *t = &pc->blk.t;
+	struct pci_func *f = &t->pci;
+	t->msi = blk_msi;
+	t->intx = blk_intx;
+	for (unsigned i = 0; i < 2; i++) {   /* placed (and sized) by blk_bar_moved */
+		struct io_range r = { .base = vm->mem_size, .len = 0, .fn = blk_bar_mmio, .opaque = t,
+				      .light = false, .name = "virtio-blk" };
+		add_mmio(vm, &r);
+		pc->blk_mmio[i] = vm->nr_mmio - 1;
+	}
+	f->bar_moved = blk_bar_moved;
+	/* as firmware leaves it: BARs placed, memory decode and bus mastering
+	 * on, INTA# routed to GSI 11 */
+	pci_bus_write(&pc->pci.bus, 0, BLK_DEVFN, PCI_BAR0 + 4 * VIRTIO_PCI_BAR, 4, (uint32_t)BLK_BAR4_GPA);
+	pci_bus_write(&pc->pci.bus, 0, BLK_DEVFN, PCI_BAR0 + 4 * VIRTIO_PCI_BAR + 4, 4, 0);
+	pci_bus_write(&pc->pci.bus, 0, BLK_DEVFN, PCI_BAR0 + 4 * VIRTIO_PCI_MSIX_BAR, 4,
+		      (uint32_t)BLK_BAR1_GPA);
+	pci_bus_write(&pc->pci.bus, 0, BLK_DEVFN, PCI_INTR_LINE, 1, BLK_INTX_GSI);
+	pci_bus_write(&pc->pci.bus, 0, BLK_DEVFN, PCI_COMMAND, 2, PCI_CMD_MEM | PCI_CMD_MASTER);
+}
+
 void platform_create(struct vm *vm)
 {
 	struct dev_host *pc = vm->pc;
@@ -453,7 +605,7 @@ void platform_create(struct vm *vm)
 
 	/* The MMIO lookup scans the ranges in this order: the local APIC's page
 	 * first (an xAPIC guest's EOI, its most frequent MMIO access), then the
-	 * I/O APIC and the HPET, the bench's test device last. */
+	 * I/O APIC and the HPET, the bench's test device, a disk's BARs last. */
 	lapic_range(&v->lapic, &r[0]);
 	r[0].fn = vm->nr_vcpus > 1 ? lapic_mmio_shared : apic_mmio_checked;
 	add_mmio(vm, &r[0]);
@@ -467,6 +619,8 @@ void platform_create(struct vm *vm)
 	add_mmio(vm, &r[0]);
 	mmio_test_range(&pc->mmio_test, &r[0]);
 	add_mmio(vm, &r[0]);
+	if (vm->disk)   /* its BARs after every fixed range */
+		create_disk(vm, pc);
 	if (vm->nr_vcpus > 1)
 		platform_light_shared(vm);
 

@@ -20,6 +20,8 @@ void platform_free(struct vm *vm);
 void platform_create(struct vm *vm);
 /* Starts polling the host console for input (a periodic VM timer). */
 void platform_start(struct vm *vm);
+/* The devices' lines of the VM's exit statistics (a disk's requests). */
+void platform_print_stats(struct vm *vm);
 
 /* Whether any interrupt is requested at all (LP_HC_RAISE_IRQ/LP_HC_TIMER,
  * the local APIC's IRR unless the CPU delivers those itself, an unmasked

@@ -748,6 +748,9 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	vm->cmdline = spec->cmdline;
 	vm->opt = opt;
 	vm->unclaimed_stop = spec->has_unclaimed ? spec->unclaimed_stop : !opt->unclaimed_pc;
+	vm->disk = spec->disk;
+	vm->disk_size = spec->disk_size;
+	vm->disk_ro = spec->disk_ro;
 	vm->mem_hpa = mem_hpa;
 	vm->mem_size = mem;
 	struct vcpu *v = vm->vcpu;

@@ -169,6 +169,9 @@ struct vm {
 	uint64_t mtrr_def_type;
 	uint64_t nb_cfg;            /* AMD NB_CFG, remembered only */
 	bool unclaimed_stop;        /* unclaimed=stop: an access nobody claims stops the VM */
+	const uint8_t *disk;        /* disk =: the module's image (virtio-blk), or 0 */
+	uint64_t disk_size;
+	bool disk_ro;
 
 	/* the PC: devices, their interrupt wiring, console input (vmm/platform.c);
 	 * its devices see it as their struct dev_host, and nothing else of the VM */
@@ -321,6 +324,10 @@ struct vm_spec {
 	const char *cmdline;
 	const uint8_t *initrd;     /* Linux only: a multiboot kernel gets modules[] */
 	uint64_t initrd_size;
+	const char *disk_name;     /* a description's disk =: a virtio-blk disk, or none */
+	const uint8_t *disk;
+	uint64_t disk_size;        /* a non-zero multiple of 512 */
+	bool disk_ro;
 	struct mb_module modules[MB_MAX_MODULES];   /* multiboot kernels: in this order */
 	unsigned nr_modules;
 	unsigned mem_mb;

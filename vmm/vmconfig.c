@@ -18,6 +18,7 @@ enum key_kind {
 	KEY_PCPUS,
 	KEY_SECONDS,  /* the time limit */
 	KEY_UNCLAIMED, /* pc | stop */
+	KEY_DISK,     /* module[,ro|,rw] */
 	KEY_MODULE_LIST, /* "name args", name, ...: parsed from the raw line */
 };
 
@@ -41,6 +42,7 @@ static const struct key_desc key_table[] = {
 	{ "pcpus", KEY_PCPUS, offsetof(struct vmconfig, pcpus), 0 },
 	{ "timeout", KEY_SECONDS, offsetof(struct vmconfig, timeout_s), 0 },
 	{ "unclaimed", KEY_UNCLAIMED, offsetof(struct vmconfig, unclaimed_stop), 0 },
+	STR(disk, KEY_DISK),
 };
 
 #define KEY_COUNT (sizeof(key_table) / sizeof(key_table[0]))
@@ -229,6 +231,34 @@ static int apply(struct vmconfig *out, const struct key_desc *d, const char *v, 
 		*(bool *)field = word_is(v, n, "stop");
 		out->has_unclaimed = true;
 		return 0;
+	case KEY_DISK: {
+		size_t name_n = 0;
+		while (name_n < n && v[name_n] != ',')
+			name_n++;
+		const char *opt = v + name_n + 1;
+		size_t opt_n = name_n < n ? n - name_n - 1 : 0;
+		if (!name_n || (name_n < n && !word_is(opt, opt_n, "ro") && !word_is(opt, opt_n, "rw"))) {
+			snprintf(err, errlen, ":%u: disk = %s: use a module name, then ,ro or ,rw if "
+				 "you like", line, quote(q, v, n));
+			return -1;
+		}
+		for (size_t i = 0; i < name_n; i++) {
+			if (is_blank(v[i])) {
+				snprintf(err, errlen, ":%u: disk = '%s': a module name has no blanks",
+					 line, quote(q, v, name_n));
+				return -1;
+			}
+		}
+		if (name_n >= d->size) {
+			snprintf(err, errlen, ":%u: the value of 'disk' is too long (%zu characters, at "
+				 "most %zu)", line, name_n, d->size - 1);
+			return -1;
+		}
+		memcpy(field, v, name_n);
+		field[name_n] = '\0';
+		out->disk_ro = name_n < n && word_is(opt, opt_n, "ro");
+		return 0;
+	}
 	case KEY_MODULE_LIST:
 		break;   /* parse_module_list() */
 	}

@@ -12,6 +12,8 @@
  *   pcpus   = 2                            # host CPUs to pin them to, optional
  *   timeout = 30                           # seconds, 0..86400; 0 = no limit
  *   unclaimed = stop                       # pc (default) | stop: see README
+ *   disk    = rootfs.img,ro                # module basename: a virtio-blk disk, optional;
+ *                                          # ,ro read-only, ,rw (default) changes kept in RAM
  *
  * The first line must be exactly `# lightpath vm` (trailing blanks and a CR
  * allowed): it is how lightpath tells a config module from a kernel image.
@@ -21,7 +23,7 @@
  * line or at a `#` that follows a blank (a trailing comment). Each key at
  * most once; keys are lower case.
  *
- * kernel, initrd and modules name other modules of the same boot by the
+ * kernel, initrd, modules and disk name other modules of the same boot by the
  * basename of their path (`kernel = vmlinuz` matches the module
  * `build/linux/vmlinuz`); lightpath does not start those modules as VMs of
  * their own.
@@ -74,6 +76,8 @@ struct vmconfig {
 	unsigned timeout_s;  /* the VM's time limit in seconds, 0 = none */
 	bool has_unclaimed;  /* an `unclaimed =` line was given: it overrides unclaimed= */
 	bool unclaimed_stop; /* stop the VM at an access nobody claims */
+	char disk[128];      /* "" = no disk */
+	bool disk_ro;
 };
 
 /* Does this module start with the line "# lightpath vm"? Cheap enough to

@@ -595,6 +595,7 @@ def all_tests():
     t.append((1, "vmx-timeout-config-sti-spin", t_timeout("config-sti-spin", "sti-spin", "config")))
     t.append((1, "vmx-timeout-option-spin", t_timeout("option-spin", "spin", "option")))
     t.append((1, "vmx-multiboot-modules-32", t_mb_modules))
+    t.append((1, "vmx-virtio-rw", itest.t_virtio(False, BochsBoot, "vmx-virtio")))
     label, segs, reason = itest.BAD_SEGMENTS[2]
     t.append((1, "vmx-bad-segment-" + label, itest.t_bad_segment(label, segs, reason,
                                                                  boot_cls=BochsBoot)))

@@ -171,15 +171,15 @@ static void test_unknown_key(void **state)
 {
 	(void)state;
 	expect_error(MAGIC "kernel = vmlinuz\nfoo = 1\n",
-		     ":3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed)");
+		     ":3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed disk)");
 	expect_error(MAGIC "Kernel = vmlinuz\n",
-		     ":2: unknown key 'Kernel' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed)");
+		     ":2: unknown key 'Kernel' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed disk)");
 	expect_error(MAGIC "kernel = vmlinuz\nmem = 64\n",
-		     ":3: unknown key 'mem' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed)");
+		     ":3: unknown key 'mem' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed disk)");
 	/* a long key is cut in the message */
 	expect_error(MAGIC "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa = 1\n",
 		     ":2: unknown key 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...' "
-		     "(accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed)");
+		     "(accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed disk)");
 }
 
 static void test_missing_equals(void **state)
@@ -308,6 +308,32 @@ static void test_unclaimed(void **state)
 	expect_error(MAGIC "kernel = k\nunclaimed =\n", ":3: unclaimed = : use pc or stop");
 	expect_error(MAGIC "unclaimed = pc\nkernel = k\nunclaimed = stop\n",
 		     ":4: duplicate key 'unclaimed' (already set on line 2)");
+}
+
+static void test_disk(void **state)
+{
+	(void)state;
+	assert_int_equal(parse(MAGIC "kernel = k\n"), 0);
+	assert_string_equal(cfg.disk, "");
+	assert_int_equal(parse(MAGIC "kernel = k\ndisk = rootfs.img\n"), 0);
+	assert_string_equal(cfg.disk, "rootfs.img");
+	assert_false(cfg.disk_ro);
+	assert_int_equal(parse(MAGIC "kernel = k\ndisk = rootfs.img,ro  # shared\n"), 0);
+	assert_string_equal(cfg.disk, "rootfs.img");
+	assert_true(cfg.disk_ro);
+	assert_int_equal(parse(MAGIC "kernel = k\ndisk = \"a.img,rw\"\n"), 0);
+	assert_string_equal(cfg.disk, "a.img");
+	assert_false(cfg.disk_ro);
+	expect_error(MAGIC "kernel = k\ndisk = a.img,RO\n",
+		     ":3: disk = a.img,RO: use a module name, then ,ro or ,rw if you like");
+	expect_error(MAGIC "kernel = k\ndisk = a.img,\n",
+		     ":3: disk = a.img,: use a module name, then ,ro or ,rw if you like");
+	expect_error(MAGIC "kernel = k\ndisk = ,ro\n",
+		     ":3: disk = ,ro: use a module name, then ,ro or ,rw if you like");
+	expect_error(MAGIC "kernel = k\ndisk = \"a b.img\"\n",
+		     ":3: disk = 'a b.img': a module name has no blanks");
+	expect_error(MAGIC "kernel = k\ndisk = a.img,ro,ro\n",
+		     ":3: disk = a.img,ro,ro: use a module name, then ,ro or ,rw if you like");
 }
 
 /* modules = "name args", name, ...: each entry is a module's string, its
@@ -478,10 +504,10 @@ static void test_error_prefix_and_truncation(void **state)
 	(void)state;
 	char line[300];
 	expect_error(MAGIC "kernel = k\nfoo = 1\n",
-		     ":3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed)");
+		     ":3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed disk)");
 	snprintf(line, sizeof(line), "linux.cfg%s", err);
 	assert_string_equal(line,
-			    "linux.cfg:3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed)");
+			    "linux.cfg:3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed disk)");
 	/* a short err buffer gets a cut, NUL-terminated line */
 	char small[8];
 	memset(small, 'x', sizeof(small));
@@ -509,6 +535,7 @@ int main(void)
 		cmocka_unit_test(test_pcpus),
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_unclaimed),
+		cmocka_unit_test(test_disk),
 		cmocka_unit_test(test_modules),
 		cmocka_unit_test(test_modules_errors),
 		cmocka_unit_test(test_too_long),

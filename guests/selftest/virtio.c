@@ -1,0 +1,313 @@
+/* virtio: the disk a VM description's `disk =` gives (issue 15), found and
+ * driven the way a virtio 1.x driver does it, flat 32-bit:
+ *  - PCI mechanism #1: the host bridge at 00.0, virtio-blk (1af4:1042) at
+ *    00:03.0 with its BARs placed and memory decode on, as firmware leaves
+ *    them; the vendor capabilities and MSI-X found by walking the list;
+ *  - reset, ACKNOWLEDGE, DRIVER, VERSION_1 (and RO where offered),
+ *    FEATURES_OK, one queue in guest memory, DRIVER_OK;
+ *  - the capacity; reads checked against the image the test made (sector
+ *    s byte i is (s * 31 + i * 7 + 0x5a) & 0xff); a write and its read-back
+ *    (on a read-only disk: IOERR, the sector unchanged); a read at the
+ *    capacity: IOERR; GET_ID;
+ *  - MSI-X: the queue's vector through the APIC, one interrupt per request;
+ *  - a hostile ring: a buffer outside RAM (given back empty), then a
+ *    descriptor linked to itself (the device needs a reset), a reset, and
+ *    a healthy read after it.
+ * Arguments: sectors=N (the image's), ro=1 for a read-only disk. */
+#include "guests/rt/rt.h"
+
+#define BLK_DEVFN    ((3u << 3) | 0)
+#define QSIZE        8u
+#define SECTOR       512u
+#define VEC_BLK      0x60u
+
+/* common configuration */
+#define C_DFSELECT 0x00
+#define C_DF       0x04
+#define C_GFSELECT 0x08
+#define C_GF       0x0c
+#define C_STATUS   0x14
+#define C_QSELECT  0x16
+#define C_QSIZE    0x18
+#define C_QMSIX    0x1a
+#define C_QENABLE  0x1c
+#define C_QNOFF    0x1e
+#define C_QDESC    0x20
+#define C_QDRIVER  0x28
+#define C_QDEVICE  0x30
+
+struct desc { uint64_t addr; uint32_t len; uint16_t flags, next; };
+struct avail { uint16_t flags, idx, ring[QSIZE], used_event; };
+struct used_elem { uint32_t id, len; };
+struct used { uint16_t flags, idx; struct used_elem ring[QSIZE]; uint16_t avail_event; };
+
+static struct desc descs[QSIZE] __attribute__((aligned(16)));
+static struct avail avail __attribute__((aligned(2)));
+static struct used used __attribute__((aligned(4)));
+static struct { uint32_t type, reserved; uint64_t sector; } hdr;
+static uint8_t data[4 * SECTOR];
+static volatile uint8_t status;
+static volatile unsigned irqs;
+
+static uintptr_t common, notify, isr, devcfg, msix_table;
+static unsigned notify_mult, msix_cap;
+static uint16_t next_avail, seen_used;
+
+/* ---- PCI configuration space (mechanism #1) ---- */
+
+static uint32_t cfg_rd(unsigned devfn, unsigned off, unsigned size)
+{
+	outl(0xcf8, 0x80000000u | devfn << 8 | (off & 0xfc));
+	if (size == 4)
+		return inl(0xcfc);
+	if (size == 2)
+		return inw(0xcfc + (off & 2));
+	return inb(0xcfc + (off & 3));
+}
+
+static void cfg_wr(unsigned devfn, unsigned off, unsigned size, uint32_t v)
+{
+	outl(0xcf8, 0x80000000u | devfn << 8 | (off & 0xfc));
+	if (size == 4)
+		outl(0xcfc, v);
+	else if (size == 2)
+		outw(0xcfc + (off & 2), (uint16_t)v);
+	else
+		outb(0xcfc + (off & 3), (uint8_t)v);
+}
+
+static uint8_t r8(uintptr_t a) { return *(volatile uint8_t *)a; }
+static uint16_t r16(uintptr_t a) { return *(volatile uint16_t *)a; }
+static uint32_t r32(uintptr_t a) { return *(volatile uint32_t *)a; }
+static void w8(uintptr_t a, uint8_t v) { *(volatile uint8_t *)a = v; }
+static void w16(uintptr_t a, uint16_t v) { *(volatile uint16_t *)a = v; }
+static void w32(uintptr_t a, uint32_t v) { *(volatile uint32_t *)a = v; }
+
+static uint8_t pattern(uint64_t sector, unsigned i)
+{
+	return (uint8_t)(sector * 31 + i * 7 + 0x5a);
+}
+
+/* what the write puts in its sector */
+static uint8_t flipped(uint64_t sector, unsigned i)
+{
+	return (uint8_t)(pattern(sector, i) ^ 0xffu);
+}
+
+/* ---- the device ---- */
+
+static void on_blk(struct rt_frame *f)
+{
+	(void)f;
+	irqs++;
+	w32(RT_LAPIC + 0xb0, 0);   /* EOI (xAPIC) */
+}
+
+/* Finds the vendor capabilities and MSI-X; false if one is missing. */
+static bool walk_caps(uintptr_t bar4)
+{
+	unsigned found = 0;
+	for (unsigned p = cfg_rd(BLK_DEVFN, 0x34, 1), n = 0; p && n < 48; p = cfg_rd(BLK_DEVFN, p + 1, 1), n++) {
+		unsigned id = cfg_rd(BLK_DEVFN, p, 1);
+		if (id == 0x11) {
+			msix_cap = p;
+			found |= 1u << 6;
+			continue;
+		}
+		if (id != 0x09 || cfg_rd(BLK_DEVFN, p + 4, 1) != 4)
+			continue;
+		unsigned type = cfg_rd(BLK_DEVFN, p + 3, 1);
+		uintptr_t at = bar4 + cfg_rd(BLK_DEVFN, p + 8, 4);
+		if (type == 1)
+			common = at;
+		else if (type == 2) {
+			notify = at;
+			notify_mult = cfg_rd(BLK_DEVFN, p + 16, 4);
+		} else if (type == 3)
+			isr = at;
+		else if (type == 4)
+			devcfg = at;
+		found |= 1u << type;
+	}
+	return (found & 0x5e) == 0x5e;
+}
+
+static void queue_setup(void)
+{
+	w16(common + C_QSELECT, 0);
+	w16(common + C_QSIZE, QSIZE);
+	w32(common + C_QDESC, (uint32_t)(uintptr_t)descs);
+	w32(common + C_QDESC + 4, 0);
+	w32(common + C_QDRIVER, (uint32_t)(uintptr_t)&avail);
+	w32(common + C_QDRIVER + 4, 0);
+	w32(common + C_QDEVICE, (uint32_t)(uintptr_t)&used);
+	w32(common + C_QDEVICE + 4, 0);
+	w16(common + C_QENABLE, 1);
+}
+
+/* Reset and bring the device up with `features` word 0; returns the status
+ * read back after FEATURES_OK. */
+static uint8_t device_init(uint32_t features)
+{
+	w8(common + C_STATUS, 0);
+	memset(descs, 0, sizeof(descs));
+	memset(&avail, 0, sizeof(avail));
+	memset(&used, 0, sizeof(used));
+	next_avail = seen_used = 0;
+	w8(common + C_STATUS, 1);
+	w8(common + C_STATUS, 3);
+	w32(common + C_GFSELECT, 0);
+	w32(common + C_GF, features);
+	w32(common + C_GFSELECT, 1);
+	w32(common + C_GF, 1);   /* VERSION_1 */
+	w8(common + C_STATUS, 0x0b);
+	uint8_t st = r8(common + C_STATUS);
+	queue_setup();
+	w8(common + C_STATUS, 0x0f);
+	return st;
+}
+
+/* One request of up to three buffers: header, data (`len` bytes, device
+ * writable for IN), status. Returns the used length, or ~0 if the device
+ * gave nothing back. */
+static uint32_t request(uint32_t type, uint64_t sector, void *buf, uint32_t len, bool in)
+{
+	hdr.type = type;
+	hdr.reserved = 0;
+	hdr.sector = sector;
+	status = 0xee;
+	/* descriptors 0, 1 (the data, if any) and then the status, linked */
+	unsigned n = 0;
+	descs[n++] = (struct desc){ (uintptr_t)&hdr, sizeof(hdr), 1, 1 };
+	if (len) {
+		descs[n] = (struct desc){ (uintptr_t)buf, len, (uint16_t)(1 | (in ? 2 : 0)), 2 };
+		n++;
+	}
+	descs[n - 1].next = (uint16_t)n;
+	descs[n] = (struct desc){ (uintptr_t)&status, 1, 2, 0 };
+	avail.ring[next_avail % QSIZE] = 0;
+	asm volatile("" ::: "memory");
+	avail.idx = ++next_avail;
+	asm volatile("" ::: "memory");
+	w16(notify + 0 * notify_mult, 0);   /* queue 0's doorbell */
+	if (*(volatile uint16_t *)&used.idx == seen_used)
+		return ~0u;
+	uint32_t got = used.ring[seen_used % QSIZE].len;
+	seen_used++;
+	return got;
+}
+
+static bool pattern_ok(const uint8_t *p, uint64_t sector, unsigned sectors)
+{
+	for (unsigned s = 0; s < sectors; s++)
+		for (unsigned i = 0; i < SECTOR; i++)
+			if (p[s * SECTOR + i] != pattern(sector + s, i))
+				return false;
+	return true;
+}
+
+int guest_main(void)
+{
+	tap_begin("virtio");
+	uint64_t sectors = rt_arg_u64("sectors", 0);
+	bool ro = rt_arg_u64("ro", 0);
+
+	tap_eq(cfg_rd(0, 0, 4), 0x12378086u, "00.0 is the host bridge (8086:1237)");
+	tap_eq(cfg_rd(BLK_DEVFN, 0, 4), 0x10421af4u, "00:03.0 is virtio-blk (1af4:1042)");
+	tap_eq(cfg_rd(BLK_DEVFN, 8, 4) >> 8, 0x010000, "its class is mass storage");
+	unsigned others = 0;
+	for (unsigned dev = 1; dev < 32; dev++)
+		others += dev != 3 && cfg_rd(dev << 3, 0, 2) != 0xffff;
+	tap_eq(others, 0, "no other function on bus 0");
+	uint32_t bar4 = cfg_rd(BLK_DEVFN, 0x10 + 4 * 4, 4), bar4hi = cfg_rd(BLK_DEVFN, 0x14 + 4 * 4, 4);
+	tap_eq(bar4, 0xfe00000cu, "BAR 4 placed at 0xfe000000 (64-bit, prefetchable)");
+	tap_eq(bar4hi, 0, "BAR 4's upper half 0");
+	tap_eq(cfg_rd(BLK_DEVFN, 4, 2) & 6, 6, "memory decode and bus mastering on");
+	tap_eq(cfg_rd(BLK_DEVFN, 0x3c, 1), 11, "interrupt line 11 (INTA#)");
+	bool caps = walk_caps(bar4 & ~0xfu);
+	tap_ok(caps, caps, "true", "common, notify, ISR, device and MSI-X capabilities");
+	if (!caps)
+		return tap_end();
+	msix_table = cfg_rd(BLK_DEVFN, 0x14, 4) & ~0xfu;   /* BAR 1 */
+	tap_eq(msix_table, 0xfe004000u, "BAR 1 (the MSI-X table) placed at 0xfe004000");
+
+	/* negotiation */
+	w8(common + C_STATUS, 0);
+	tap_eq(r8(common + C_STATUS), 0, "status 0 after reset");
+	w32(common + C_DFSELECT, 1);
+	tap_eq(r32(common + C_DF) & 1, 1, "VERSION_1 offered");
+	w32(common + C_DFSELECT, 0);
+	uint32_t df = r32(common + C_DF);
+	tap_eq(!!(df & (1u << 5)), ro, "RO offered exactly when the disk is read-only");
+	tap_eq(device_init(df & (1u << 5)), 0x0b, "FEATURES_OK kept");
+	tap_eq(r16(common + C_QENABLE), 1, "queue 0 enabled");
+	uint64_t cap = r32(devcfg) | (uint64_t)r32(devcfg + 4) << 32;
+	tap_eq(cap, sectors, "capacity: the image's sectors");
+
+	/* reads, a write, the edges */
+	memset(data, 0, sizeof(data));
+	tap_eq(request(0, 1, data, 2 * SECTOR, true), 2 * SECTOR + 1, "read sectors 1-2: used length");
+	tap_eq(status, 0, "read: OK");
+	tap_ok(pattern_ok(data, 1, 2), data[0], "the image's bytes", "read: the image's data");
+	/* sector 3 as the image has it: a VM given the same image after one
+	 * that wrote it must not see that write */
+	memset(data, 0, sizeof(data));
+	request(0, 3, data, SECTOR, true);
+	tap_ok(pattern_ok(data, 3, 1), data[0], "the image's bytes",
+	       "sector 3 before the write: the image's, whatever another VM wrote");
+	for (unsigned i = 0; i < SECTOR; i++)
+		data[i] = flipped(3, i);
+	request(1, 3, data, SECTOR, false);
+	tap_eq(status, ro ? 1 : 0, ro ? "write on a read-only disk: IOERR" : "write sector 3: OK");
+	memset(data, 0, sizeof(data));
+	request(0, 3, data, SECTOR, true);
+	bool written = data[0] == flipped(3, 0) && data[511] == flipped(3, 511);
+	tap_ok(written != ro, data[0], ro ? "the old bytes" : "the bytes written",
+	       "sector 3 read back");
+	request(0, sectors, data, SECTOR, true);
+	tap_eq(status, 1, "read at the capacity: IOERR");
+	request(0, sectors - 1, data, 2 * SECTOR, true);
+	tap_eq(status, 1, "read across the end: IOERR");
+	memset(data, 0, 32);
+	tap_eq(request(8, 0, data, 20, true), 21, "GET_ID: 20 bytes and the status");
+	tap_ok(!memcmp(data, "lightpath-vda", 14), data[0], "lightpath-vda", "GET_ID: the serial");
+
+	/* MSI-X: entry 0 to this CPU's APIC, vector VEC_BLK; queue 0 on it */
+	rt_set_handler(VEC_BLK, on_blk);
+	w32(RT_LAPIC + 0xf0, 0x1ff);   /* the APIC enabled (SVR) */
+	uint32_t apic_id = r32(RT_LAPIC + 0x20) >> 24;
+	cfg_wr(BLK_DEVFN, msix_cap + 2, 2, 0x8000);
+	w32(msix_table + 0, 0xfee00000u | apic_id << 12);
+	w32(msix_table + 4, 0);
+	w32(msix_table + 8, VEC_BLK);
+	w32(msix_table + 12, 0);
+	w16(common + C_QSELECT, 0);
+	w16(common + C_QMSIX, 0);
+	tap_eq(r16(common + C_QMSIX), 0, "queue 0 mapped to MSI-X vector 0");
+	irqs = 0;
+	sti();
+	request(0, 0, data, SECTOR, true);
+	request(0, 4, data, SECTOR, true);
+	for (unsigned spin = 0; spin < 1000 && irqs < 2; spin++)
+		asm volatile("pause");
+	cli();
+	tap_eq(irqs, 2, "two requests, two MSI-X interrupts");
+	tap_ok(pattern_ok(data, 4, 1), data[0], "the image's bytes", "and the data read");
+
+	/* hostile: a buffer outside RAM, then a ring that loops */
+	status = 0xee;
+	tap_eq(request(0, 0, (void *)0xf0000000u, SECTOR, true), 0,
+	       "a buffer outside RAM: given back with nothing written");
+	tap_eq(status, 0xee, "and the status byte untouched");
+	descs[0] = (struct desc){ (uintptr_t)&hdr, sizeof(hdr), 1, 0 };   /* next = itself */
+	avail.ring[next_avail % QSIZE] = 0;
+	avail.idx = ++next_avail;
+	w16(notify, 0);
+	tap_eq(r8(common + C_STATUS) & 0x40, 0x40, "a looping chain: DEVICE_NEEDS_RESET");
+	tap_eq(device_init(df & (1u << 5)), 0x0b, "reset and up again");
+	memset(data, 0, sizeof(data));
+	request(0, 5, data, SECTOR, true);
+	tap_ok(status == 0 && pattern_ok(data, 5, 1), status, "OK and the image's bytes",
+	       "a healthy read after the reset");
+	return tap_end();
+}

@@ -87,7 +87,7 @@ bool vmconfig_is_config(const uint8_t *data, size_t len);
 /* Parses text[0..len) (need not be NUL-terminated) into *out, defaults
  * first. Returns 0, or -1 with one line (no newline) in err that starts with
  * ':' so that the caller only prepends the file name:
- *   ":3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed)"
+ *   ":3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed disk)"
  *   ":5: memory = 12: use an even number 16..3072 (MiB)"
  *   ":6: timeout = 1.5: use whole seconds 0..86400 (0 = no limit)"
  *   ":4: modules: missing closing '\"' in entry 2"

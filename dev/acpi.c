@@ -9,6 +9,14 @@ const uint8_t acpi_s5_aml[ACPI_S5_AML_LEN] = {
 	0x0a, ACPI_S5_SLP_TYP, 0x00, 0x00,
 };
 
+const uint8_t acpi_pci0_aml[ACPI_PCI0_AML_LEN] = {
+	0x10, 0x23, 0x5c, '_', 'S', 'B', '_',                 /* Scope (\_SB), 35 bytes */
+	0x5b, 0x82, 0x1b, 'P', 'C', 'I', '0',                 /* Device (PCI0), 27 bytes */
+	0x08, '_', 'H', 'I', 'D', 0x0c, 0x41, 0xd0, 0x0a, 0x03, /* Name (_HID, EisaId ("PNP0A03")) */
+	0x08, '_', 'U', 'I', 'D', 0x00,                       /* Name (_UID, Zero) */
+	0x08, '_', 'B', 'B', 'N', 0x00,                       /* Name (_BBN, Zero) */
+};
+
 #define HDR_LEN   36u
 #define FACS_LEN  64u
 #define FADT_LEN  276u  /* revision 6 */
@@ -203,10 +211,13 @@ int acpi_build(uint8_t *mem, uint64_t mem_gpa_base, size_t len, const struct acp
 
 	uint32_t dsdt = (uint32_t)(tb + off);
 	uint8_t *t = base + off;
-	header(t, "DSDT", HDR_LEN + ACPI_S5_AML_LEN, 2);
+	unsigned aml = ACPI_S5_AML_LEN + (cfg->pci_root ? ACPI_PCI0_AML_LEN : 0);
+	header(t, "DSDT", HDR_LEN + aml, 2);
 	memcpy(t + HDR_LEN, acpi_s5_aml, ACPI_S5_AML_LEN);
-	fix_checksum(t, HDR_LEN + ACPI_S5_AML_LEN, 9);
-	off = align_up(off + HDR_LEN + ACPI_S5_AML_LEN, 16);
+	if (cfg->pci_root)
+		memcpy(t + HDR_LEN + ACPI_S5_AML_LEN, acpi_pci0_aml, ACPI_PCI0_AML_LEN);
+	fix_checksum(t, HDR_LEN + aml, 9);
+	off = align_up(off + HDR_LEN + aml, 16);
 
 	uint32_t fadt = (uint32_t)(tb + off);
 	build_fadt(base + off, facs, dsdt);

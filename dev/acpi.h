@@ -37,6 +37,7 @@
 #define DEV_ACPI_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/limits.h"
@@ -56,12 +57,19 @@
 
 #define ACPI_S5_AML_LEN      15u
 extern const uint8_t acpi_s5_aml[ACPI_S5_AML_LEN];
+/* \_SB.PCI0, a PCI host bridge (PNP0A03, bus 0), for a VM with a PCI
+ * device: with ACPI an OS finds PCI root buses only in the namespace. No
+ * _CRS (the OS takes its default windows) and no _PRT (INTx routing: a
+ * device's MSI-X needs none). */
+#define ACPI_PCI0_AML_LEN    36u
+extern const uint8_t acpi_pci0_aml[ACPI_PCI0_AML_LEN];
 
 struct acpi_config {
 	uint64_t rsdp_gpa;      /* 16-byte aligned, within 0xE0000-0xFFFFF */
 	uint64_t tables_gpa;    /* where the other tables go (64-byte aligned) */
 	unsigned ncpus;         /* 1..ACPI_MAX_CPUS local APICs, IDs 0..ncpus-1 */
 	uint8_t ioapic_id;
+	bool pci_root;          /* the DSDT declares \_SB.PCI0 */
 };
 
 /* A sensible default: RSDP at 0xF0000, tables from 0xE0000, one CPU,

@@ -154,8 +154,16 @@ static void blk_kick(struct virtio_pci *t, unsigned q)
 	bool pushed = false;
 	for (;;) {
 		int r = vq_pop(vq, segs, VIRTIO_BLK_SEG_MAX + 2, &c);
-		if (r == VQ_EMPTY)
-			break;
+		if (r == VQ_EMPTY) {
+			/* ask for the next kick (with EVENT_IDX: avail_event), then
+			 * look again: the driver may have added requests before it
+			 * saw the request, and sends no kick for those */
+			r = vq_enable_notify(vq);
+			if (r == 1)
+				continue;
+			if (r == 0)
+				break;
+		}
 		if (vq_err_needs_reset(r)) {
 			b->stats.queue_errors++;
 			virtio_pci_queue_broken(t);

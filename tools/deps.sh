@@ -14,6 +14,7 @@ packages=(
 	grub-pc-bin grub-common xorriso mtools
 	bochs bochsbios vgabios
 	cpio	# tools/linux/build.sh: the Linux guest's initramfs
+	e2fsprogs	# mkfs.ext4: the linux-disk test's file system image
 	gdb	# tools/exit_trace.py (make exit-trace and its test): QEMU's gdb stub
 )
 # `make bench` and `make linux-report` only (LP_DEPS_BENCH=1): matplotlib,

@@ -27,7 +27,7 @@ static void put16(uint8_t *p, uint16_t v)
 	p[1] = (uint8_t)(v >> 8);
 }
 
-int firmware_build(uint8_t *ram, uint64_t ram_size, unsigned ncpus, uint64_t *rsdp_gpa)
+int firmware_build(uint8_t *ram, uint64_t ram_size, unsigned ncpus, bool pci, uint64_t *rsdp_gpa)
 {
 	if (ram_size < FW_HIGH_RAM_GPA)
 		return -1;
@@ -41,7 +41,7 @@ int firmware_build(uint8_t *ram, uint64_t ram_size, unsigned ncpus, uint64_t *rs
 	memset(ram + FW_EBDA_GPA, 0, FW_EBDA_END - FW_EBDA_GPA);
 	ram[FW_EBDA_GPA] = (uint8_t)((FW_EBDA_END - FW_EBDA_GPA) >> 10);   /* size in KiB */
 
-	struct acpi_config cfg = { ACPI_DEFAULT_RSDP_GPA, ACPI_DEFAULT_TABLES_GPA, ncpus, 0 };
+	struct acpi_config cfg = { ACPI_DEFAULT_RSDP_GPA, ACPI_DEFAULT_TABLES_GPA, ncpus, 0, pci };
 	return acpi_build(ram + FW_BIOS_GPA, FW_BIOS_GPA, FW_HIGH_RAM_GPA - FW_BIOS_GPA, &cfg,
 			  rsdp_gpa);
 }

@@ -24,6 +24,7 @@
 #define VMM_FIRMWARE_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "vmm/linux_boot.h"   /* struct e820_entry */
@@ -61,9 +62,9 @@ extern const unsigned firmware_nregions;
 unsigned firmware_memory_map(uint64_t mem_size, struct e820_entry map[FW_MAP_ENTRIES]);
 
 /* Writes the BIOS data area, the EBDA and the ACPI tables (the MADT with
- * ncpus local APICs, IDs 0..ncpus-1) into ram (guest-physical 0 ..
- * ram_size, at least 1 MiB). Returns 0 and the RSDP's address
- * in *rsdp_gpa, or -1 if ram is too small. */
-int firmware_build(uint8_t *ram, uint64_t ram_size, unsigned ncpus, uint64_t *rsdp_gpa);
+ * ncpus local APICs, IDs 0..ncpus-1; with `pci`, a PCI root bridge in the
+ * DSDT) into ram (guest-physical 0 .. ram_size, at least 1 MiB). Returns 0
+ * and the RSDP's address in *rsdp_gpa, or -1 if ram is too small. */
+int firmware_build(uint8_t *ram, uint64_t ram_size, unsigned ncpus, bool pci, uint64_t *rsdp_gpa);
 
 #endif

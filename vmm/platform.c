@@ -60,7 +60,8 @@ struct dev_host {
 	uint8_t *disk_copy;
 	struct vq_guest_mem guest_mem;
 	unsigned blk_mmio[2];
-	uint64_t msi_dropped;       /* MSI-X messages outside the APICs' window */
+	uint64_t msi_sent, msi_dropped;   /* MSI-X messages: delivered, outside the APICs' window */
+	uint64_t intx_raised;
 	/* host console input the guest's UART could not take yet (a ring) */
 	uint8_t console_backlog[CONSOLE_BACKLOG];
 	unsigned console_backlog_head, console_backlog_len;
@@ -490,10 +491,12 @@ static void blk_msi(struct virtio_pci *t, uint64_t addr, uint32_t data)
 		.delivery_mode = (uint8_t)dm, .shorthand = LAPIC_SH_NONE, .logical = addr & 4,
 	};
 	apic_bus_send(pc, 0, &m);
+	pc->msi_sent++;
 }
 
 static void blk_intx(struct virtio_pci *t, bool level)
 {
+	blk_host(t)->intx_raised += level;
 	struct irq_line l = pc_line(blk_host(t), BLK_INTX_GSI);
 	irq_line_set(&l, level);
 }
@@ -504,13 +507,14 @@ void platform_print_stats(struct vm *vm)
 	if (!vm->disk || !pc)
 		return;
 	const struct virtio_blk *b = &pc->blk;
-	kprintf("  disk: %lu reads (%lu KiB), %lu writes (%lu KiB), %lu flushes; refused: %lu outside "
-		"the image, %lu malformed, %lu writes to a read-only disk, %lu unsupported, %lu broken "
-		"rings; %lu device resets, %lu undefined register accesses, %lu MSI-X messages "
-		"dropped\n", b->stats.reads, b->stats.bytes_read >> 10, b->stats.writes,
-		b->stats.bytes_written >> 10, b->stats.flushes, b->stats.out_of_range,
-		b->stats.bad_requests, b->stats.ro_writes, b->stats.unsupported, b->stats.queue_errors,
-		b->t.resets, b->t.bad_accesses, pc->msi_dropped);
+	kprintf("  disk: %lu reads (%lu KiB), %lu writes (%lu KiB), %lu flushes; interrupts: %lu "
+		"MSI-X messages, %lu dropped, %lu INTx\n", b->stats.reads, b->stats.bytes_read >> 10,
+		b->stats.writes, b->stats.bytes_written >> 10, b->stats.flushes, pc->msi_sent,
+		pc->msi_dropped, pc->intx_raised);
+	kprintf("  disk refused: %lu outside the image, %lu malformed, %lu writes to a read-only "
+		"disk, %lu unsupported, %lu broken rings; %lu resets, %lu undefined accesses\n",
+		b->stats.out_of_range, b->stats.bad_requests, b->stats.ro_writes,
+		b->stats.unsupported, b->stats.queue_errors, b->t.resets, b->t.bad_accesses);
 }
 
 static void create_disk(struct vm *vm, struct dev_host *pc)

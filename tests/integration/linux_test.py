@@ -84,6 +84,7 @@ NAME = "linux-boot"
 NAME_SMP = "linux-smp2"
 NAME_BESIDE = "linux-beside-triple"
 NAME_VMX = "linux-vmx"
+NAME_DISK = "linux-disk"
 PROMPT_TIMEOUT = int(os.environ.get("LP_LINUX_TIMEOUT", "180"))
 IDLE_UPTIME = 40  # seconds of guest uptime the VM must outlive at the prompt
 BAD_DMESG = re.compile(r"\b(error|failed|bug|not working)\b", re.I)
@@ -427,6 +428,89 @@ def run_beside_test(direct):
     check(rc == 2 * 112 + 1, "QEMU exit %d, expected %d (status 112, vm1's)" % (rc, 2 * 112 + 1))
 
 
+def make_disk(name):
+    """build/test/<name>.img: a 16 MiB ext4 file system (mkfs.ext4 -d, from
+    Debian's e2fsprogs) holding hello.txt and a 200 KiB blob.bin of fixed
+    bytes; returns (image path, hello text, the blob's sha256)."""
+    import hashlib
+    import shutil
+    import subprocess
+    mkfs = shutil.which("mkfs.ext4") or "/sbin/mkfs.ext4"
+    check(os.path.exists(mkfs), "no mkfs.ext4 (Debian's e2fsprogs; 'make deps' installs it)")
+    src = os.path.join(ROOT, "build", "test", name + "-files")
+    shutil.rmtree(src, ignore_errors=True)
+    os.makedirs(src)
+    hello = "hello from the lightpath disk"
+    with open(os.path.join(src, "hello.txt"), "w") as f:
+        f.write(hello + "\n")
+    x, blob = 0x2545F491, bytearray()
+    while len(blob) < 200 * 1024:
+        x ^= (x << 13) & 0xffffffff
+        x ^= x >> 17
+        x ^= (x << 5) & 0xffffffff
+        blob += x.to_bytes(4, "little")
+    with open(os.path.join(src, "blob.bin"), "wb") as f:
+        f.write(blob)
+    img = os.path.join(ROOT, "build", "test", name + ".img")
+    with open(img, "wb") as f:
+        f.truncate(16 << 20)
+    r = subprocess.run([mkfs, "-q", "-F", "-E", "root_owner=0:0", "-d", src, img],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, "mkfs.ext4 failed: %s" % r.stderr.strip())
+    return img, hello, hashlib.sha256(blob).hexdigest()
+
+
+def run_disk_test(direct):
+    """linux-disk (issue 15): the Linux guest with `disk =` an ext4 image:
+    /init loads the virtio and ext4 modules, Linux finds virtio-blk on the
+    PCI bus (ACPI's \\_SB.PCI0) and uses MSI-X; the test mounts /dev/vda,
+    reads a file and checks a blob's checksum, writes a file, syncs,
+    remounts and reads it back, powers off; lightpath's disk: line shows
+    the reads, writes and flushes and no refusal."""
+    if direct:
+        say("  %s: not run with --direct (it needs lightpath's disk)" % NAME_DISK)
+        return
+    img, hello, sha = make_disk(NAME_DISK)
+    cfg = lpguest.read_vmcfg(lpguest.CFG)
+    cfg["name"] = NAME_DISK
+    cfg["disk"] = os.path.basename(img)
+    cfg_path = os.path.join(ROOT, "build", "test", NAME_DISK + "-vm.cfg")
+    lpguest.write_vmcfg(cfg_path, cfg, "written by tests/integration/linux_test.py")
+    with shell_session(NAME_DISK, direct, cfg_path=cfg_path,
+                       extra_modules=[os.path.relpath(img, ROOT)]) as g:
+        out, rc = g.run("mkdir -p /mnt && mount /dev/vda /mnt && cat /mnt/hello.txt && "
+                        "sha256sum /mnt/blob.bin")
+        say("  %s: mount /dev/vda; cat hello.txt; sha256sum blob.bin: %s" % (NAME_DISK, " / ".join(
+            out.split("\n")[:2])))
+        check(rc == 0, "mount or read failed (status %d): %r" % (rc, out))
+        lines = out.split("\n")
+        check(lines[0].strip() == hello, "hello.txt read %r" % lines[0])
+        check(len(lines) > 1 and lines[1].split()[:1] == [sha], "blob.bin's sha256 is not %s: %r"
+              % (sha, out))
+        out, rc = g.run("echo written-by-linux > /mnt/new.txt && sync && umount /mnt && "
+                        "mount /dev/vda /mnt && cat /mnt/new.txt && umount /mnt")
+        say("  %s: write, sync, remount, read back: %s" % (NAME_DISK, out.strip()))
+        check(rc == 0 and out.strip() == "written-by-linux", "the read-back printed %r (status %d)"
+              % (out, rc))
+        say("  %s: poweroff" % NAME_DISK)
+        rc = g.poweroff()
+    own = expect_poweroff(g, rc, "QEMU")
+    stats = [l for l in serial_log.lines(g.text) if l.startswith("  disk")]
+    check(len(stats) == 2, "no 'disk:' and 'disk refused:' statistics lines")
+    for l in stats:
+        say("  %s:%s" % (NAME_DISK, l[1:]))
+    m = re.match(r"  disk: (\d+) reads .*, (\d+) writes .*, (\d+) flushes; interrupts: (\d+) MSI-X "
+                 r"messages, 0 dropped, 0 INTx$", stats[0])
+    check(m is not None, "the disk: line shows dropped MSI-X messages or INTx: %s" % stats[0])
+    check(re.match(r"  disk refused: 0 outside the image, 0 malformed, 0 writes to a read-only disk,"
+                   r" 0 unsupported, 0 broken rings; \d+ resets, 0 undefined accesses$", stats[1]),
+          "the device refused something: %s" % stats[1])
+    reads, writes, flushes, msis = (int(v) for v in m.groups())
+    check(reads > 0 and writes > 0 and flushes > 0 and msis > 0,
+          "reads %d, writes %d, flushes %d, MSI-X messages %d: each should be > 0"
+          % (reads, writes, flushes, msis))
+
+
 VMX_PROMPT_TIMEOUT = int(os.environ.get("LP_VMX_LINUX_TIMEOUT", "600"))
 
 
@@ -479,7 +563,8 @@ def main():
     args, _ = ap.parse_known_args()  # tools/test.sh passes itest.py's options too
 
     passed = failed = 0
-    tests = [(NAME, run_test), (NAME_SMP, run_smp_test), (NAME_BESIDE, run_beside_test)]
+    tests = [(NAME, run_test), (NAME_SMP, run_smp_test), (NAME_BESIDE, run_beside_test),
+             (NAME_DISK, run_disk_test)]
     # the VT-x boot runs under Bochs, which LP_SKIP_VMX=1 leaves out (tools/test.sh)
     if os.environ.get("LP_SKIP_VMX", "0") == "1":
         say("%s: skipped (LP_SKIP_VMX=1)" % NAME_VMX)

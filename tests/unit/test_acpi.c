@@ -183,6 +183,35 @@ static void test_fadt_facs_dsdt(void **state)
 	assert_memory_equal(acpi_s5_aml, s5, sizeof(s5));
 }
 
+/* With a PCI device the DSDT also declares \_SB.PCI0 (PNP0A03, _UID 0,
+ * _BBN 0) after \_S5, its checksum still right; the other tables where
+ * they were. The AML's package lengths are checked by hand: each counts
+ * its own byte and everything after it in the scope or device. */
+static void test_dsdt_pci_root(void **state)
+{
+	(void)state;
+	struct acpi_config cfg = { ACPI_DEFAULT_RSDP_GPA, ACPI_DEFAULT_TABLES_GPA, 1, 0, true };
+	uint64_t rsdp = 0;
+	assert_int_equal(acpi_build(mem, 0, MEM, &cfg, &rsdp), 0);
+	const uint8_t *f = table(r32(mem + rsdp + 16) ? r32(table(r32(mem + rsdp + 16), "RSDT") + 36) : 0,
+				 "FACP");
+	const uint8_t *dsdt = table(r32(f + 40), "DSDT");
+	assert_int_equal(r32(dsdt + 4), 36 + 15 + 36);
+	const uint8_t *a = dsdt + 36 + 15;
+	assert_memory_equal(a, acpi_pci0_aml, ACPI_PCI0_AML_LEN);
+	assert_int_equal(a[0], 0x10);                        /* ScopeOp */
+	assert_int_equal(a[1], ACPI_PCI0_AML_LEN - 1);       /* PkgLength: the rest */
+	assert_memory_equal(a + 2, "\\_SB_", 5);
+	assert_int_equal(a[7], 0x5b);                         /* DeviceOp */
+	assert_int_equal(a[8], 0x82);
+	assert_int_equal(a[9], ACPI_PCI0_AML_LEN - 9);       /* PkgLength: the rest */
+	assert_memory_equal(a + 10, "PCI0", 4);
+	assert_memory_equal(a + 15, "_HID", 4);
+	assert_int_equal(r32(a + 20), 0x030ad041);           /* EisaId ("PNP0A03") */
+	assert_memory_equal(a + 25, "_UID", 4);
+	assert_memory_equal(a + 31, "_BBN", 4);
+}
+
 static void test_madt(void **state)
 {
 	(void)state;
@@ -249,7 +278,7 @@ static void test_bad_configs(void **state)
 {
 	(void)state;
 	uint64_t rsdp = 0;
-	struct acpi_config cfg = { 0xf0000, 0xe0000, 1, 0 };
+	struct acpi_config cfg = { 0xf0000, 0xe0000, 1, 0, false };
 	cfg.rsdp_gpa = 0xf0008;                          /* misaligned */
 	assert_int_equal(acpi_build(mem, 0, MEM, &cfg, &rsdp), -1);
 	cfg.rsdp_gpa = 0xd0000;                          /* not where the scan looks */
@@ -345,6 +374,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rsdp_scan_and_roots, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fadt_facs_dsdt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hpet_table, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dsdt_pci_root, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_madt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_configs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pm1_power_off, setup, teardown),

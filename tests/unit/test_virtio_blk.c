@@ -38,6 +38,8 @@ static void put64(uint64_t gpa, uint64_t v) { memcpy(stub_ram + gpa, &v, 8); }
 static uint16_t get16(uint64_t gpa) { uint16_t v; memcpy(&v, stub_ram + gpa, 2); return v; }
 static uint32_t get32(uint64_t gpa) { uint32_t v; memcpy(&v, stub_ram + gpa, 4); return v; }
 
+static void bring_up(uint32_t features);
+
 static void start(bool ro)
 {
 	memset(stub_ram, 0, sizeof(stub_ram));
@@ -47,11 +49,20 @@ static void start(bool ro)
 					 "lightpath-disk-serial-too-long", &stub_ram_mem), 0);
 	blk.t.intx = on_intx;
 	interrupts = 0;
+	bring_up(0);   /* VERSION_1 only */
+}
+
+/* A driver's bring-up: ACKNOWLEDGE, DRIVER, `features` (word 0) and
+ * VERSION_1, FEATURES_OK, queue 0 on the rings at DESC/AVAIL/USED, DRIVER_OK. */
+static void bring_up(uint32_t features)
+{
 	next_desc = avail_idx = 0;
 	struct virtio_pci *t = &blk.t;
 	virtio_pci_write(t, VIRTIO_COMMON_STATUS, 1, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
+	virtio_pci_write(t, VIRTIO_COMMON_GFSELECT, 4, 0);
+	virtio_pci_write(t, VIRTIO_COMMON_GF, 4, features);
 	virtio_pci_write(t, VIRTIO_COMMON_GFSELECT, 4, 1);
-	virtio_pci_write(t, VIRTIO_COMMON_GF, 4, 1);   /* VERSION_1 only */
+	virtio_pci_write(t, VIRTIO_COMMON_GF, 4, 1);
 	virtio_pci_write(t, VIRTIO_COMMON_STATUS, 1, 0x0b);
 	virtio_pci_write(t, VIRTIO_COMMON_Q_SELECT, 2, 0);
 	virtio_pci_write(t, VIRTIO_COMMON_Q_SIZE, 2, QSIZE);
@@ -253,6 +264,24 @@ static void test_hostile_rings(void **state)
 	assert_int_equal(virtio_pci_read(&blk.t, VIRTIO_COMMON_STATUS, 1), 0);
 }
 
+/* With EVENT_IDX the driver kicks only when the device asked for it in
+ * avail_event: after each batch the device asks for the next request's
+ * kick (Linux's virtio-blk stops kicking otherwise). */
+static void test_event_idx_asks_for_the_next_kick(void **state)
+{
+	(void)state;
+	virtio_pci_write(&blk.t, VIRTIO_COMMON_STATUS, 1, 0);
+	memset(stub_ram, 0, USED + 0x100);
+	bring_up(1u << VIRTIO_F_EVENT_IDX);
+	header(HDR, VIRTIO_BLK_T_IN, 0);
+	struct buf rd[] = { { HDR, 16, false }, { DATA, 512, true }, { STATUS, 1, true } };
+	for (unsigned i = 1; i <= 3; i++) {
+		submit(rd, 3);
+		assert_int_equal(used_idx(), i);
+		assert_int_equal(get16(USED + 4 + 8 * QSIZE), i);   /* avail_event: kick me at the next */
+	}
+}
+
 static void test_refused_images(void **state)
 {
 	(void)state;
@@ -269,6 +298,7 @@ int main(void)
 		cmocka_unit_test_setup(test_read_only_image, setup_ro),
 		cmocka_unit_test_setup(test_bad_requests, setup_rw),
 		cmocka_unit_test_setup(test_hostile_rings, setup_rw),
+		cmocka_unit_test_setup(test_event_idx_asks_for_the_next_kick, setup_rw),
 		cmocka_unit_test(test_refused_images),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

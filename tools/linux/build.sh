@@ -175,9 +175,22 @@ hostname lightpath-vm
 case " $(cat /proc/cmdline) " in
 *" lp.test=1 "*) echo "lightpath-linux: test mode (lp.test=1)" ;;
 esac
+# a virtio device (a VM description's disk =): its drivers and ext4, from
+# the kernel package (lightpath's PCI bus is empty otherwise: nothing loads)
+if grep -qs 0x1af4 /sys/bus/pci/devices/*/vendor; then
+	for m in $(cat /lib/modules/order); do
+		insmod /lib/modules/$m.ko || echo "lightpath-linux: insmod $m failed"
+	done
+	echo "lightpath-linux: virtio drivers loaded"
+fi
 echo "lightpath-linux: type 'poweroff' to end the VM"
 exec /sbin/init
 EOF
+
+# The kernel modules /init loads for a disk, in dependency order (each one's
+# `depends=` before it).
+VIRTIO_MODULES=(virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci
+	virtio_blk crc16 mbcache jbd2 crc32c_generic ext4)
 
 # busybox init: cttyhack makes the console (ttyS0) the shell's controlling
 # terminal, so Ctrl-C and job control work.
@@ -214,6 +227,13 @@ else
 	done < <("$busybox" --list-full)
 	printf '%s\n' "$INIT" >"$stage/init"
 	chmod 755 "$stage/init"
+	mkdir -p "$stage/lib/modules"
+	for m in "${VIRTIO_MODULES[@]}"; do
+		ko=$(find "$pkgroot"/lib/modules/*/kernel -name "$m.ko" | head -1)
+		[[ -n "$ko" ]] || die "no $m.ko in the kernel package (needed for a disk)"
+		cp "$ko" "$stage/lib/modules/"
+	done
+	printf '%s\n' "${VIRTIO_MODULES[@]}" >"$stage/lib/modules/order"
 	printf '%s\n' "$PROFILE" >"$stage/etc/profile"
 	printf '%s\n' "$INITTAB" >"$stage/etc/inittab"
 	echo "root:x:0:0:root:/root:/bin/sh" >"$stage/etc/passwd"

@@ -101,7 +101,7 @@ def write_vmcfg(path, cfg, comment):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         f.write("# lightpath vm\n# %s\n" % comment)
-        for k in ("name", "kernel", "initrd", "cmdline", "memory", "cpus"):
+        for k in ("name", "kernel", "initrd", "cmdline", "memory", "cpus", "disk"):
             if k in cfg:
                 f.write('%s = "%s"\n' % (k, cfg[k]))
 

@@ -528,9 +528,11 @@ static void create_disk(struct vm *vm, struct dev_host *pc)
 	struct pci_func *f = &t->pci;
 	t->msi = blk_msi;
 	t->intx = blk_intx;
+	/* light: the light path's MMIO decode takes the 32-bit MOVs (one vCPU:
+	 * nothing the device does needs the heavy path's state) */
 	for (unsigned i = 0; i < 2; i++) {   /* placed (and sized) by blk_bar_moved */
 		struct io_range r = { .base = vm->mem_size, .len = 0, .fn = blk_bar_mmio, .opaque = t,
-				      .light = false, .name = "virtio-blk" };
+				      .light = true, .name = "virtio-blk" };
 		add_mmio(vm, &r);
 		pc->blk_mmio[i] = vm->nr_mmio - 1;
 	}

@@ -12,29 +12,15 @@
 
 #define CAP_FIRST 0x40u   /* capabilities follow the 64-byte header */
 
-static void put(uint8_t *p, unsigned off, unsigned size, uint32_t v)
-{
-	for (unsigned i = 0; i < size; i++)
-		p[off + i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get(const uint8_t *p, unsigned off, unsigned size)
-{
-	uint32_t v = 0;
-	for (unsigned i = 0; i < size; i++)
-		v |= (uint32_t)p[off + i] << (8 * i);
-	return v;
-}
-
 void pci_func_init(struct pci_func *f, uint8_t devfn, uint16_t vendor, uint16_t device,
 		   uint32_t class_rev, uint16_t subsys_vendor, uint16_t subsys, uint8_t intx_pin)
 {
 	*f = (struct pci_func){ .devfn = devfn, .cap_end = CAP_FIRST };
-	put(f->cfg, PCI_VENDOR_ID, 2, vendor);
-	put(f->cfg, PCI_DEVICE_ID, 2, device);
-	put(f->cfg, PCI_CLASS_REVISION, 4, class_rev);
-	put(f->cfg, PCI_SUBSYS_VENDOR, 2, subsys_vendor);
-	put(f->cfg, PCI_SUBSYS_ID, 2, subsys);
+	pci_put_le(f->cfg, PCI_VENDOR_ID, 2, vendor);
+	pci_put_le(f->cfg, PCI_DEVICE_ID, 2, device);
+	pci_put_le(f->cfg, PCI_CLASS_REVISION, 4, class_rev);
+	pci_put_le(f->cfg, PCI_SUBSYS_VENDOR, 2, subsys_vendor);
+	pci_put_le(f->cfg, PCI_SUBSYS_ID, 2, subsys);
 	f->cfg[PCI_INTR_PIN] = intx_pin <= 4 ? intx_pin : 0;
 	if (f->cfg[PCI_INTR_PIN])
 		f->wmask[PCI_INTR_LINE] = 0xff;
@@ -42,10 +28,10 @@ void pci_func_init(struct pci_func *f, uint8_t devfn, uint16_t vendor, uint16_t 
 	 * response, INTx disable (only with a pin) */
 	uint16_t cmd = PCI_CMD_IO | PCI_CMD_MEM | PCI_CMD_MASTER | (1u << 6) | (1u << 8) |
 		       (f->cfg[PCI_INTR_PIN] ? PCI_CMD_INTX_OFF : 0);
-	put(f->wmask, PCI_COMMAND, 2, cmd);
+	pci_put_le(f->wmask, PCI_COMMAND, 2, cmd);
 	/* status: the error bits (master data parity error, signalled target
 	 * abort, received aborts, SERR#, detected parity error) */
-	put(f->w1c, PCI_STATUS, 2, (1u << 8) | 0xf800u);
+	pci_put_le(f->w1c, PCI_STATUS, 2, (1u << 8) | 0xf800u);
 	f->wmask[PCI_CACHE_LINE] = 0xff;
 }
 
@@ -60,10 +46,10 @@ int pci_func_add_bar(struct pci_func *f, unsigned bar, uint64_t size, unsigned k
 	unsigned off = PCI_BAR0 + 4 * bar;
 	uint64_t mask = ~(size - 1) & ~(uint64_t)(io ? 0x3 : 0xf);
 	f->bar_size[bar] = size;
-	put(f->cfg, off, 4, io ? PCI_BAR_IO : (kind & (PCI_BAR_MEM64 | PCI_BAR_PREFETCH)));
-	put(f->wmask, off, 4, (uint32_t)mask);
+	pci_put_le(f->cfg, off, 4, io ? PCI_BAR_IO : (kind & (PCI_BAR_MEM64 | PCI_BAR_PREFETCH)));
+	pci_put_le(f->wmask, off, 4, (uint32_t)mask);
 	if (wide) {
-		put(f->wmask, off + 4, 4, (uint32_t)(mask >> 32));
+		pci_put_le(f->wmask, off + 4, 4, (uint32_t)(mask >> 32));
 		f->bar_upper |= (uint8_t)(1u << (bar + 1));
 	}
 	return 0;
@@ -91,18 +77,18 @@ uint64_t pci_func_bar_addr(const struct pci_func *f, unsigned bar)
 	if (bar >= PCI_BARS || !f->bar_size[bar])
 		return 0;
 	unsigned off = PCI_BAR0 + 4 * bar;
-	uint32_t lo = get(f->cfg, off, 4);
+	uint32_t lo = pci_get_le(f->cfg, off, 4);
 	if (lo & PCI_BAR_IO)
 		return lo & ~0x3u;
 	uint64_t a = lo & ~0xfu;
 	if (lo & PCI_BAR_MEM64)
-		a |= (uint64_t)get(f->cfg, off + 4, 4) << 32;
+		a |= (uint64_t)pci_get_le(f->cfg, off + 4, 4) << 32;
 	return a;
 }
 
 static bool bar_decoded(const struct pci_func *f, unsigned bar)
 {
-	uint16_t cmd = (uint16_t)get(f->cfg, PCI_COMMAND, 2);
+	uint16_t cmd = (uint16_t)pci_get_le(f->cfg, PCI_COMMAND, 2);
 	return cmd & (f->cfg[PCI_BAR0 + 4 * bar] & PCI_BAR_IO ? PCI_CMD_IO : PCI_CMD_MEM);
 }
 
@@ -112,8 +98,8 @@ void pci_bus_init(struct pci_bus *b)
 	pci_func_init(&b->host_bridge, PCI_DEVFN(0, 0), HOST_BRIDGE_VENDOR, HOST_BRIDGE_DEVICE,
 		      HOST_BRIDGE_CLASS, 0, 0, 0);
 	/* hardwired: a host bridge always decodes and masters */
-	put(b->host_bridge.cfg, PCI_COMMAND, 2, PCI_CMD_MEM | PCI_CMD_MASTER);
-	put(b->host_bridge.wmask, PCI_COMMAND, 2, 0);
+	pci_put_le(b->host_bridge.cfg, PCI_COMMAND, 2, PCI_CMD_MEM | PCI_CMD_MASTER);
+	pci_put_le(b->host_bridge.wmask, PCI_COMMAND, 2, 0);
 }
 
 static struct pci_func *find(const struct pci_bus *b, uint8_t bus, uint8_t devfn)
@@ -147,7 +133,7 @@ uint32_t pci_bus_read(const struct pci_bus *b, uint8_t bus, uint8_t devfn, unsig
 		return ones;
 	if (f->cfg_access)
 		f->cfg_access(f, off, size, false);
-	return get(f->cfg, off, size);
+	return pci_get_le(f->cfg, off, size);
 }
 
 void pci_bus_write(struct pci_bus *b, uint8_t bus, uint8_t devfn, unsigned off, unsigned size,

@@ -52,6 +52,22 @@
 
 #define PCI_DEVFN(dev, fn)  ((uint8_t)(((dev) << 3) | (fn)))
 
+/* Little-endian fields of configuration space (and of the structures a
+ * device keeps there): `size` bytes at p + off. */
+static inline void pci_put_le(uint8_t *p, unsigned off, unsigned size, uint32_t v)
+{
+	for (unsigned i = 0; i < size; i++)
+		p[off + i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint32_t pci_get_le(const uint8_t *p, unsigned off, unsigned size)
+{
+	uint32_t v = 0;
+	for (unsigned i = 0; i < size; i++)
+		v |= (uint32_t)p[off + i] << (8 * i);
+	return v;
+}
+
 struct pci_func;
 
 /* What a BAR decodes changed: its decode enable (command IO/MEM) or, while

@@ -6,17 +6,6 @@
 
 #define CAP_VENDOR 0x09   /* PCI vendor-specific capability */
 
-static void put_le(uint8_t *p, unsigned size, uint64_t v)
-{
-	for (unsigned i = 0; i < size; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 static uint64_t size_mask(unsigned size)
 {
 	return size >= 8 ? ~0ull : (1ull << (8 * size)) - 1;
@@ -33,8 +22,8 @@ static int add_virtio_cap(struct pci_func *f, uint8_t type, unsigned len, uint32
 	f->cfg[c + 2] = (uint8_t)len;
 	f->cfg[c + 3] = type;
 	f->cfg[c + 4] = VIRTIO_PCI_BAR;
-	put_le(&f->cfg[c + 8], 4, off);
-	put_le(&f->cfg[c + 12], 4, length);
+	pci_put_le(f->cfg, c + 8, 4, off);
+	pci_put_le(f->cfg, c + 12, 4, length);
 	return c;
 }
 
@@ -82,16 +71,16 @@ static void pci_cfg_window(struct pci_func *f, unsigned off, unsigned size, bool
 		msix_release_pending(t);   /* MSI-X enabled or unmasked */
 	if (off + size <= data || off >= data + 4)
 		return;
-	uint32_t boff = get_le32(&f->cfg[c + 8]), len = get_le32(&f->cfg[c + 12]);
+	uint32_t boff = pci_get_le(f->cfg, c + 8, 4), len = pci_get_le(f->cfg, c + 12, 4);
 	if (f->cfg[c + 4] != VIRTIO_PCI_BAR || (len != 1 && len != 2 && len != 4) ||
 	    (boff & (len - 1)) || boff >= VIRTIO_PCI_BAR_SIZE) {
 		t->bad_accesses++;
 		return;
 	}
 	if (is_write)
-		virtio_pci_write(t, boff, len, get_le32(&f->cfg[data]) & size_mask(len));
+		virtio_pci_write(t, boff, len, pci_get_le(f->cfg, data, 4) & size_mask(len));
 	else
-		put_le(&f->cfg[data], 4, virtio_pci_read(t, boff, len));
+		pci_put_le(f->cfg, data, 4, virtio_pci_read(t, boff, len));
 }
 
 int virtio_pci_init(struct virtio_pci *t, uint8_t devfn, const struct virtio_pci_ops *ops,
@@ -116,15 +105,15 @@ int virtio_pci_init(struct virtio_pci *t, uint8_t devfn, const struct virtio_pci
 	    (ops->cfg_len &&
 	     add_virtio_cap(f, VIRTIO_PCI_CAP_DEVICE_CFG, 16, VIRTIO_PCI_DEVCFG, ops->cfg_len) < 0))
 		return -1;
-	put_le(&f->cfg[notify + 16], 4, VIRTIO_PCI_NOTIFY_MULT);
+	pci_put_le(f->cfg, notify + 16, 4, VIRTIO_PCI_NOTIFY_MULT);
 	t->msix_vectors = (uint16_t)(ops->num_queues + 1);
 	int m = pci_func_add_cap(f, 0x11, 12);
 	if (m < 0 || pci_func_add_bar(f, VIRTIO_PCI_MSIX_BAR, VIRTIO_PCI_MSIX_BAR_SIZE, 0))
 		return -1;
-	put_le(&f->cfg[m + 2], 2, t->msix_vectors - 1u);   /* table size - 1; disabled, unmasked */
+	pci_put_le(f->cfg, m + 2, 2, t->msix_vectors - 1u);   /* table size - 1; disabled, unmasked */
 	f->wmask[m + 3] = (PCI_MSIX_ENABLE | PCI_MSIX_MASKALL) >> 8;
-	put_le(&f->cfg[m + 4], 4, 0x000 | VIRTIO_PCI_MSIX_BAR);
-	put_le(&f->cfg[m + 8], 4, VIRTIO_PCI_MSIX_PBA | VIRTIO_PCI_MSIX_BAR);
+	pci_put_le(f->cfg, m + 4, 4, 0x000 | VIRTIO_PCI_MSIX_BAR);
+	pci_put_le(f->cfg, m + 8, 4, VIRTIO_PCI_MSIX_PBA | VIRTIO_PCI_MSIX_BAR);
 	t->msix_cap = (uint8_t)m;
 	for (unsigned v = 0; v < t->msix_vectors; v++)
 		t->msix_table[v][3] = 1;   /* every vector masked at reset */
@@ -133,9 +122,9 @@ int virtio_pci_init(struct virtio_pci *t, uint8_t devfn, const struct virtio_pci
 		return -1;
 	/* its bar, offset, length and data are the driver's */
 	f->wmask[c + 4] = 0xff;
-	put_le(&f->wmask[c + 8], 4, ~0ull);
-	put_le(&f->wmask[c + 12], 4, ~0ull);
-	put_le(&f->wmask[c + 16], 4, ~0ull);
+	pci_put_le(f->wmask, c + 8, 4, ~0u);
+	pci_put_le(f->wmask, c + 12, 4, ~0u);
+	pci_put_le(f->wmask, c + 16, 4, ~0u);
 	t->pci_cfg_cap = (uint8_t)c;
 	f->cfg_access = pci_cfg_window;
 	t->device_features = ops->features | 1ull << VIRTIO_F_VERSION_1;
@@ -154,8 +143,7 @@ static struct virtio_pci_queue *selected(struct virtio_pci *t)
 
 static uint16_t msix_control(const struct virtio_pci *t)
 {
-	const uint8_t *c = &t->pci.cfg[t->msix_cap + 2];
-	return (uint16_t)(c[0] | c[1] << 8);
+	return (uint16_t)pci_get_le(t->pci.cfg, t->msix_cap + 2u, 2);
 }
 
 static bool msix_on(const struct virtio_pci *t)

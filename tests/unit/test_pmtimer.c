@@ -137,8 +137,8 @@ static void test_random_against_reference(void **state)
 }
 
 /* A TSC above PMTIMER_MAX_TSC_HZ (none exists) is taken as that one: the
- * 64-bit remainder would be wrong beyond it (at 2^64 - 1 Hz, 801 of 57144
- * distances near a tick's start read one tick low, checked on the host). */
+ * 64-bit remainder is exact only while 2 * tsc_hz <= 2^64 (the remainder
+ * lies below 2 * tsc_hz). */
 static void test_absurd_tsc_clamped(void **state)
 {
 	(void)state;

@@ -294,6 +294,25 @@ int guest_main(void)
 	tap_eq(irqs, 2, "two requests, two MSI-X interrupts");
 	tap_ok(pattern_ok(data, 4, 1), data[0], "the image's bytes", "and the data read");
 
+	/* hostile: an MSI-X entry aimed at the guest's own RAM instead of the
+	 * APICs (a device write there would be a DMA write lightpath does on
+	 * the guest's behalf): dropped, the RAM untouched, no interrupt */
+	static volatile uint32_t canary = 0x5a5a5a5au;
+	w32(msix_table + 16 + 0, (uint32_t)(uintptr_t)&canary);
+	w32(msix_table + 16 + 4, 0);
+	w32(msix_table + 16 + 8, 0xdeadbeefu);
+	w32(msix_table + 16 + 12, 0);
+	w16(common + C_QMSIX, 1);
+	irqs = 0;
+	sti();
+	request(0, 0, data, SECTOR, true);
+	for (unsigned spin = 0; spin < 1000; spin++)
+		asm volatile("pause");
+	cli();
+	tap_ok(canary == 0x5a5a5a5au && irqs == 0, canary, "0x5a5a5a5a and no interrupt",
+	       "an MSI-X message aimed at RAM: dropped, RAM untouched");
+	w16(common + C_QMSIX, 0);
+
 	/* hostile: a buffer outside RAM, then a ring that loops */
 	status = 0xee;
 	tap_eq(request(0, 0, (void *)0xf0000000u, SECTOR, true), 0,

@@ -39,30 +39,6 @@ static void blk_cfg_write(struct virtio_pci *t, unsigned off, unsigned size, uin
 	t->bad_accesses++;   /* every field this device has is read-only */
 }
 
-/* Copies between a run of guest segments, starting `skip` bytes into them,
- * and host memory. Returns 0, or -1 if an accessor failed. */
-static int chain_copy(const struct vq_guest_mem *m, const struct vq_seg *s, unsigned n,
-		      uint64_t skip, uint8_t *host, uint64_t len, bool to_guest)
-{
-	for (unsigned i = 0; i < n && len; i++) {
-		if (skip >= s[i].len) {
-			skip -= s[i].len;
-			continue;
-		}
-		uint64_t chunk = s[i].len - skip;
-		if (chunk > len)
-			chunk = len;
-		int r = to_guest ? m->write(m->ctx, s[i].gpa + skip, host, chunk)
-				 : m->read(m->ctx, s[i].gpa + skip, host, chunk);
-		if (r)
-			return -1;
-		host += chunk;
-		len -= chunk;
-		skip = 0;
-	}
-	return 0;
-}
-
 /* One request: returns the status to write; *written the data bytes it
  * wrote to the guest's buffers. */
 static uint8_t do_request(struct virtio_blk *b, const struct vq_guest_mem *m,
@@ -72,7 +48,7 @@ static uint8_t do_request(struct virtio_blk *b, const struct vq_guest_mem *m,
 	unsigned nrd = c->nr_readable, nwr = c->nr_segs - c->nr_readable;
 	uint8_t hdr[HDR_BYTES];
 	*written = 0;
-	if (c->readable_bytes < HDR_BYTES || chain_copy(m, rd, nrd, 0, hdr, HDR_BYTES, false)) {
+	if (c->readable_bytes < HDR_BYTES || vq_copy(m, rd, nrd, 0, hdr, HDR_BYTES, false)) {
 		b->stats.bad_requests++;
 		return VIRTIO_BLK_S_IOERR;
 	}
@@ -103,8 +79,8 @@ static uint8_t do_request(struct virtio_blk *b, const struct vq_guest_mem *m,
 			return VIRTIO_BLK_S_IOERR;
 		}
 		uint8_t *at = b->image + sector * VIRTIO_BLK_SECTOR;
-		if (in ? chain_copy(m, wr, nwr, 0, at, len, true)
-		       : chain_copy(m, rd, nrd, HDR_BYTES, at, len, false)) {
+		if (in ? vq_copy(m, wr, nwr, 0, at, len, true)
+		       : vq_copy(m, rd, nrd, HDR_BYTES, at, len, false)) {
 			b->stats.bad_requests++;
 			return VIRTIO_BLK_S_IOERR;
 		}
@@ -123,7 +99,7 @@ static uint8_t do_request(struct virtio_blk *b, const struct vq_guest_mem *m,
 		return VIRTIO_BLK_S_OK;
 	case VIRTIO_BLK_T_GET_ID: {
 		uint64_t len = in_len < VIRTIO_BLK_ID_BYTES ? in_len : VIRTIO_BLK_ID_BYTES;
-		if (chain_copy(m, wr, nwr, 0, (uint8_t *)b->id, len, true)) {
+		if (vq_copy(m, wr, nwr, 0, (uint8_t *)b->id, len, true)) {
 			b->stats.bad_requests++;
 			return VIRTIO_BLK_S_IOERR;
 		}
@@ -145,52 +121,31 @@ static int put_status(const struct vq_guest_mem *m, const struct vq_seg *segs,
 	return m->write(m->ctx, last->gpa + last->len - 1, &status, 1);
 }
 
-static void blk_kick(struct virtio_pci *t, unsigned q)
+static uint32_t blk_serve(struct virtio_pci *t, int r, const struct vq_seg *segs,
+			  const struct vq_chain *c)
 {
 	struct virtio_blk *b = blk_of(t);
-	struct virtqueue *vq = &t->q[q].vq;
-	struct vq_seg segs[VIRTIO_BLK_SEG_MAX + 2];
-	struct vq_chain c;
-	bool pushed = false;
-	for (;;) {
-		int r = vq_pop(vq, segs, VIRTIO_BLK_SEG_MAX + 2, &c);
-		if (r == VQ_EMPTY) {
-			/* ask for the next kick (with EVENT_IDX: avail_event), then
-			 * look again: the driver may have added requests before it
-			 * saw the request, and sends no kick for those */
-			r = vq_enable_notify(vq);
-			if (r == 1)
-				continue;
-			if (r == 0)
-				break;
-		}
-		if (vq_err_needs_reset(r)) {
-			b->stats.queue_errors++;
-			virtio_pci_queue_broken(t);
-			break;
-		}
-		uint32_t written = 0;
-		if (r != VQ_CHAIN || !c.nr_segs || c.nr_readable == c.nr_segs) {
-			/* a chain the queue refused, or no writable byte for a
-			 * status: given back with nothing written */
-			b->stats.bad_requests++;
-		} else {
-			uint8_t status = do_request(b, vq->mem, segs, &c, &written);
-			if (put_status(vq->mem, segs, &c, status))
-				b->stats.bad_requests++;
-			else
-				written++;
-		}
-		r = vq_push(vq, c.head, written);
-		if (vq_err_needs_reset(r)) {
-			b->stats.queue_errors++;
-			virtio_pci_queue_broken(t);
-			break;
-		}
-		pushed = true;
+	const struct vq_guest_mem *m = t->q[0].vq.mem;
+	uint32_t written = 0;
+	if (r != VQ_CHAIN || !c->nr_segs || c->nr_readable == c->nr_segs) {
+		/* a chain the queue refused, or no writable byte for a status:
+		 * given back with nothing written */
+		b->stats.bad_requests++;
+		return 0;
 	}
-	if (pushed)
-		virtio_pci_used(t, q);
+	uint8_t status = do_request(b, m, segs, c, &written);
+	if (put_status(m, segs, c, status)) {
+		b->stats.bad_requests++;
+		return written;
+	}
+	return written + 1;
+}
+
+static void blk_kick(struct virtio_pci *t, unsigned q)
+{
+	struct vq_seg segs[VIRTIO_BLK_SEG_MAX + 2];
+	if (!virtio_pci_serve(t, q, segs, VIRTIO_BLK_SEG_MAX + 2, blk_serve))
+		blk_of(t)->stats.queue_errors++;
 }
 
 static const struct virtio_pci_ops blk_ops = {
@@ -215,7 +170,7 @@ int virtio_blk_init(struct virtio_blk *b, uint8_t devfn, uint8_t *image, uint64_
 	*b = (struct virtio_blk){ .image = image, .size = size, .ro = ro };
 	for (unsigned i = 0; id && i < VIRTIO_BLK_ID_BYTES && id[i]; i++)
 		b->id[i] = id[i];
-	if (virtio_pci_init(&b->t, devfn, &blk_ops, b, mem))
+	if (virtio_pci_init(&b->t, devfn, &blk_ops, mem))
 		return -1;
 	if (ro)
 		b->t.device_features |= 1ull << VIRTIO_BLK_F_RO;

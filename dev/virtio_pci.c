@@ -84,14 +84,14 @@ static void pci_cfg_window(struct pci_func *f, unsigned off, unsigned size, bool
 }
 
 int virtio_pci_init(struct virtio_pci *t, uint8_t devfn, const struct virtio_pci_ops *ops,
-		    void *dev, const struct vq_guest_mem *mem)
+		    const struct vq_guest_mem *mem)
 {
 	if (!ops->num_queues || ops->num_queues > VIRTIO_PCI_MAX_QUEUES || !ops->queue_max ||
 	    (ops->queue_max & (ops->queue_max - 1)) || ops->queue_max > VQ_MAX_SIZE ||
 	    ops->cfg_len > VIRTIO_PCI_DEVCFG_MAX || !ops->kick ||
 	    (ops->cfg_len && (!ops->cfg_read || !ops->cfg_write)))
 		return -1;
-	*t = (struct virtio_pci){ .ops = ops, .dev = dev };
+	*t = (struct virtio_pci){ .ops = ops };
 	struct pci_func *f = &t->pci;
 	pci_func_init(f, devfn, VIRTIO_PCI_VENDOR, (uint16_t)(VIRTIO_PCI_DEVICE_BASE + ops->device_id),
 		      ops->class_rev | 1, VIRTIO_PCI_VENDOR, 0x40, 1);
@@ -213,6 +213,44 @@ void virtio_pci_queue_broken(struct virtio_pci *t)
 	t->status |= VIRTIO_STATUS_NEEDS_RESET;
 	if (t->status & VIRTIO_STATUS_DRIVER_OK)
 		raise_config(t);   /* 2.1.2: tell the driver */
+}
+
+bool virtio_pci_serve(struct virtio_pci *t, unsigned q, struct vq_seg *segs, unsigned max_segs,
+		      virtio_serve_fn *serve)
+{
+	struct virtqueue *vq = &t->q[q].vq;
+	struct vq_chain c;
+	bool pushed = false, ok = true;
+	for (;;) {
+		int r = vq_pop(vq, segs, max_segs, &c);
+		if (r == VQ_EMPTY) {
+			/* ask for the next kick (with EVENT_IDX: avail_event), then
+			 * look again: the driver may have added chains before it
+			 * saw the request, and sends no kick for those */
+			r = vq_enable_notify(vq);
+			if (r == 1)
+				continue;
+			if (r == 0)
+				break;
+		}
+		if (!vq_err_needs_reset(r))
+			r = vq_push(vq, c.head, serve(t, r, segs, &c));
+		if (vq_err_needs_reset(r)) {
+			virtio_pci_queue_broken(t);
+			ok = false;
+			break;
+		}
+		pushed = true;
+	}
+	if (pushed)
+		virtio_pci_used(t, q);
+	return ok;
+}
+
+bool virtio_pci_queue_live(const struct virtio_pci *t, unsigned q)
+{
+	return q < t->ops->num_queues && t->q[q].enabled && (t->status & VIRTIO_STATUS_DRIVER_OK) &&
+	       !(t->status & VIRTIO_STATUS_NEEDS_RESET);
 }
 
 void virtio_pci_used(struct virtio_pci *t, unsigned q)
@@ -449,8 +487,7 @@ void virtio_pci_write(struct virtio_pci *t, uint64_t off, unsigned size, uint64_
 	    n < (uint64_t)t->ops->num_queues * VIRTIO_PCI_NOTIFY_MULT && !(n % VIRTIO_PCI_NOTIFY_MULT)) {
 		unsigned qi = (unsigned)(n / VIRTIO_PCI_NOTIFY_MULT);
 		/* a doorbell counts for a live queue of a running device only */
-		if (t->q[qi].enabled && (t->status & VIRTIO_STATUS_DRIVER_OK) &&
-		    !(t->status & VIRTIO_STATUS_NEEDS_RESET))
+		if (virtio_pci_queue_live(t, qi))
 			t->ops->kick(t, qi);
 		return;
 	}

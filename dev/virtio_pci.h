@@ -117,7 +117,7 @@ struct virtio_pci_queue {
 struct virtio_pci {
 	struct pci_func pci;
 	const struct virtio_pci_ops *ops;
-	void *dev;                      /* the device type's state */
+	void *host;                     /* the VM's wiring of this function (its hooks find it here) */
 	uint64_t device_features;
 	uint64_t driver_features;
 	uint32_t dfselect, gfselect;
@@ -145,7 +145,7 @@ struct virtio_pci {
  * valid device: 0 on success, -1 if not), its queues reaching guest RAM
  * through `mem`. */
 int virtio_pci_init(struct virtio_pci *t, uint8_t devfn, const struct virtio_pci_ops *ops,
-		    void *dev, const struct vq_guest_mem *mem);
+		    const struct vq_guest_mem *mem);
 /* The guest's access to the BAR, at a BAR-relative offset; size 1, 2, 4 or 8. */
 uint64_t virtio_pci_read(struct virtio_pci *t, uint64_t off, unsigned size);
 void virtio_pci_write(struct virtio_pci *t, uint64_t off, unsigned size, uint64_t val);
@@ -159,6 +159,20 @@ void virtio_pci_queue_broken(struct virtio_pci *t);
 /* The device changed its configuration: config_generation moves on and the
  * driver is told. */
 void virtio_pci_config_changed(struct virtio_pci *t);
+/* One chain of a queue being served: r is VQ_CHAIN, or the request error
+ * vq_pop returned for it (count it; c->head is valid). Returns the bytes
+ * written into the chain's buffers, the length it is given back with. */
+typedef uint32_t virtio_serve_fn(struct virtio_pci *t, int r, const struct vq_seg *segs,
+				 const struct vq_chain *c);
+/* A device's kick: every available chain of queue q to `serve` and back to
+ * the driver, then a request for the next kick (and a last look), then the
+ * interrupt if the driver wants one. False if the driver broke the ring:
+ * the device then needs a reset (virtio_pci_queue_broken was called). */
+bool virtio_pci_serve(struct virtio_pci *t, unsigned q, struct vq_seg *segs, unsigned max_segs,
+		      virtio_serve_fn *serve);
+/* Queue q is enabled and the device running (DRIVER_OK, no NEEDS_RESET):
+ * its doorbell counts, and the device may use its buffers. */
+bool virtio_pci_queue_live(const struct virtio_pci *t, unsigned q);
 /* The device put used buffers on queue q: unless the driver asked for no
  * interrupt (vq_should_interrupt), the ISR's queue bit is set and the
  * interrupt raised. */

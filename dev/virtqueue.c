@@ -350,3 +350,25 @@ int vq_disable_notify(struct virtqueue *vq)
 		return 0;
 	return ring_write16(vq, vq->used_gpa + USED_FLAGS, VIRTQ_USED_F_NO_NOTIFY);
 }
+
+int vq_copy(const struct vq_guest_mem *m, const struct vq_seg *segs, unsigned n, uint64_t skip,
+	    uint8_t *host, uint64_t len, bool to_guest)
+{
+	for (unsigned i = 0; i < n && len; i++) {
+		if (skip >= segs[i].len) {
+			skip -= segs[i].len;
+			continue;
+		}
+		uint64_t chunk = segs[i].len - skip;
+		if (chunk > len)
+			chunk = len;
+		int r = to_guest ? m->write(m->ctx, segs[i].gpa + skip, host, chunk)
+				 : m->read(m->ctx, segs[i].gpa + skip, host, chunk);
+		if (r)
+			return -1;
+		host += chunk;
+		len -= chunk;
+		skip = 0;
+	}
+	return 0;
+}

@@ -204,4 +204,11 @@ int vq_enable_notify(struct virtqueue *vq);
  * behind, which has the same effect. Returns 0 or a queue error. */
 int vq_disable_notify(struct virtqueue *vq);
 
+/* Copies `len` bytes between host memory and a run of a chain's segments
+ * (segs[0 .. n)), starting `skip` bytes into them; to the guest if
+ * to_guest. Copies no further than the segments reach. Returns 0, or -1 if
+ * an accessor failed (part may have been copied). */
+int vq_copy(const struct vq_guest_mem *m, const struct vq_seg *segs, unsigned n, uint64_t skip,
+	    uint8_t *host, uint64_t len, bool to_guest);
+
 #endif

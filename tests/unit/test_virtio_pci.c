@@ -60,7 +60,7 @@ static int setup(void **state)
 	memset(kicks, 0, sizeof(kicks));
 	dev_resets = 0;
 	pci_bus_init(&bus);
-	assert_int_equal(virtio_pci_init(&t, DEVFN, &blk_like, NULL, &stub_ram_mem), 0);
+	assert_int_equal(virtio_pci_init(&t, DEVFN, &blk_like, &stub_ram_mem), 0);
 	assert_int_equal(pci_bus_add(&bus, &t.pci), 0);
 	return 0;
 }
@@ -74,16 +74,16 @@ static void test_refused_devices(void **state)
 	(void)state;
 	struct virtio_pci_ops bad = blk_like;
 	bad.num_queues = 0;
-	assert_int_equal(virtio_pci_init(&t, DEVFN, &bad, NULL, &stub_ram_mem), -1);
+	assert_int_equal(virtio_pci_init(&t, DEVFN, &bad, &stub_ram_mem), -1);
 	bad = blk_like;
 	bad.queue_max = 100;
-	assert_int_equal(virtio_pci_init(&t, DEVFN, &bad, NULL, &stub_ram_mem), -1);
+	assert_int_equal(virtio_pci_init(&t, DEVFN, &bad, &stub_ram_mem), -1);
 	bad = blk_like;
 	bad.num_queues = VIRTIO_PCI_MAX_QUEUES + 1;
-	assert_int_equal(virtio_pci_init(&t, DEVFN, &bad, NULL, &stub_ram_mem), -1);
+	assert_int_equal(virtio_pci_init(&t, DEVFN, &bad, &stub_ram_mem), -1);
 	bad = blk_like;
 	bad.cfg_read = NULL;
-	assert_int_equal(virtio_pci_init(&t, DEVFN, &bad, NULL, &stub_ram_mem), -1);
+	assert_int_equal(virtio_pci_init(&t, DEVFN, &bad, &stub_ram_mem), -1);
 }
 
 /* What Linux's virtio_pci_modern probe reads: IDs, then the vendor

@@ -1,0 +1,160 @@
+/* Network links between VMs: ports, inboxes and forwarding. */
+#include "dev/net_link.h"
+
+#include "core/spinlock.h"
+#include "lib/printf.h"
+#include "lib/string.h"
+
+struct net_link {
+	char name[NET_LINK_NAME_MAX];   /* "" = free */
+	struct net_port *ports[NET_LINK_PORTS];
+	unsigned nr_ports;
+};
+
+static struct net_link links[NET_LINKS];
+static struct spinlock links_lock;
+
+bool net_link_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+	if (!n || n >= NET_LINK_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+static struct net_link *find_link(const char *name)
+{
+	for (unsigned i = 0; i < NET_LINKS; i++)
+		if (links[i].name[0] && !strcmp(links[i].name, name))
+			return &links[i];
+	return 0;
+}
+
+int net_link_attach(struct net_port *p, const char *name, char *err, size_t errlen)
+{
+	if (!net_link_name_ok(name)) {
+		snprintf(err, errlen, "'%s' is not a link name (1..%u of A-Z a-z 0-9 . _ -)", name,
+			 NET_LINK_NAME_MAX - 1);
+		return -1;
+	}
+	int r = -1;
+	spin_lock(&links_lock);
+	struct net_link *l = find_link(name);
+	for (unsigned i = 0; !l && i < NET_LINKS; i++)
+		if (!links[i].name[0]) {
+			l = &links[i];
+			memset(l, 0, sizeof(*l));
+			memcpy(l->name, name, strlen(name) + 1);
+		}
+	if (!l) {
+		snprintf(err, errlen, "link %s: no link left (at most %u at a time)", name, NET_LINKS);
+		goto out;
+	}
+	if (l->nr_ports == NET_LINK_PORTS) {
+		snprintf(err, errlen, "link %s: full (at most %u VMs on a link)", name, NET_LINK_PORTS);
+		goto out;
+	}
+	for (unsigned i = 0; i < l->nr_ports; i++)
+		if (!memcmp(l->ports[i]->mac, p->mac, NET_MAC_BYTES)) {
+			snprintf(err, errlen, "link %s: another VM on it has the MAC address "
+				 "%02x:%02x:%02x:%02x:%02x:%02x", name, p->mac[0], p->mac[1], p->mac[2],
+				 p->mac[3], p->mac[4], p->mac[5]);
+			goto out;
+		}
+	p->head = p->count = 0;
+	__atomic_store_n(&p->pending, 0, __ATOMIC_RELEASE);
+	p->link = l;
+	l->ports[l->nr_ports++] = p;
+	r = 0;
+out:
+	if (l && !l->nr_ports)
+		l->name[0] = '\0';   /* made for this port, which could not join */
+	spin_unlock(&links_lock);
+	return r;
+}
+
+void net_link_detach(struct net_port *p)
+{
+	spin_lock(&links_lock);
+	struct net_link *l = p->link;
+	if (l) {
+		for (unsigned i = 0; i < l->nr_ports; i++)
+			if (l->ports[i] == p) {
+				l->ports[i] = l->ports[--l->nr_ports];
+				break;
+			}
+		if (!l->nr_ports)
+			l->name[0] = '\0';
+		p->link = 0;
+	}
+	spin_unlock(&links_lock);
+}
+
+/* Into p's inbox (links' lock held); false when it is full. */
+static bool inbox_put(struct net_port *p, const uint8_t *frame, unsigned len)
+{
+	if (p->count == NET_INBOX_FRAMES) {
+		p->stats.inbox_full++;
+		return false;
+	}
+	struct net_frame *f = &p->inbox[(p->head + p->count) % NET_INBOX_FRAMES];
+	f->len = (uint16_t)len;
+	memcpy(f->data, frame, len);
+	if (p->count++)
+		return true;   /* the owner was told at the first and takes them all */
+	__atomic_store_n(&p->pending, 1, __ATOMIC_RELEASE);
+	p->wake(p);
+	return true;
+}
+
+unsigned net_link_send(struct net_port *from, const uint8_t *frame, unsigned len)
+{
+	if (len < NET_FRAME_MIN || len > NET_FRAME_MAX) {
+		from->stats.bad_frames++;
+		return 0;
+	}
+	unsigned reached = 0;
+	spin_lock(&links_lock);
+	struct net_link *l = from->link;
+	from->stats.sent++;
+	from->stats.sent_bytes += len;
+	struct net_port *to = 0;
+	if (l && !(frame[0] & 1))   /* unicast: the port with that address, if any */
+		for (unsigned i = 0; i < l->nr_ports && !to; i++)
+			if (l->ports[i] != from && !memcmp(l->ports[i]->mac, frame, NET_MAC_BYTES))
+				to = l->ports[i];
+	if (to)
+		reached += inbox_put(to, frame, len);
+	else if (l)   /* broadcast, multicast, an address nobody has: every other port */
+		for (unsigned i = 0; i < l->nr_ports; i++)
+			if (l->ports[i] != from)
+				reached += inbox_put(l->ports[i], frame, len);
+	spin_unlock(&links_lock);
+	return reached;
+}
+
+unsigned net_port_receive(struct net_port *p, bool (*take)(void *ctx, const uint8_t *frame,
+							   unsigned len), void *ctx)
+{
+	unsigned n = 0;
+	spin_lock(&links_lock);
+	while (p->count) {
+		const struct net_frame *f = &p->inbox[p->head];
+		if (!take(ctx, f->data, f->len))
+			break;
+		p->stats.delivered++;
+		p->stats.delivered_bytes += f->len;
+		p->head = (p->head + 1) % NET_INBOX_FRAMES;
+		p->count--;
+		n++;
+	}
+	__atomic_store_n(&p->pending, p->count != 0, __ATOMIC_RELEASE);
+	spin_unlock(&links_lock);
+	return n;
+}

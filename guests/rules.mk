@@ -15,7 +15,7 @@ G_RT64 := $(patsubst %,$(G_DIR)/obj64/%.o,guests/rt/entry64.S guests/rt/rt.c \
           lib/string.c lib/printf.c)
 
 # 32-bit self tests (flat protected mode, paging off): guests/selftest/NAME.c
-G_TESTS32 := hello cpuid ports msrs virtinsn triple stats dr hlt mmio_bad irqstate forever timers side smp virtio
+G_TESTS32 := hello cpuid ports msrs virtinsn triple stats dr hlt mmio_bad irqstate forever timers side smp virtio virtionet
 # 64-bit self tests (long mode, paging on): guests/selftest/NAME.c
 G_TESTS64 := nextrip64 syscall64
 # Self tests built at both widths from one source: guests/selftest/NAME.c ->

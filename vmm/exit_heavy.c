@@ -371,14 +371,14 @@ void heavy_hlt(struct vcpu *v)
 	/* with several vCPUs another can always send an IPI, an NMI or INIT */
 	bool smp = vm->nr_vcpus > 1;
 	bool can_wake = if1 || platform_nmi_source(v) || smp;
+	bool kickable = smp || platform_kick_source(vm);   /* another CPU can give it work */
 	guest_clock_halt(vm);   /* its time passes while it waits */
-	while (can_wake && !hlt_wakes(v, if1) && (vm->nr_timers || smp) && !vm->ended &&
+	while (can_wake && !hlt_wakes(v, if1) && (vm->nr_timers || kickable) && !vm->ended &&
 	       !v->lapic.init_pending) {
 		vm_unlock(vm);   /* (held with several vCPUs: vmm/vm.c vcpu_run) */
 		vendor_host_wait_for_interrupt();
 		vm_lock(vm);
-		if (smp)
-			vcpu_take_notices(v);
+		vcpu_take_notices(v);
 		vm_timers_run(vm);
 	}
 	if (vm->ended || v->lapic.init_pending)
@@ -396,6 +396,8 @@ void heavy_hlt(struct vcpu *v)
 void heavy_host_intr(struct vcpu *v)
 {
 	vendor_host_interrupt_window();
+	if (v->vm->nr_vcpus == 1)   /* (several: vcpu_heavy_enter took them) */
+		vcpu_take_notices(v);
 	vm_timers_run(v->vm);
 }
 

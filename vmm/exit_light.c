@@ -234,6 +234,8 @@ ALWAYS_INLINE light_ret light_host_intr(struct vcpu *v, const unsigned sw)
 	if (vendor_exit_in_event_delivery(v))   /* the heavy path re-injects that event */
 		return light_go_heavy(v, LP_EXIT_INTR);
 	vendor_host_interrupt_window();
+	if (__builtin_expect(__atomic_load_n(&v->kicked, __ATOMIC_RELAXED), 0))
+		return light_go_heavy(v, LP_EXIT_INTR);   /* another CPU's kick: heavy_host_intr */
 	vm_timers_run(v->vm);   /* sets v->pending if a timer fired */
 	return light_done(v, LP_EXIT_INTR, sw);
 }

@@ -180,6 +180,16 @@ static int config_spec(const struct boot_info *bi, unsigned i, unsigned id,
 			return -1;
 		}
 	}
+	if (c->net[0]) {
+		spec->net = c->net;
+		spec->has_mac = c->has_mac;
+		memcpy(spec->mac, c->mac, sizeof(spec->mac));
+		if (c->cpus > 1) {
+			kprintf("lightpath: vm%u: %s: a network device is for VMs of one vCPU yet "
+				"(cpus = %u)\n", id, names[i], c->cpus);
+			return -1;
+		}
+	}
 	spec->mem_mb = c->memory_mb;
 	spec->has_timeout = c->has_timeout;
 	spec->timeout_s = c->timeout_s;

@@ -21,6 +21,7 @@
 #include "dev/rtc.h"
 #include "dev/uart16550.h"
 #include "dev/virtio_blk.h"
+#include "dev/virtio_net.h"
 #include "lib/string.h"
 #include "vmm/exit.h"
 #include "vmm/guest_clock.h"
@@ -36,6 +37,17 @@
  * The devices know it only as their opaque struct dev_host: the services
  * below (interrupt lines, timers, the clock, the console, ending the VM)
  * are all they reach, and only this file sees the devices. */
+/* A virtio function's place in the PC: its two MMIO ranges (vm->mmio
+ * indices: BAR 4, BAR 1), its INTx line and its interrupt counts. */
+struct virtio_slot {
+	struct dev_host *pc;
+	struct virtio_pci *t;
+	unsigned mmio[2];
+	unsigned gsi;
+	uint64_t msi_sent, msi_dropped;   /* MSI-X messages: delivered, outside the APICs' window */
+	uint64_t intx_raised;
+};
+
 struct dev_host {
 	struct dev_host_head head;   /* first: dev_host_vm() */
 	struct uart16550 uart;
@@ -53,15 +65,15 @@ struct dev_host {
 	struct acpi_pm acpi_pm;
 	struct hpet hpet;
 	struct vm_timer console_timer;
-	/* disk = (issue 15): a virtio-blk function on the PCI bus, its image
-	 * (a private copy when writable), its guest memory and its two MMIO
-	 * ranges (vm->mmio indices: BAR 4, BAR 1) */
+	/* disk = and net = (issue 15): virtio functions on the PCI bus, their
+	 * wiring, the guest memory their queues reach, the disk's image (a
+	 * private copy when writable) and the network device's link port */
 	struct virtio_blk blk;
+	struct virtio_net net;
+	struct virtio_slot blk_slot, net_slot;
 	uint8_t *disk_copy;
+	struct net_port *net_port;
 	struct vq_guest_mem guest_mem;
-	unsigned blk_mmio[2];
-	uint64_t msi_sent, msi_dropped;   /* MSI-X messages: delivered, outside the APICs' window */
-	uint64_t intx_raised;
 	/* host console input the guest's UART could not take yet (a ring) */
 	uint8_t console_backlog[CONSOLE_BACKLOG];
 	unsigned console_backlog_head, console_backlog_len;
@@ -71,6 +83,7 @@ _Static_assert(__builtin_offsetof(struct dev_host, head) == 0, "dev_host_vm() re
 #define PLATFORM_BYTES ((sizeof(struct dev_host) + 0xfffull) & ~0xfffull)
 
 #define DISK_BYTES(vm) (((vm)->disk_size + 0xfffull) & ~0xfffull)
+#define NET_PORT_BYTES ((sizeof(struct net_port) + 0xfffull) & ~0xfffull)
 
 bool platform_alloc(struct vm *vm)
 {
@@ -87,6 +100,12 @@ bool platform_alloc(struct vm *vm)
 			return false;
 		memcpy(pc->disk_copy, vm->disk, vm->disk_size);
 	}
+	if (vm->net) {
+		pc->net_port = (struct net_port *)(uintptr_t)pmem_alloc(NET_PORT_BYTES, 4096);
+		if (!pc->net_port)
+			return false;
+		memset(pc->net_port, 0, sizeof(*pc->net_port));
+	}
 	return true;
 }
 
@@ -94,6 +113,10 @@ void platform_free(struct vm *vm)
 {
 	if (vm->pc && vm->pc->disk_copy)
 		pmem_free((uint64_t)(uintptr_t)vm->pc->disk_copy, DISK_BYTES(vm));
+	if (vm->pc && vm->pc->net_port) {
+		net_link_detach(vm->pc->net_port);   /* before its memory goes: nobody sends to it */
+		pmem_free((uint64_t)(uintptr_t)vm->pc->net_port, NET_PORT_BYTES);
+	}
 	if (vm->pc)
 		pmem_free((uint64_t)(uintptr_t)vm->pc, PLATFORM_BYTES);
 	vm->pc = 0;
@@ -410,12 +433,18 @@ static void platform_light_shared(struct vm *vm)
 	}
 }
 
-/* ---- disk = : virtio-blk at 00:03.0 (issue 15, docs/VIRTIO.md) ---- */
+/* ---- disk = and net = : virtio functions (issue 15, docs/VIRTIO.md) ---- */
 
+/* Where firmware would place them: BARs in the MMIO hole, INTA# on a PCI
+ * interrupt line of the I/O APIC and the 8259. */
 #define BLK_DEVFN      PCI_DEVFN(3, 0)
-#define BLK_BAR4_GPA   0xfe000000ull   /* in the MMIO hole, as firmware would place it */
+#define BLK_BAR4_GPA   0xfe000000ull
 #define BLK_BAR1_GPA   0xfe004000ull
 #define BLK_INTX_GSI   11u
+#define NET_DEVFN      PCI_DEVFN(4, 0)
+#define NET_BAR4_GPA   0xfe008000ull
+#define NET_BAR1_GPA   0xfe00c000ull
+#define NET_INTX_GSI   10u
 
 /* The virtqueues reach the VM's RAM, every range checked (gpa_to_host). */
 static bool guest_in_ram(void *ctx, uint64_t gpa, uint64_t len)
@@ -441,13 +470,8 @@ static int guest_write(void *ctx, uint64_t gpa, const void *src, size_t len)
 	return 0;
 }
 
-static struct dev_host *blk_host(struct virtio_pci *t)
-{
-	return (struct dev_host *)((char *)t - __builtin_offsetof(struct dev_host, blk.t));
-}
-
-static int blk_bar_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-			bool is_write, void *opaque)
+static int virtio_bar_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
+			   bool is_write, void *opaque)
 {
 	struct virtio_pci *t = opaque;
 	(void)vcpu;
@@ -462,89 +486,156 @@ static int blk_bar_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsign
 }
 
 /* What a BAR decodes moved: its MMIO range follows (length 0: nowhere). */
-static void blk_bar_moved(struct pci_func *f, unsigned bar, uint64_t addr, bool enabled)
+static void virtio_bar_moved(struct pci_func *f, unsigned bar, uint64_t addr, bool enabled)
 {
-	struct dev_host *pc = blk_host((struct virtio_pci *)f);
-	struct vm *vm = pc->head.vm;
+	struct virtio_slot *slot = ((struct virtio_pci *)f)->host;
+	struct vm *vm = slot->pc->head.vm;
 	unsigned i = bar == VIRTIO_PCI_BAR ? 0 : 1;
 	/* a BAR moved onto the VM's RAM (or past 2^64) decodes nothing there:
 	 * RAM answers those addresses without an exit anyway */
 	bool usable = addr >= vm->mem_size && addr + f->bar_size[bar] > addr;
-	vm->mmio[pc->blk_mmio[i]].base = usable ? addr : vm->mem_size;
-	vm->mmio[pc->blk_mmio[i]].len = enabled && usable ? f->bar_size[bar] : 0;
+	vm->mmio[slot->mmio[i]].base = usable ? addr : vm->mem_size;
+	vm->mmio[slot->mmio[i]].len = enabled && usable ? f->bar_size[bar] : 0;
 }
 
 /* An MSI-X message: a write to the local APICs' window (address 0xFEEx_xxxx:
  * destination in bits 19:12, logical in bit 2; data: vector, delivery mode)
  * is an interrupt message on the VM's APIC bus. */
-static void blk_msi(struct virtio_pci *t, uint64_t addr, uint32_t data)
+static void virtio_msi(struct virtio_pci *t, uint64_t addr, uint32_t data)
 {
-	struct dev_host *pc = blk_host(t);
+	struct virtio_slot *slot = t->host;
 	unsigned dm = (data >> 8) & 7;
 	if ((addr >> 20) != 0xfee || (dm != LAPIC_DM_FIXED && dm != LAPIC_DM_LOWEST &&
 				      dm != LAPIC_DM_NMI)) {
-		pc->msi_dropped++;   /* a PCI write nobody decodes, or a mode a device may not send */
+		slot->msi_dropped++;   /* a PCI write nobody decodes, or a mode a device may not send */
 		return;
 	}
 	struct apic_msg m = {
 		.dest = (uint32_t)(addr >> 12) & 0xff, .vector = (uint8_t)data,
 		.delivery_mode = (uint8_t)dm, .shorthand = LAPIC_SH_NONE, .logical = addr & 4,
 	};
-	apic_bus_send(pc, 0, &m);
-	pc->msi_sent++;
+	apic_bus_send(slot->pc, 0, &m);
+	slot->msi_sent++;
 }
 
-static void blk_intx(struct virtio_pci *t, bool level)
+static void virtio_intx(struct virtio_pci *t, bool level)
 {
-	blk_host(t)->intx_raised += level;
-	struct irq_line l = pc_line(blk_host(t), BLK_INTX_GSI);
+	struct virtio_slot *slot = t->host;
+	slot->intx_raised += level;
+	struct irq_line l = pc_line(slot->pc, slot->gsi);
 	irq_line_set(&l, level);
+}
+
+/* Puts the function `t` (initialised) on the bus at devfn, as firmware
+ * leaves it: BARs placed, memory decode and bus mastering on, INTA# routed
+ * to `gsi`. Its BARs are light MMIO ranges: the light path's decode takes
+ * their 32-bit MOVs (one vCPU: nothing the device does needs the heavy
+ * path's state). */
+static void virtio_place(struct vm *vm, struct dev_host *pc, struct virtio_slot *slot,
+			 struct virtio_pci *t, uint8_t devfn, uint64_t bar4, uint64_t bar1, unsigned gsi,
+			 const char *name)
+{
+	if (pci_bus_add(&pc->pci.bus, &t->pci))
+		panic("vm%u: cannot put its %s on the PCI bus", vm->id, name);
+	*slot = (struct virtio_slot){ .pc = pc, .t = t, .gsi = gsi };
+	t->host = slot;
+	t->msi = virtio_msi;
+	t->intx = virtio_intx;
+	for (unsigned i = 0; i < 2; i++) {   /* placed (and sized) by virtio_bar_moved */
+		struct io_range r = { .base = vm->mem_size, .len = 0, .fn = virtio_bar_mmio, .opaque = t,
+				      .light = true, .name = name };
+		add_mmio(vm, &r);
+		slot->mmio[i] = vm->nr_mmio - 1;
+	}
+	t->pci.bar_moved = virtio_bar_moved;
+	struct pci_bus *bus = &pc->pci.bus;
+	pci_bus_write(bus, 0, devfn, PCI_BAR0 + 4 * VIRTIO_PCI_BAR, 4, (uint32_t)bar4);
+	pci_bus_write(bus, 0, devfn, PCI_BAR0 + 4 * VIRTIO_PCI_BAR + 4, 4, (uint32_t)(bar4 >> 32));
+	pci_bus_write(bus, 0, devfn, PCI_BAR0 + 4 * VIRTIO_PCI_MSIX_BAR, 4, (uint32_t)bar1);
+	pci_bus_write(bus, 0, devfn, PCI_INTR_LINE, 1, gsi);
+	pci_bus_write(bus, 0, devfn, PCI_COMMAND, 2, PCI_CMD_MEM | PCI_CMD_MASTER);
 }
 
 void platform_print_stats(struct vm *vm)
 {
 	const struct dev_host *pc = vm->pc;
-	if (!vm->disk || !pc)
+	if (!pc)
 		return;
-	const struct virtio_blk *b = &pc->blk;
-	kprintf("  disk: %lu reads (%lu KiB), %lu writes (%lu KiB), %lu flushes; interrupts: %lu "
-		"MSI-X messages, %lu dropped, %lu INTx\n", b->stats.reads, b->stats.bytes_read >> 10,
-		b->stats.writes, b->stats.bytes_written >> 10, b->stats.flushes, pc->msi_sent,
-		pc->msi_dropped, pc->intx_raised);
-	kprintf("  disk refused: %lu outside the image, %lu malformed, %lu writes to a read-only "
-		"disk, %lu unsupported, %lu broken rings; %lu resets, %lu undefined accesses\n",
-		b->stats.out_of_range, b->stats.bad_requests, b->stats.ro_writes,
-		b->stats.unsupported, b->stats.queue_errors, b->t.resets, b->t.bad_accesses);
+	if (vm->disk) {
+		const struct virtio_blk *b = &pc->blk;
+		const struct virtio_slot *s = &pc->blk_slot;
+		kprintf("  disk: %lu reads (%lu KiB), %lu writes (%lu KiB), %lu flushes; interrupts: "
+			"%lu MSI-X messages, %lu dropped, %lu INTx\n", b->stats.reads,
+			b->stats.bytes_read >> 10, b->stats.writes, b->stats.bytes_written >> 10,
+			b->stats.flushes, s->msi_sent, s->msi_dropped, s->intx_raised);
+		kprintf("  disk refused: %lu outside the image, %lu malformed, %lu writes to a read-only "
+			"disk, %lu unsupported, %lu broken rings; %lu resets, %lu undefined accesses\n",
+			b->stats.out_of_range, b->stats.bad_requests, b->stats.ro_writes,
+			b->stats.unsupported, b->stats.queue_errors, b->t.resets, b->t.bad_accesses);
+	}
+	if (vm->net) {
+		const struct virtio_net *n = &pc->net;
+		const struct net_port *p = pc->net_port;
+		const struct virtio_slot *s = &pc->net_slot;
+		kprintf("  net %s %02x:%02x:%02x:%02x:%02x:%02x: %lu frames sent (%lu KiB), %lu received "
+			"(%lu KiB); interrupts: %lu MSI-X messages, %lu dropped, %lu INTx\n", vm->net,
+			p->mac[0], p->mac[1], p->mac[2], p->mac[3], p->mac[4], p->mac[5],
+			n->stats.tx_frames, n->stats.tx_bytes >> 10, n->stats.rx_frames,
+			n->stats.rx_bytes >> 10, s->msi_sent, s->msi_dropped, s->intx_raised);
+		kprintf("  net refused: %lu bad transmit chains, %lu bad receive chains, %lu receive "
+			"buffers too small, %lu frames lost to a full inbox, %lu broken rings; %lu resets, "
+			"%lu undefined accesses\n", n->stats.tx_bad, n->stats.rx_bad,
+			n->stats.rx_short, p->stats.inbox_full, n->stats.queue_errors, n->t.resets,
+			n->t.bad_accesses);
+	}
 }
 
 static void create_disk(struct vm *vm, struct dev_host *pc)
 {
-	pc->guest_mem = (struct vq_guest_mem){ vm, guest_in_ram, guest_read, guest_write };
 	uint8_t *image = pc->disk_copy ? pc->disk_copy : (uint8_t *)(uintptr_t)vm->disk;
 	if (virtio_blk_init(&pc->blk, BLK_DEVFN, image, vm->disk_size, vm->disk_ro, "lightpath-vda",
-			   &pc->guest_mem) || pci_bus_add(&pc->pci.bus, &pc->blk.t.pci))
+			    &pc->guest_mem))
 		panic("vm%u: cannot create its disk", vm->id);
-	struct virtio_pci *t = &pc->blk.t;
-	struct pci_func *f = &t->pci;
-	t->msi = blk_msi;
-	t->intx = blk_intx;
-	/* light: the light path's MMIO decode takes the 32-bit MOVs (one vCPU:
-	 * nothing the device does needs the heavy path's state) */
-	for (unsigned i = 0; i < 2; i++) {   /* placed (and sized) by blk_bar_moved */
-		struct io_range r = { .base = vm->mem_size, .len = 0, .fn = blk_bar_mmio, .opaque = t,
-				      .light = true, .name = "virtio-blk" };
-		add_mmio(vm, &r);
-		pc->blk_mmio[i] = vm->nr_mmio - 1;
+	virtio_place(vm, pc, &pc->blk_slot, &pc->blk.t, BLK_DEVFN, BLK_BAR4_GPA, BLK_BAR1_GPA,
+		     BLK_INTX_GSI, "virtio-blk");
+}
+
+/* Another VM left frames on this VM's port: its CPU takes them in
+ * (platform_take_kicks) when the kick arrives. */
+static void net_wake(struct net_port *p)
+{
+	struct vm *vm = p->owner;
+	vcpu_notify(vm->vcpu);
+}
+
+static void create_net(struct vm *vm, struct dev_host *pc)
+{
+	struct net_port *p = pc->net_port;
+	static const uint8_t oui[5] = { 0x52, 0x54, 0x00, 0x4c, 0x50 };   /* locally administered */
+	if (vm->has_mac) {
+		memcpy(p->mac, vm->mac, sizeof(p->mac));
+	} else {
+		memcpy(p->mac, oui, sizeof(oui));
+		p->mac[5] = (uint8_t)vm->id;
 	}
-	f->bar_moved = blk_bar_moved;
-	/* as firmware leaves it: BARs placed, memory decode and bus mastering
-	 * on, INTA# routed to GSI 11 */
-	pci_bus_write(&pc->pci.bus, 0, BLK_DEVFN, PCI_BAR0 + 4 * VIRTIO_PCI_BAR, 4, (uint32_t)BLK_BAR4_GPA);
-	pci_bus_write(&pc->pci.bus, 0, BLK_DEVFN, PCI_BAR0 + 4 * VIRTIO_PCI_BAR + 4, 4, 0);
-	pci_bus_write(&pc->pci.bus, 0, BLK_DEVFN, PCI_BAR0 + 4 * VIRTIO_PCI_MSIX_BAR, 4,
-		      (uint32_t)BLK_BAR1_GPA);
-	pci_bus_write(&pc->pci.bus, 0, BLK_DEVFN, PCI_INTR_LINE, 1, BLK_INTX_GSI);
-	pci_bus_write(&pc->pci.bus, 0, BLK_DEVFN, PCI_COMMAND, 2, PCI_CMD_MEM | PCI_CMD_MASTER);
+	p->wake = net_wake;
+	p->owner = vm;
+	if (virtio_net_init(&pc->net, NET_DEVFN, p, &pc->guest_mem))
+		panic("vm%u: cannot create its network device", vm->id);
+	virtio_place(vm, pc, &pc->net_slot, &pc->net.t, NET_DEVFN, NET_BAR4_GPA, NET_BAR1_GPA,
+		     NET_INTX_GSI, "virtio-net");
+}
+
+void platform_take_kicks(struct vm *vm)
+{
+	struct dev_host *pc = vm->pc;
+	if (pc->net_port && net_port_pending(pc->net_port))
+		virtio_net_receive(&pc->net);
+}
+
+bool platform_kick_source(const struct vm *vm)
+{
+	return vm->net != 0;
 }
 
 void platform_create(struct vm *vm)
@@ -625,8 +716,11 @@ void platform_create(struct vm *vm)
 	add_mmio(vm, &r[0]);
 	mmio_test_range(&pc->mmio_test, &r[0]);
 	add_mmio(vm, &r[0]);
-	if (vm->disk)   /* its BARs after every fixed range */
+	pc->guest_mem = (struct vq_guest_mem){ vm, guest_in_ram, guest_read, guest_write };
+	if (vm->disk)   /* their BARs after every fixed range */
 		create_disk(vm, pc);
+	if (vm->net)
+		create_net(vm, pc);
 	if (vm->nr_vcpus > 1)
 		platform_light_shared(vm);
 
@@ -737,6 +831,13 @@ void platform_start(struct vm *vm)
 	vm_timer_init(&pc->console_timer, pc, console_poll, vm);
 	pc->console_timer.host_clock = true;
 	vm_timer_arm(&pc->console_timer, rdtsc() + tsc_hz() / (1000000 / CONSOLE_POLL_US));
+	char err[120];
+	if (vm->net && net_link_attach(pc->net_port, vm->net, err, sizeof(err)))
+		vm_fault(vm, "net = %s: %s", vm->net, err);
+	else if (vm->net)
+		kprintf("lightpath: vm%u: network device %02x:%02x:%02x:%02x:%02x:%02x on link %s\n",
+			vm->id, pc->net_port->mac[0], pc->net_port->mac[1], pc->net_port->mac[2],
+			pc->net_port->mac[3], pc->net_port->mac[4], pc->net_port->mac[5], vm->net);
 }
 
 bool platform_intr_requested(const struct vcpu *v)

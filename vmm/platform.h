@@ -22,6 +22,12 @@ void platform_create(struct vm *vm);
 void platform_start(struct vm *vm);
 /* The devices' lines of the VM's exit statistics (a disk's requests). */
 void platform_print_stats(struct vm *vm);
+/* Another CPU kicked this VM's vCPU (vcpu_take_notices): frames another VM
+ * left on its network link go into its receive queue. */
+void platform_take_kicks(struct vm *vm);
+/* Can another VM give this one work (an interrupt) while it halts: a
+ * network link. */
+bool platform_kick_source(const struct vm *vm);
 
 /* Whether any interrupt is requested at all (LP_HC_RAISE_IRQ/LP_HC_TIMER,
  * the local APIC's IRR unless the CPU delivers those itself, an unmasked

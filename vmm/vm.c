@@ -471,8 +471,8 @@ static void time_limit_start(struct vm *vm, unsigned seconds)
 	vm_timer_arm(&vm->time_limit, rdtsc() + (uint64_t)seconds * tsc_hz());
 }
 
-/* The heavy path's part of a VM of several vCPUs: the VM lock, and what
- * another CPU left for this vCPU (vcpu_notify). */
+/* What another CPU left for this vCPU (vcpu_notify): posted IPIs, frames
+ * on the VM's network link. */
 void vcpu_take_notices(struct vcpu *v)
 {
 	if (!__atomic_exchange_n(&v->kicked, false, __ATOMIC_ACQUIRE))
@@ -485,6 +485,7 @@ void vcpu_take_notices(struct vcpu *v)
 			lapic_accept(&v->lapic, (uint8_t)(w * 32 + b), false);
 		}
 	}
+	platform_take_kicks(v->vm);
 	v->pending |= VCPU_PENDING_RECHECK;
 }
 
@@ -631,7 +632,7 @@ static int load_guest(struct vm *vm, const struct vm_spec *spec, char *what, siz
 		if (load_multiboot_elf(ram, vm->mem_size, spec->image, spec->image_size, spec->cmdline,
 				       spec->modules, spec->nr_modules, &g, err, errlen))
 			return -1;
-		if (firmware_build(ram, vm->mem_size, vm->nr_vcpus, vm->disk != 0, &rsdp)) {
+		if (firmware_build(ram, vm->mem_size, vm->nr_vcpus, vm->disk || vm->net, &rsdp)) {
 			snprintf(err, errlen, "could not write the BIOS data area and ACPI tables");
 			return -1;
 		}
@@ -648,7 +649,7 @@ static int load_guest(struct vm *vm, const struct vm_spec *spec, char *what, siz
 	if (linux_boot_prepare(ram, vm->mem_size, spec->image, spec->image_size, spec->initrd,
 			       spec->initrd_size, spec->cmdline, map, nmap, &st, err, errlen))
 		return -1;
-	if (firmware_build(ram, vm->mem_size, vm->nr_vcpus, vm->disk != 0, &rsdp)) {
+	if (firmware_build(ram, vm->mem_size, vm->nr_vcpus, vm->disk || vm->net, &rsdp)) {
 		snprintf(err, errlen, "could not write the BIOS data area and ACPI tables");
 		return -1;
 	}
@@ -751,6 +752,9 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	vm->disk = spec->disk;
 	vm->disk_size = spec->disk_size;
 	vm->disk_ro = spec->disk_ro;
+	vm->net = spec->net;
+	vm->has_mac = spec->has_mac;
+	memcpy(vm->mac, spec->mac, sizeof(vm->mac));
 	vm->mem_hpa = mem_hpa;
 	vm->mem_size = mem;
 	struct vcpu *v = vm->vcpu;

@@ -172,6 +172,9 @@ struct vm {
 	const uint8_t *disk;        /* disk =: the module's image (virtio-blk), or 0 */
 	uint64_t disk_size;
 	bool disk_ro;
+	const char *net;            /* net =: the link its virtio-net device is on, or 0 */
+	bool has_mac;
+	uint8_t mac[6];             /* with has_mac: its address (else lightpath's pick) */
 
 	/* the PC: devices, their interrupt wiring, console input (vmm/platform.c);
 	 * its devices see it as their struct dev_host, and nothing else of the VM */
@@ -267,8 +270,9 @@ static inline bool vm_shared_ok(const struct vm *vm)
  * CPU its hazard bit; on another, `kicked` and a host IPI there, which
  * makes it leave the guest (or its halt) and look. */
 void vcpu_notify(struct vcpu *t);
-/* On the vCPU's own heavy path, VM lock held: what other CPUs left for it
- * (kicked, posted vectors) taken in; sets its hazard bit if anything was. */
+/* On the vCPU's own heavy path (VM lock held with several vCPUs): what
+ * other CPUs left for it (kicked: posted vectors, frames another VM sent to
+ * its network link) taken in; sets its hazard bit if anything was. */
 void vcpu_take_notices(struct vcpu *v);
 
 /* Translates a guest-physical range to a host pointer, or 0 if any of it is
@@ -328,6 +332,9 @@ struct vm_spec {
 	const uint8_t *disk;
 	uint64_t disk_size;        /* a non-zero multiple of 512 */
 	bool disk_ro;
+	const char *net;           /* net =: the link of a virtio-net device, or 0 */
+	bool has_mac;
+	uint8_t mac[6];
 	struct mb_module modules[MB_MAX_MODULES];   /* multiboot kernels: in this order */
 	unsigned nr_modules;
 	unsigned mem_mb;

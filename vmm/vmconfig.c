@@ -19,6 +19,7 @@ enum key_kind {
 	KEY_SECONDS,  /* the time limit */
 	KEY_UNCLAIMED, /* pc | stop */
 	KEY_DISK,     /* module[,ro|,rw] */
+	KEY_NET,      /* link[,mac=xx:xx:xx:xx:xx:xx] */
 	KEY_MODULE_LIST, /* "name args", name, ...: parsed from the raw line */
 };
 
@@ -43,6 +44,7 @@ static const struct key_desc key_table[] = {
 	{ "timeout", KEY_SECONDS, offsetof(struct vmconfig, timeout_s), 0 },
 	{ "unclaimed", KEY_UNCLAIMED, offsetof(struct vmconfig, unclaimed_stop), 0 },
 	STR(disk, KEY_DISK),
+	STR(net, KEY_NET),
 };
 
 #define KEY_COUNT (sizeof(key_table) / sizeof(key_table[0]))
@@ -122,6 +124,64 @@ bool vmconfig_is_config(const uint8_t *data, size_t len)
 }
 
 /* Stores value v[0..n) of key d on line `line`; 0 or -1 with err set. */
+static bool is_name_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '.' || c == '_' || c == '-';
+}
+
+static int hex_digit(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* net = LINK[,mac=xx:xx:xx:xx:xx:xx]: the link's name as a VM's name, and
+ * a unicast MAC address other than zero. */
+static int parse_net(struct vmconfig *out, const char *v, size_t n, unsigned line, char *field,
+		     size_t size, char *err, size_t errlen)
+{
+	char q[QUOTE_MAX + 1];
+	size_t name_n = 0;
+	while (name_n < n && v[name_n] != ',')
+		name_n++;
+	bool name_ok = name_n && name_n < size;
+	for (size_t i = 0; i < name_n; i++)
+		name_ok = name_ok && is_name_char(v[i]);
+	if (!name_ok) {
+		snprintf(err, errlen, ":%u: net = %s: use a link name (1..%zu of A-Z a-z 0-9 . _ -), "
+			 "then ,mac=xx:xx:xx:xx:xx:xx if you like", line, quote(q, v, n), size - 1);
+		return -1;
+	}
+	memcpy(field, v, name_n);
+	field[name_n] = '\0';
+	out->has_mac = false;
+	if (name_n == n)
+		return 0;
+	const char *m = v + name_n + 1;
+	size_t m_n = n - name_n - 1;
+	bool ok = m_n == 4 + 17 && !memcmp(m, "mac=", 4);
+	for (unsigned i = 0; ok && i < 6; i++) {
+		const char *h = m + 4 + 3 * i;
+		int hi = hex_digit(h[0]), lo = hex_digit(h[1]);
+		ok = hi >= 0 && lo >= 0 && (i == 5 || h[2] == ':');
+		out->mac[i] = (uint8_t)(hi << 4 | lo);
+	}
+	if (!ok) {
+		snprintf(err, errlen, ":%u: net = %s: after the link name, ,mac=xx:xx:xx:xx:xx:xx "
+			 "(six hex bytes)", line, quote(q, v, n));
+		return -1;
+	}
+	static const uint8_t zero[6];
+	if ((out->mac[0] & 1) || !memcmp(out->mac, zero, 6)) {
+		snprintf(err, errlen, ":%u: net = %s: a VM's MAC address must be unicast (first byte "
+			 "even) and not zero", line, quote(q, v, n));
+		return -1;
+	}
+	out->has_mac = true;
+	return 0;
+}
+
 static int apply(struct vmconfig *out, const struct key_desc *d, const char *v, size_t n,
 		 unsigned line, char *err, size_t errlen)
 {
@@ -142,8 +202,7 @@ static int apply(struct vmconfig *out, const struct key_desc *d, const char *v, 
 			char c = v[i];
 			bool ok = true;
 			if (d->kind == KEY_NAME)
-				ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-				     (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+				ok = is_name_char(c);
 			else if (d->kind == KEY_MODULE)
 				ok = !is_blank(c);
 			if (!ok) {
@@ -259,6 +318,8 @@ static int apply(struct vmconfig *out, const struct key_desc *d, const char *v, 
 		out->disk_ro = name_n < n && word_is(opt, opt_n, "ro");
 		return 0;
 	}
+	case KEY_NET:
+		return parse_net(out, v, n, line, field, d->size, err, errlen);
 	case KEY_MODULE_LIST:
 		break;   /* parse_module_list() */
 	}

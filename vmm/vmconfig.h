@@ -14,6 +14,8 @@
  *   unclaimed = stop                       # pc (default) | stop: see README
  *   disk    = rootfs.img,ro                # module basename: a virtio-blk disk, optional;
  *                                          # ,ro read-only, ,rw (default) changes kept in RAM
+ *   net     = link0,mac=52:54:00:12:34:56  # a virtio-net device on the link link0 (between
+ *                                          # VMs side by side), optional; mac= optional
  *
  * The first line must be exactly `# lightpath vm` (trailing blanks and a CR
  * allowed): it is how lightpath tells a config module from a kernel image.
@@ -78,6 +80,9 @@ struct vmconfig {
 	bool unclaimed_stop; /* stop the VM at an access nobody claims */
 	char disk[128];      /* "" = no disk */
 	bool disk_ro;
+	char net[32];        /* the link's name, [A-Za-z0-9._-]; "" = no network device */
+	bool has_mac;        /* mac= given (else lightpath picks one) */
+	uint8_t mac[6];      /* a unicast address, not all zeros */
 };
 
 /* Does this module start with the line "# lightpath vm"? Cheap enough to
@@ -87,7 +92,7 @@ bool vmconfig_is_config(const uint8_t *data, size_t len);
 /* Parses text[0..len) (need not be NUL-terminated) into *out, defaults
  * first. Returns 0, or -1 with one line (no newline) in err that starts with
  * ':' so that the caller only prepends the file name:
- *   ":3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed disk)"
+ *   ":3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed disk net)"
  *   ":5: memory = 12: use an even number 16..3072 (MiB)"
  *   ":6: timeout = 1.5: use whole seconds 0..86400 (0 = no limit)"
  *   ":4: modules: missing closing '\"' in entry 2"

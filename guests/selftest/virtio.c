@@ -14,31 +14,14 @@
  *    descriptor linked to itself (the device needs a reset), a reset, and
  *    a healthy read after it.
  * Arguments: sectors=N (the image's), ro=1 for a read-only disk. */
-#include "guests/rt/rt.h"
+#include "guests/selftest/vdrv.h"
 
 #define BLK_DEVFN    ((3u << 3) | 0)
 #define QSIZE        8u
 #define SECTOR       512u
 #define VEC_BLK      0x60u
 
-/* common configuration */
-#define C_DFSELECT 0x00
-#define C_DF       0x04
-#define C_GFSELECT 0x08
-#define C_GF       0x0c
-#define C_STATUS   0x14
-#define C_QSELECT  0x16
-#define C_QSIZE    0x18
-#define C_QMSIX    0x1a
-#define C_QENABLE  0x1c
-#define C_QNOFF    0x1e
-#define C_QDESC    0x20
-#define C_QDRIVER  0x28
-#define C_QDEVICE  0x30
-
-struct desc { uint64_t addr; uint32_t len; uint16_t flags, next; };
 struct avail { uint16_t flags, idx, ring[QSIZE], used_event; };
-struct used_elem { uint32_t id, len; };
 struct used { uint16_t flags, idx; struct used_elem ring[QSIZE]; uint16_t avail_event; };
 
 static struct desc descs[QSIZE] __attribute__((aligned(16)));
@@ -49,39 +32,10 @@ static uint8_t data[4 * SECTOR];
 static volatile uint8_t status;
 static volatile unsigned irqs;
 
-static uintptr_t common, notify, isr, devcfg, msix_table;
+static struct vdev dev = { .devfn = BLK_DEVFN };
+static uintptr_t common, notify, devcfg, msix_table;
 static unsigned notify_mult, msix_cap;
 static uint16_t next_avail, seen_used;
-
-/* ---- PCI configuration space (mechanism #1) ---- */
-
-static uint32_t cfg_rd(unsigned devfn, unsigned off, unsigned size)
-{
-	outl(0xcf8, 0x80000000u | devfn << 8 | (off & 0xfc));
-	if (size == 4)
-		return inl(0xcfc);
-	if (size == 2)
-		return inw(0xcfc + (off & 2));
-	return inb(0xcfc + (off & 3));
-}
-
-static void cfg_wr(unsigned devfn, unsigned off, unsigned size, uint32_t v)
-{
-	outl(0xcf8, 0x80000000u | devfn << 8 | (off & 0xfc));
-	if (size == 4)
-		outl(0xcfc, v);
-	else if (size == 2)
-		outw(0xcfc + (off & 2), (uint16_t)v);
-	else
-		outb(0xcfc + (off & 3), (uint8_t)v);
-}
-
-static uint8_t r8(uintptr_t a) { return *(volatile uint8_t *)a; }
-static uint16_t r16(uintptr_t a) { return *(volatile uint16_t *)a; }
-static uint32_t r32(uintptr_t a) { return *(volatile uint32_t *)a; }
-static void w8(uintptr_t a, uint8_t v) { *(volatile uint8_t *)a = v; }
-static void w16(uintptr_t a, uint16_t v) { *(volatile uint16_t *)a = v; }
-static void w32(uintptr_t a, uint32_t v) { *(volatile uint32_t *)a = v; }
 
 static uint8_t pattern(uint64_t sector, unsigned i)
 {
@@ -106,63 +60,25 @@ static void on_blk(struct rt_frame *f)
 /* Finds the vendor capabilities and MSI-X; false if one is missing. */
 static bool walk_caps(uintptr_t bar4)
 {
-	unsigned found = 0;
-	for (unsigned p = cfg_rd(BLK_DEVFN, 0x34, 1), n = 0; p && n < 48; p = cfg_rd(BLK_DEVFN, p + 1, 1), n++) {
-		unsigned id = cfg_rd(BLK_DEVFN, p, 1);
-		if (id == 0x11) {
-			msix_cap = p;
-			found |= 1u << 6;
-			continue;
-		}
-		if (id != 0x09 || cfg_rd(BLK_DEVFN, p + 4, 1) != 4)
-			continue;
-		unsigned type = cfg_rd(BLK_DEVFN, p + 3, 1);
-		uintptr_t at = bar4 + cfg_rd(BLK_DEVFN, p + 8, 4);
-		if (type == 1)
-			common = at;
-		else if (type == 2) {
-			notify = at;
-			notify_mult = cfg_rd(BLK_DEVFN, p + 16, 4);
-		} else if (type == 3)
-			isr = at;
-		else if (type == 4)
-			devcfg = at;
-		found |= 1u << type;
-	}
-	return (found & 0x5e) == 0x5e;
-}
-
-static void queue_setup(void)
-{
-	w16(common + C_QSELECT, 0);
-	w16(common + C_QSIZE, QSIZE);
-	w32(common + C_QDESC, (uint32_t)(uintptr_t)descs);
-	w32(common + C_QDESC + 4, 0);
-	w32(common + C_QDRIVER, (uint32_t)(uintptr_t)&avail);
-	w32(common + C_QDRIVER + 4, 0);
-	w32(common + C_QDEVICE, (uint32_t)(uintptr_t)&used);
-	w32(common + C_QDEVICE + 4, 0);
-	w16(common + C_QENABLE, 1);
+	bool ok = vdrv_walk_caps(&dev, bar4);
+	common = dev.common;
+	notify = dev.notify;
+	devcfg = dev.devcfg;
+	notify_mult = dev.notify_mult;
+	msix_cap = dev.msix_cap;
+	return ok;
 }
 
 /* Reset and bring the device up with `features` word 0; returns the status
  * read back after FEATURES_OK. */
 static uint8_t device_init(uint32_t features)
 {
-	w8(common + C_STATUS, 0);
 	memset(descs, 0, sizeof(descs));
 	memset(&avail, 0, sizeof(avail));
 	memset(&used, 0, sizeof(used));
 	next_avail = seen_used = 0;
-	w8(common + C_STATUS, 1);
-	w8(common + C_STATUS, 3);
-	w32(common + C_GFSELECT, 0);
-	w32(common + C_GF, features);
-	w32(common + C_GFSELECT, 1);
-	w32(common + C_GF, 1);   /* VERSION_1 */
-	w8(common + C_STATUS, 0x0b);
-	uint8_t st = r8(common + C_STATUS);
-	queue_setup();
+	uint8_t st = vdrv_negotiate(&dev, features);   /* (a reset first) */
+	vdrv_queue(&dev, 0, QSIZE, descs, &avail, &used);
 	w8(common + C_STATUS, 0x0f);
 	return st;
 }
@@ -275,12 +191,7 @@ int guest_main(void)
 	/* MSI-X: entry 0 to this CPU's APIC, vector VEC_BLK; queue 0 on it */
 	rt_set_handler(VEC_BLK, on_blk);
 	w32(RT_LAPIC + 0xf0, 0x1ff);   /* the APIC enabled (SVR) */
-	uint32_t apic_id = r32(RT_LAPIC + 0x20) >> 24;
-	cfg_wr(BLK_DEVFN, msix_cap + 2, 2, 0x8000);
-	w32(msix_table + 0, 0xfee00000u | apic_id << 12);
-	w32(msix_table + 4, 0);
-	w32(msix_table + 8, VEC_BLK);
-	w32(msix_table + 12, 0);
+	vdrv_msix(&dev, msix_table, 0, VEC_BLK);
 	w16(common + C_QSELECT, 0);
 	w16(common + C_QMSIX, 0);
 	tap_eq(r16(common + C_QMSIX), 0, "queue 0 mapped to MSI-X vector 0");

@@ -1094,6 +1094,63 @@ def t_virtio(ro, boot_cls=None, label="virtio"):
     return run
 
 
+NET_MACS = {"ping": "52:54:00:00:00:01", "echo": "52:54:00:00:00:02", "other": "52:54:00:00:00:03"}
+
+
+def t_virtionet(frames=20):
+    """Issue 15 item 4: `net =` gives a VM a virtio-net device on a link
+    between VMs side by side (QEMU -smp 4, one CPU each).
+    guests/selftest/virtionet.c as three VMs: ping and echo on link0 (hello,
+    `frames` frames of 60..1514 bytes echoed with their bytes inverted, a
+    broadcast, a frame to an address nobody on link0 has, hostile transmit
+    chains), and other on link1 sending 200 broadcasts, which must reach
+    nobody; nothing of link0 may reach it. lightpath's statistics lines say
+    the same from the device's side."""
+    def run():
+        num = lambda mac: "0x" + mac.replace(":", "")
+        mods = []
+        for role, link in (("ping", "link0"), ("echo", "link0"), ("other", "link1")):
+            peer = NET_MACS["echo" if role == "ping" else "ping"]
+            elf = "build/test/virtionet-%s.elf" % role
+            shutil.copyfile(os.path.join(ROOT, GUESTS, "virtionet.elf"), os.path.join(ROOT, elf))
+            cfg = write_test_file("virtionet-%s.cfg" % role, "# lightpath vm\nname = %s\n"
+                                  "kernel = virtionet-%s.elf\nmemory = 32\ntimeout = 120\n"
+                                  "net = %s,mac=%s\n" % (role, role, link, NET_MACS[role]))
+            mods += [cfg, "%s role=%s n=%d me=%s peer=%s other=%s" % (
+                elf, role, frames, num(NET_MACS[role]), num(peer), num(NET_MACS["other"]))]
+        b = Boot("virtionet", mods, smp="4", timeout=180)
+        for vm in range(3):
+            selftest_result(b, "virtionet", vm=vm)
+        for vm, (role, link) in enumerate((("ping", "link0"), ("echo", "link0"),
+                                           ("other", "link1"))):
+            b.expect(r"^lightpath: vm%d: network device %s on link %s$" % (vm, NET_MACS[role], link))
+        def stats(role):
+            want = r"^  net (link\d) %s: (\d+) frames sent \(\d+ KiB\), (\d+) received " \
+                   r"\(\d+ KiB\); interrupts: (\d+) MSI-X messages, 0 dropped, 0 INTx$" % NET_MACS[role]
+            m = [re.match(want, l) for l in b.lines]
+            m = [x for x in m if x]
+            check(len(m) == 1, "one 'net ... %s:' statistics line" % NET_MACS[role])
+            return [m[0].group(1)] + [int(v) for v in m[0].groups()[1:]]
+        ping, echo, other = stats("ping"), stats("echo"), stats("other")
+        # ping received exactly: READY, the echoes, the broadcast, the frame to other
+        check(ping[2] == frames + 3, "ping received %d frames, not %d" % (ping[2], frames + 3))
+        check(echo[1] == frames + 3, "echo sent %d frames, not %d" % (echo[1], frames + 3))
+        check(echo[2] >= frames + 1 and echo[2] <= ping[1], "echo received %d frames of ping's %d"
+              % (echo[2], ping[1]))
+        check(other[1] == 200 and other[2] == 0, "other sent %d and received %d (200, 0)"
+              % (other[1], other[2]))
+        check(echo[3] >= 1, "no MSI-X message woke the echo VM")
+        refused = [l for l in b.lines if l.startswith("  net refused:")]
+        check(len(refused) == 3, "three 'net refused:' lines")
+        check(len([l for l in refused if re.match(r"  net refused: 4 bad transmit chains, 0 bad "
+                   r"receive chains, 0 receive buffers too small, 0 frames lost to a full inbox, "
+                   r"0 broken rings; \d+ resets, 0 undefined accesses$", l)]) == 1,
+              "the echo VM's four hostile transmit chains are not counted once: %s" % refused)
+        b.expect_powered_off(0)
+        return b
+    return run
+
+
 def t_bad_modules_linux():
     """modules = for a Linux kernel: refused with one line (Linux takes its
     initrd through initrd =)."""
@@ -1867,6 +1924,7 @@ def all_tests():
     t.append((1, "bad-config-modules-linux", t_bad_modules_linux))
     t.append((1, "virtio-rw", t_virtio(False)))
     t.append((1, "virtio-ro", t_virtio(True)))
+    t.append((1, "virtionet", t_virtionet()))
     t.append((1, "bad-linux-truncated", t_bad_linux_truncated))
     t.append((1, "bad-linux-old-protocol", t_bad_linux_old_protocol))
     t.append((1, "bad-linux-small-memory", t_bad_linux_small_memory))

@@ -171,15 +171,15 @@ static void test_unknown_key(void **state)
 {
 	(void)state;
 	expect_error(MAGIC "kernel = vmlinuz\nfoo = 1\n",
-		     ":3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed disk)");
+		     ":3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed disk net)");
 	expect_error(MAGIC "Kernel = vmlinuz\n",
-		     ":2: unknown key 'Kernel' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed disk)");
+		     ":2: unknown key 'Kernel' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed disk net)");
 	expect_error(MAGIC "kernel = vmlinuz\nmem = 64\n",
-		     ":3: unknown key 'mem' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed disk)");
+		     ":3: unknown key 'mem' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed disk net)");
 	/* a long key is cut in the message */
 	expect_error(MAGIC "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa = 1\n",
 		     ":2: unknown key 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...' "
-		     "(accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed disk)");
+		     "(accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed disk net)");
 }
 
 static void test_missing_equals(void **state)
@@ -334,6 +334,45 @@ static void test_disk(void **state)
 		     ":3: disk = 'a b.img': a module name has no blanks");
 	expect_error(MAGIC "kernel = k\ndisk = a.img,ro,ro\n",
 		     ":3: disk = a.img,ro,ro: use a module name, then ,ro or ,rw if you like");
+}
+
+static void test_net(void **state)
+{
+	(void)state;
+	assert_int_equal(parse(MAGIC "kernel = k\n"), 0);
+	assert_string_equal(cfg.net, "");
+	assert_int_equal(parse(MAGIC "kernel = k\nnet = link0\n"), 0);
+	assert_string_equal(cfg.net, "link0");
+	assert_false(cfg.has_mac);
+	assert_int_equal(parse(MAGIC "kernel = k\nnet = lan.a-1,mac=52:54:00:Ab:cD:0f  # x\n"), 0);
+	assert_string_equal(cfg.net, "lan.a-1");
+	assert_true(cfg.has_mac);
+	static const uint8_t mac[6] = { 0x52, 0x54, 0x00, 0xab, 0xcd, 0x0f };
+	assert_memory_equal(cfg.mac, mac, 6);
+	expect_error(MAGIC "kernel = k\nnet = \"a b\"\n",
+		     ":3: net = a b: use a link name (1..31 of A-Z a-z 0-9 . _ -), then "
+		     ",mac=xx:xx:xx:xx:xx:xx if you like");
+	expect_error(MAGIC "kernel = k\nnet = ,mac=52:54:00:00:00:01\n",
+		     ":3: net = ,mac=52:54:00:00:00:01: use a link name (1..31 of A-Z a-z 0-9 . _ -), "
+		     "then ,mac=xx:xx:xx:xx:xx:xx if you like");
+	expect_error(MAGIC "kernel = k\nnet = l0123456789012345678901234567890\n",
+		     ":3: net = l0123456789012345678901234567890: use a link name (1..31 of A-Z a-z "
+		     "0-9 . _ -), then ,mac=xx:xx:xx:xx:xx:xx if you like");
+	expect_error(MAGIC "kernel = k\nnet = l0,mac=52:54:00:00:01\n",
+		     ":3: net = l0,mac=52:54:00:00:01: after the link name, ,mac=xx:xx:xx:xx:xx:xx "
+		     "(six hex bytes)");
+	expect_error(MAGIC "kernel = k\nnet = l0,mac=52-54-00-00-00-01\n",
+		     ":3: net = l0,mac=52-54-00-00-00-01: after the link name, "
+		     ",mac=xx:xx:xx:xx:xx:xx (six hex bytes)");
+	expect_error(MAGIC "kernel = k\nnet = l0,mac=5g:54:00:00:00:01\n",
+		     ":3: net = l0,mac=5g:54:00:00:00:01: after the link name, "
+		     ",mac=xx:xx:xx:xx:xx:xx (six hex bytes)");
+	expect_error(MAGIC "kernel = k\nnet = l0,mac=ff:ff:ff:ff:ff:ff\n",
+		     ":3: net = l0,mac=ff:ff:ff:ff:ff:ff: a VM's MAC address must be unicast (first "
+		     "byte even) and not zero");
+	expect_error(MAGIC "kernel = k\nnet = l0,mac=00:00:00:00:00:00\n",
+		     ":3: net = l0,mac=00:00:00:00:00:00: a VM's MAC address must be unicast (first "
+		     "byte even) and not zero");
 }
 
 /* modules = "name args", name, ...: each entry is a module's string, its
@@ -504,10 +543,10 @@ static void test_error_prefix_and_truncation(void **state)
 	(void)state;
 	char line[300];
 	expect_error(MAGIC "kernel = k\nfoo = 1\n",
-		     ":3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed disk)");
+		     ":3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed disk net)");
 	snprintf(line, sizeof(line), "linux.cfg%s", err);
 	assert_string_equal(line,
-			    "linux.cfg:3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed disk)");
+			    "linux.cfg:3: unknown key 'foo' (accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed disk net)");
 	/* a short err buffer gets a cut, NUL-terminated line */
 	char small[8];
 	memset(small, 'x', sizeof(small));
@@ -536,6 +575,7 @@ int main(void)
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_unclaimed),
 		cmocka_unit_test(test_disk),
+		cmocka_unit_test(test_net),
 		cmocka_unit_test(test_modules),
 		cmocka_unit_test(test_modules_errors),
 		cmocka_unit_test(test_too_long),

@@ -11,7 +11,8 @@ deps:
 
 # Boot lightpath with the Linux guest (2 vCPUs on a machine with 2 CPUs or
 # more: tools/run.sh), its shell on the terminal; `poweroff`
-# in the guest ends the run (status 0 -> exit 0).
+# in the guest ends the run (status 0 -> exit 0). `make run LP_ROOT=disk`:
+# Linux runs from the root disk build/linux/rootfs.img (1 vCPU).
 run: deps
 	@$(MAKE) --no-print-directory all linux-guest
 	@tools/run.sh linux
@@ -22,7 +23,8 @@ run-bench: deps
 	@tools/run.sh bench
 
 # The Linux test guest from Debian packages (tools/linux/build.sh):
-# build/linux/{vmlinuz,initrd.cpio.gz,linux.cfg}.
+# build/linux/{vmlinuz,initrd.cpio.gz,rootfs.img,linux.cfg,linux-smp2.cfg,
+# linux-rootfs.cfg}.
 linux-guest: deps
 	@tools/linux/build.sh
 

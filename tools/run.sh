@@ -13,6 +13,12 @@
 # this machine has 2 CPUs or more, else 1 (linux.cfg, -smp 1); LP_VCPUS=1 or
 # 2 chooses.
 #
+# LP_ROOT=disk (`make run LP_ROOT=disk`): Linux runs from the root disk
+# build/linux/rootfs.img (ext4, root=/dev/vda) instead of the initramfs:
+# build/linux/linux-rootfs.cfg with the modules vmlinuz, initrd.cpio.gz and
+# rootfs.img, 1 vCPU on QEMU -smp 1 (a VM with a disk has one). lightpath
+# keeps the disk in RAM: what the guest writes is lost when the VM ends.
+#
 # LP_OPTS: boot options (e.g. LP_OPTS="light=off"); LP_RUN_TIMEOUT: seconds
 # (default: none for linux, 600 for bench). The serial output is also kept
 # in build/run.log.
@@ -26,22 +32,39 @@ mode=${1:-linux}
 rc=0
 case "$mode" in
 linux)
-	# one host CPU per vCPU: QEMU's CPUs are threads on this machine's
-	vcpus=${LP_VCPUS:-$( (($(nproc) >= 2)) && echo 2 || echo 1)}
-	case "$vcpus" in
-	1) cfg=build/linux/linux.cfg ;;
-	2) cfg=build/linux/linux-smp2.cfg ;;
-	*) echo "lightpath: LP_VCPUS must be 1 or 2, not '$vcpus'" >&2; exit 2 ;;
+	modules=(build/linux/vmlinuz build/linux/initrd.cpio.gz)
+	case "${LP_ROOT:-}" in
+	"" | initramfs)
+		# one host CPU per vCPU: QEMU's CPUs are threads on this machine's
+		vcpus=${LP_VCPUS:-$( (($(nproc) >= 2)) && echo 2 || echo 1)}
+		case "$vcpus" in
+		1) cfg=build/linux/linux.cfg ;;
+		2) cfg=build/linux/linux-smp2.cfg ;;
+		*) echo "lightpath: LP_VCPUS must be 1 or 2, not '$vcpus'" >&2; exit 2 ;;
+		esac
+		what="Linux with $vcpus vCPU$( ((vcpus > 1)) && echo s)"
+		;;
+	disk)
+		vcpus=${LP_VCPUS:-1}
+		[[ "$vcpus" == 1 ]] || {
+			echo "lightpath: LP_ROOT=disk boots a VM with a disk, which has 1 vCPU (LP_VCPUS=$vcpus)" >&2
+			exit 2
+		}
+		cfg=build/linux/linux-rootfs.cfg
+		modules+=(build/linux/rootfs.img)
+		what="Linux with 1 vCPU from the root disk build/linux/rootfs.img (ext4 on /dev/vda, kept in RAM: changes are lost at power-off)"
+		;;
+	*) echo "lightpath: LP_ROOT must be 'disk' or 'initramfs' (the default), not '$LP_ROOT'" >&2; exit 2 ;;
 	esac
-	for f in "$cfg" build/linux/vmlinuz build/linux/initrd.cpio.gz; do
+	for f in "$cfg" "${modules[@]}"; do
 		[[ -f "$f" ]] || { echo "lightpath: no $f (run 'make linux-guest')" >&2; exit 1; }
 	done
-	echo "lightpath: booting Linux with $vcpus vCPU$( ((vcpus > 1)) && echo s) under QEMU TCG" \
-		"(about 20-40 s); type 'poweroff' to end it"
+	echo "lightpath: booting $what under QEMU TCG (about 20-40 s); type 'poweroff' to end it"
+	[[ -n "${LP_ROOT:-}" ]] && echo "lightpath: modules: $cfg ${modules[*]}"
 	[[ -t 0 ]] && echo "lightpath: (Ctrl-C goes to the guest; Ctrl-A x quits QEMU at once)"
 	# QEMU warns about every EPYC feature TCG lacks; those lines are noise here.
 	tools/lp-qemu --interactive --smp "$vcpus" --mem 512 --timeout "${LP_RUN_TIMEOUT:-0}" \
-		--append "${LP_OPTS:-}" "$cfg" build/linux/vmlinuz build/linux/initrd.cpio.gz \
+		--append "${LP_OPTS:-}" "$cfg" "${modules[@]}" \
 		2> >(grep -v "TCG doesn't support requested feature" >&2) | tee "$log" || rc=${PIPESTATUS[0]}
 	;;
 bench)

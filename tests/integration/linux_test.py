@@ -1,7 +1,10 @@
 #!/usr/bin/python3
-"""lightpath integration tests `linux-boot`, `linux-smp2` and `linux-beside-triple`: boot
-Debian's Linux in a lightpath VM (1 vCPU, then 2, then beside a failing VM) under QEMU (TCG, -cpu EPYC,+svm) and use its shell over
-the serial port.
+"""lightpath's Linux integration tests: boot Debian's Linux in lightpath VMs, use its shell.
+
+Tests `linux-boot`, `linux-smp2`, `linux-beside-triple`, `linux-disk`, `linux-rootfs` and
+`linux-vmx`: Debian's Linux in a lightpath VM (1 vCPU, then 2, then beside a failing VM, then
+with a data disk, then from its root disk, then on VT-x under Bochs) under QEMU (TCG, -cpu
+EPYC,+svm), its shell used over the serial port.
 
 Run by tools/test.sh (`make test`) unless LP_SKIP_LINUX=1; on its own:
 
@@ -54,6 +57,21 @@ triple-faults and is stopped ('vm1: stopped: triple fault') while Linux boots;
 Linux answers a command and powers off with status 0; the final status is
 vm1's (112), QEMU exit 225.
 
+Then `linux-disk` (issue 15) gives the 1-vCPU guest `disk =` a 16 MiB ext4 image
+the test makes (mkfs.ext4 -d): /init loads the virtio and ext4 modules; the test
+mounts /dev/vda, checks a file's text and a blob's sha256, writes a file, syncs,
+remounts and reads it back, powers off (status 0) and checks lightpath's two
+`disk` statistics lines (reads, writes, flushes, MSI-X messages > 0, nothing
+refused, dropped or sent by INTx).
+
+Then `linux-rootfs` (issue 15) boots build/linux/linux-rootfs.cfg (disk =
+rootfs.img, root=/dev/vda rw) with build/linux/rootfs.img as a fourth module:
+/init mounts the disk and switches to it; the test checks the console lines of
+/init ('root is /dev/vda (ext4, rw), switching to it') and of the disk's rcS
+('running from /dev/vda (ext4, rw)'), /etc/lightpath-rootfs, /dev/vda on / as
+ext4 in /proc/mounts, writes /root/new.txt, syncs, drops the page cache and
+reads it back, powers off (status 0) and checks the disk lines as linux-disk.
+
 Then `linux-vmx` (issue 13) boots the 1-vCPU guest on the Intel VT-x image under
 Bochs (tools/lp-bochs, corei7_skylake_x, COM1 on a pty; about 3 minutes, the
 shell after ~170 s) and checks less, for Bochs' speed: GenuineIntel and the
@@ -85,6 +103,7 @@ NAME_SMP = "linux-smp2"
 NAME_BESIDE = "linux-beside-triple"
 NAME_VMX = "linux-vmx"
 NAME_DISK = "linux-disk"
+NAME_ROOTFS = "linux-rootfs"
 PROMPT_TIMEOUT = int(os.environ.get("LP_LINUX_TIMEOUT", "180"))
 IDLE_UPTIME = 40  # seconds of guest uptime the VM must outlive at the prompt
 BAD_DMESG = re.compile(r"\b(error|failed|bug|not working)\b", re.I)
@@ -494,11 +513,18 @@ def run_disk_test(direct):
               % (out, rc))
         say("  %s: poweroff" % NAME_DISK)
         rc = g.poweroff()
-    own = expect_poweroff(g, rc, "QEMU")
+    expect_poweroff(g, rc, "QEMU")
+    check_disk_stats(g, NAME_DISK)
+
+
+def check_disk_stats(g, name):
+    """lightpath's two disk statistics lines after the VM ended: reads,
+    writes, flushes and MSI-X messages all > 0, nothing refused, dropped or
+    sent by INTx."""
     stats = [l for l in serial_log.lines(g.text) if l.startswith("  disk")]
     check(len(stats) == 2, "no 'disk:' and 'disk refused:' statistics lines")
     for l in stats:
-        say("  %s:%s" % (NAME_DISK, l[1:]))
+        say("  %s:%s" % (name, l[1:]))
     m = re.match(r"  disk: (\d+) reads .*, (\d+) writes .*, (\d+) flushes; interrupts: (\d+) MSI-X "
                  r"messages, 0 dropped, 0 INTx$", stats[0])
     check(m is not None, "the disk: line shows dropped MSI-X messages or INTx: %s" % stats[0])
@@ -509,6 +535,44 @@ def run_disk_test(direct):
     check(reads > 0 and writes > 0 and flushes > 0 and msis > 0,
           "reads %d, writes %d, flushes %d, MSI-X messages %d: each should be > 0"
           % (reads, writes, flushes, msis))
+
+
+def run_rootfs_test(direct):
+    """linux-rootfs (issue 15): build/linux/linux-rootfs.cfg, the guest with
+    its root disk (disk = rootfs.img, root=/dev/vda): /init loads the
+    modules, mounts /dev/vda and switches to it; the shell runs from the
+    disk (its marker file, /dev/vda on / as ext4 in /proc/mounts, rcS's
+    line); a file written and synced reads back; poweroff with status 0; the
+    disk statistics as linux-disk's."""
+    if direct:
+        say("  %s: not run with --direct (it needs lightpath's disk)" % NAME_ROOTFS)
+        return
+    img = os.path.join(lpguest.LINUX_DIR, "rootfs.img")
+    with shell_session(NAME_ROOTFS, direct, cfg_path=lpguest.CFG_ROOTFS,
+                       extra_modules=[os.path.relpath(img, ROOT)]) as g:
+        for want in ("lightpath-linux: root is /dev/vda (ext4, rw), switching to it",
+                     "lightpath-linux: running from /dev/vda (ext4, rw)"):
+            check(want in lpguest.strip_vm_prefix(g.text), "no line '%s' on the console" % want)
+        say("  %s: /init switched to /dev/vda; rcS says it runs from it" % NAME_ROOTFS)
+        out, rc = g.run("cat /etc/lightpath-rootfs; grep ' / ' /proc/mounts")
+        lines = [l.strip() for l in out.splitlines() if l.strip()]
+        for l in lines:
+            say("  %s: %s" % (NAME_ROOTFS, l))
+        check(rc == 0 and lines and lines[0].startswith("lightpath root disk: ext4"),
+              "/etc/lightpath-rootfs printed %r (status %d)" % (out, rc))
+        check(any(l.split()[:3] == ["/dev/vda", "/", "ext4"] for l in lines[1:]),
+              "/proc/mounts shows no /dev/vda on / as ext4: %r" % lines[1:])
+        out, rc = g.run("echo written-on-the-root-disk > /root/new.txt && sync && "
+                        "echo 3 > /proc/sys/vm/drop_caches && cat /root/new.txt")
+        say("  %s: write /root/new.txt, sync, drop caches, read back: %s" % (NAME_ROOTFS, out.strip()))
+        check(rc == 0 and out.strip() == "written-on-the-root-disk",
+              "the read-back printed %r (status %d)" % (out, rc))
+        say("  %s: poweroff" % NAME_ROOTFS)
+        rc = g.poweroff()
+    expect_poweroff(g, rc, "QEMU")
+    say("  %s: QEMU exited %d after %.1f s (shell prompt at %.1f s)"
+        % (NAME_ROOTFS, rc, g.t_end, g.t_prompt))
+    check_disk_stats(g, NAME_ROOTFS)
 
 
 VMX_PROMPT_TIMEOUT = int(os.environ.get("LP_VMX_LINUX_TIMEOUT", "600"))
@@ -555,8 +619,9 @@ def run_vmx_test(direct):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--counts", help="write 'passed failed' to this file")
-    ap.add_argument("-k", "--match", help="run only the tests whose name ('%s', '%s', '%s', '%s') "
-                    "matches this regex" % (NAME, NAME_SMP, NAME_BESIDE, NAME_VMX))
+    ap.add_argument("-k", "--match", help="run only the tests whose name (%s) matches this regex"
+                    % ", ".join("'%s'" % n for n in (NAME, NAME_SMP, NAME_BESIDE, NAME_DISK,
+                                                     NAME_ROOTFS, NAME_VMX)))
     ap.add_argument("--direct", action="store_true",
                     default=os.environ.get("LP_LINUX_DIRECT", "0") == "1",
                     help="boot the guest under plain QEMU, without lightpath (harness check)")
@@ -564,7 +629,7 @@ def main():
 
     passed = failed = 0
     tests = [(NAME, run_test), (NAME_SMP, run_smp_test), (NAME_BESIDE, run_beside_test),
-             (NAME_DISK, run_disk_test)]
+             (NAME_DISK, run_disk_test), (NAME_ROOTFS, run_rootfs_test)]
     # the VT-x boot runs under Bochs, which LP_SKIP_VMX=1 leaves out (tools/test.sh)
     if os.environ.get("LP_SKIP_VMX", "0") == "1":
         say("%s: skipped (LP_SKIP_VMX=1)" % NAME_VMX)

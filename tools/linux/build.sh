@@ -9,6 +9,12 @@
 #   build/linux/initrd.cpio.gz   busybox (busybox-static) + /init, cpio newc
 #   build/linux/linux.cfg        the VM description lightpath boots
 #   build/linux/linux-smp2.cfg   the same VM with 2 vCPUs (cpus = 2)
+#   build/linux/rootfs.img       a 32 MiB ext4 root disk (mkfs.ext4 -d, from
+#                                Debian's e2fsprogs): the same busybox and
+#                                modules, busybox init with /etc/init.d/rcS
+#   build/linux/linux-rootfs.cfg the 1-vCPU VM with disk = rootfs.img and
+#                                root=/dev/vda: /init mounts the disk and
+#                                switches to it (`make run LP_ROOT=disk`)
 #
 # Each step says what it does and is skipped when its output is up to date.
 # --kernel-only: only build/linux/vmlinuz (the unit tests' real bzImage,
@@ -44,6 +50,14 @@ for tool in "${tools[@]}"; do
 	command -v "$tool" >/dev/null 2>&1 ||
 		die "$tool not found (Debian's apt, dpkg, cpio and gzip are needed; 'make deps' installs cpio)"
 done
+# mkfs.ext4 (e2fsprogs) for the root disk; often in /sbin, outside a user's PATH
+mkfs_ext4=$(command -v mkfs.ext4 2>/dev/null || true)
+[[ -n "$mkfs_ext4" ]] || for d in /sbin /usr/sbin; do
+	[[ -x "$d/mkfs.ext4" ]] && mkfs_ext4=$d/mkfs.ext4 && break
+done
+((kernel_only)) || [[ -n "$mkfs_ext4" ]] ||
+	die "mkfs.ext4 not found (Debian's e2fsprogs, for build/linux/rootfs.img; 'make deps' installs it)"
+
 mkdir -p "$debs"
 
 # ---------------------------------------------------------------- packages
@@ -152,14 +166,64 @@ busybox=$pkgroot/bin/busybox
 
 # ---------------------------------------------------------------- initramfs
 
+# Shell functions shared by the initramfs's /init and the root disk's
+# /etc/init.d/rcS (each gets a copy: the scripts read whole in the guest).
+read -r -d '' COMMON <<'EOF' || true
+# --- shared by /init and the root disk's /etc/init.d/rcS (tools/linux/build.sh)
+# cmdline_value WORD: the value of WORD=... on the kernel command line
+cmdline_value() {
+	for w in $(cat /proc/cmdline); do
+		case "$w" in "$1"=*) echo "${w#*=}"; return ;; esac
+	done
+}
+# load_modules: the virtio drivers (disk and network) and ext4, from the
+# kernel package, in dependency order, when a virtio device (vendor 0x1af4)
+# is on the PCI bus: lightpath's PCI bus is empty otherwise and nothing
+# loads. A module already loaded (by /init, before the root disk) is skipped.
+load_modules() {
+	grep -qs 0x1af4 /sys/bus/pci/devices/*/vendor || return 0
+	n=0
+	for m in $(cat /lib/modules/order); do
+		grep -qs "^$m " /proc/modules && continue
+		if insmod /lib/modules/$m.ko; then
+			n=$((n + 1))
+		else
+			echo "lightpath-linux: insmod $m failed"
+		fi
+	done
+	[ $n -eq 0 ] || echo "lightpath-linux: virtio drivers loaded ($n modules)"
+}
+# net_up: with lp.ip=ADDR/PREFIX on the kernel command line, lo and eth0 up
+# and ADDR/PREFIX on eth0 (the VM's virtio-net device); nothing without it.
+net_up() {
+	addr=$(cmdline_value lp.ip)
+	[ -n "$addr" ] || return 0
+	ip link set lo up
+	if [ ! -e /sys/class/net/eth0 ]; then
+		echo "lightpath-linux: lp.ip=$addr: there is no eth0 (no virtio-net device in this VM); network not set up"
+		return 0
+	fi
+	if ip link set eth0 up && ip addr add "$addr" dev eth0; then
+		echo "lightpath-linux: eth0 is up with $addr (MAC $(cat /sys/class/net/eth0/address))"
+	else
+		echo "lightpath-linux: lp.ip=$addr: setting up eth0 failed (ip's message above)"
+	fi
+}
+# --- end of the shared part
+EOF
+
 # /init: the first process. Mounts the kernel filesystems, says it started,
-# then becomes busybox init (/etc/inittab below), which keeps a shell on the
+# loads the virtio and ext4 modules when there is a virtio device; with
+# root=/dev/vdX on the command line it mounts that disk (ext4) and switches
+# to it (busybox switch_root: the disk's /sbin/init, its /etc/init.d/rcS);
+# otherwise, or when that fails (one line says why), it sets up lp.ip= and
+# becomes busybox init (/etc/inittab below), which keeps a shell on the
 # console (ttyS0) for ever (leaving the shell starts a new one) and turns
 # `poweroff`, `reboot` and `halt` into the kernel's power-off, reboot and halt
 # (poweroff: through ACPI, and lightpath ends the VM). A shell script as PID 1
 # could not do both: its background jobs ignore Ctrl-C, and it cannot take
 # the poweroff signal while it waits for a foreground shell.
-read -r -d '' INIT <<'EOF' || true
+read -r -d '' INIT_HEAD <<'EOF' || true
 #!/bin/sh
 # /init of lightpath's Linux test guest (written by tools/linux/build.sh)
 export PATH=/sbin:/bin:/usr/sbin:/usr/bin
@@ -175,22 +239,64 @@ hostname lightpath-vm
 case " $(cat /proc/cmdline) " in
 *" lp.test=1 "*) echo "lightpath-linux: test mode (lp.test=1)" ;;
 esac
-# a virtio device (a VM description's disk =): its drivers and ext4, from
-# the kernel package (lightpath's PCI bus is empty otherwise: nothing loads)
-if grep -qs 0x1af4 /sys/bus/pci/devices/*/vendor; then
-	for m in $(cat /lib/modules/order); do
-		insmod /lib/modules/$m.ko || echo "lightpath-linux: insmod $m failed"
+EOF
+read -r -d '' INIT_TAIL <<'EOF' || true
+# switch_to_disk DEV: mounts DEV (ext4) on /newroot and becomes its
+# /sbin/init; returns (after one line saying why) only when it cannot.
+switch_to_disk() {
+	dev=$1
+	i=0
+	while [ ! -b "$dev" ] && [ $i -lt 50 ]; do
+		sleep 0.1
+		i=$((i + 1))
 	done
-	echo "lightpath-linux: virtio drivers loaded"
-fi
+	if [ ! -b "$dev" ]; then
+		echo "lightpath-linux: root=$dev: no such disk after 5 s (no 'disk =' in the VM description?); staying in the initramfs"
+		return
+	fi
+	mode=rw
+	case " $(cat /proc/cmdline) " in *" ro "*) mode=ro ;; esac
+	mkdir -p /newroot
+	if ! err=$(mount -t ext4 -o $mode "$dev" /newroot 2>&1); then
+		# the kernel's reason, when ext4 said one
+		why=$(dmesg | grep "EXT4-fs (${dev#/dev/})" | tail -n1 | sed 's/^\[[^]]*\] //')
+		echo "lightpath-linux: root=$dev: cannot mount it as ext4 ($err${why:+; kernel: $why}); staying in the initramfs"
+		return
+	fi
+	if [ ! -x /newroot/sbin/init ]; then
+		echo "lightpath-linux: root=$dev: the disk has no /sbin/init; staying in the initramfs"
+		umount /newroot
+		return
+	fi
+	echo "lightpath-linux: root is $dev (ext4, $mode), switching to it"
+	# the disk's rcS mounts whatever is not there
+	mount --move /dev /newroot/dev
+	mount --move /proc /newroot/proc
+	mount --move /sys /newroot/sys
+	exec switch_root /newroot /sbin/init
+}
+
+load_modules
+root=$(cmdline_value root)
+case "$root" in
+"") ;;
+/dev/vd[a-z]) switch_to_disk "$root" ;;
+*) echo "lightpath-linux: root=$root: only a virtio disk (/dev/vda...) can be the root; staying in the initramfs" ;;
+esac
+net_up
 echo "lightpath-linux: type 'poweroff' to end the VM"
 exec /sbin/init
 EOF
+INIT="$INIT_HEAD
+$COMMON
+$INIT_TAIL"
 
-# The kernel modules /init loads for a disk, in dependency order (each one's
-# `depends=` before it).
+# The kernel modules /init (and the root disk's rcS) load for a virtio
+# device, in dependency order (each one's `depends=` before it): the PCI
+# transport, the disk (virtio_blk), the network (virtio_net needs
+# net_failover, which needs failover) and ext4.
 VIRTIO_MODULES=(virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci
-	virtio_blk crc16 mbcache jbd2 crc32c_generic ext4)
+	virtio_blk failover net_failover virtio_net crc16 mbcache jbd2 crc32c_generic ext4)
 
 # busybox init: cttyhack makes the console (ttyS0) the shell's controlling
 # terminal, so Ctrl-C and job control work.
@@ -209,48 +315,130 @@ PS1='\h:\w\$ '
 cd /root
 EOF
 
-if [[ -f "$initrd" && "$initrd" -nt "$self" && "$initrd" -nt "$stamp" ]]; then
-	say "initramfs: $initrd is up to date"
-else
-	say "initramfs: building $initrd (busybox $("$busybox" 2>&1 | sed -n '1s/^BusyBox \(v[^ ]*\).*/\1/p'), /init)"
-	rm -rf "$stage"
-	mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,dev,proc,sys,tmp,root,etc}
-	cp "$busybox" "$stage/bin/busybox"
+# stage_busybox DIR WHAT: what the initramfs and the root disk share: the
+# directories, busybox and its applet links, the kernel modules and their
+# order, /etc/{profile,passwd,group,hostname}, dev/console. Sets $n to the
+# number of applet links.
+stage_busybox() {
+	local dir=$1 what=$2 applet m ko
+	rm -rf "$dir"
+	mkdir -p "$dir"/{bin,sbin,usr/bin,usr/sbin,dev,proc,sys,tmp,root,mnt,etc}
+	cp "$busybox" "$dir/bin/busybox"
 	# one symlink per applet, where busybox says it belongs (bin/sh, sbin/poweroff, ...)
 	n=0
 	while read -r applet; do
 		applet=${applet#/}
 		[[ -n "$applet" && "$applet" != bin/busybox ]] || continue
-		mkdir -p "$stage/$(dirname "$applet")"
-		ln -sf /bin/busybox "$stage/$applet"
+		mkdir -p "$dir/$(dirname "$applet")"
+		ln -sf /bin/busybox "$dir/$applet"
 		n=$((n + 1))
 	done < <("$busybox" --list-full)
-	printf '%s\n' "$INIT" >"$stage/init"
-	chmod 755 "$stage/init"
-	mkdir -p "$stage/lib/modules"
+	mkdir -p "$dir/lib/modules"
 	for m in "${VIRTIO_MODULES[@]}"; do
 		ko=$(find "$pkgroot"/lib/modules/*/kernel -name "$m.ko" | head -1)
-		[[ -n "$ko" ]] || die "no $m.ko in the kernel package (needed for a disk)"
-		cp "$ko" "$stage/lib/modules/"
+		[[ -n "$ko" ]] || die "no $m.ko in the kernel package (needed for a virtio disk or network)"
+		cp "$ko" "$dir/lib/modules/"
 	done
-	printf '%s\n' "${VIRTIO_MODULES[@]}" >"$stage/lib/modules/order"
-	printf '%s\n' "$PROFILE" >"$stage/etc/profile"
-	printf '%s\n' "$INITTAB" >"$stage/etc/inittab"
-	echo "root:x:0:0:root:/root:/bin/sh" >"$stage/etc/passwd"
-	echo "root:x:0:" >"$stage/etc/group"
-	echo "lightpath-vm" >"$stage/etc/hostname"
+	printf '%s\n' "${VIRTIO_MODULES[@]}" >"$dir/lib/modules/order"
+	printf '%s\n' "$PROFILE" >"$dir/etc/profile"
+	echo "root:x:0:0:root:/root:/bin/sh" >"$dir/etc/passwd"
+	echo "root:x:0:" >"$dir/etc/group"
+	echo "lightpath-vm" >"$dir/etc/hostname"
 	# The kernel opens /dev/console before /init runs (devtmpfs is mounted
 	# only by /init). Needs root; without it the kernel warns and /init
 	# still has the console once devtmpfs is up.
-	if ! mknod -m 600 "$stage/dev/console" c 5 1 2>/dev/null; then
-		say "initramfs: warning: cannot create dev/console (not root?); the kernel will warn 'unable to open an initial console'"
+	if ! mknod -m 600 "$dir/dev/console" c 5 1 2>/dev/null; then
+		say "$what: warning: cannot create dev/console (not root?); the kernel will warn 'unable to open an initial console'"
 	fi
+}
+
+bb_version=$("$busybox" 2>&1 | sed -n '1s/^BusyBox \(v[^ ]*\).*/\1/p')
+if [[ -f "$initrd" && "$initrd" -nt "$self" && "$initrd" -nt "$stamp" ]]; then
+	say "initramfs: $initrd is up to date"
+else
+	say "initramfs: building $initrd (busybox $bb_version, /init)"
+	stage_busybox "$stage" initramfs
+	printf '%s\n' "$INIT" >"$stage/init"
+	chmod 755 "$stage/init"
+	printf '%s\n' "$INITTAB" >"$stage/etc/inittab"
 	# Same inputs, same bytes: fixed mtimes, no gzip name/time.
 	find "$stage" -exec touch -h -d @0 {} +
 	(cd "$stage" && find . -mindepth 1 | LC_ALL=C sort |
 		cpio -o -H newc --owner=0:0 --reproducible --quiet) | gzip -9n >"$initrd.tmp"
 	mv "$initrd.tmp" "$initrd"
 	say "initramfs: $initrd, $(du -k "$initrd" | cut -f1) KiB, busybox with $n applet links"
+fi
+
+# ---------------------------------------------------------------- root disk
+
+# build/linux/rootfs.img: an ext4 file system for root=/dev/vda, made by
+# mkfs.ext4 -d from a staging directory (no loop mount): the initramfs's
+# busybox, applet links and modules, busybox init (its /etc/inittab runs
+# /etc/init.d/rcS first), and /etc/lightpath-rootfs, which says what it is.
+# The initramfs's /init mounts it and switches to it; rcS mounts the kernel
+# filesystems that are not mounted yet, loads modules not loaded yet, sets up
+# lp.ip= and says it runs from the disk.
+read -r -d '' RCS_HEAD <<'EOF' || true
+#!/bin/sh
+# /etc/init.d/rcS of lightpath's root disk (written by tools/linux/build.sh):
+# busybox init runs it first (::sysinit: in /etc/inittab)
+export PATH=/sbin:/bin:/usr/sbin:/usr/bin
+mounted() { grep -qs " $1 " /proc/mounts; }
+mounted /proc || mount -t proc proc /proc
+mounted /sys || mount -t sysfs sysfs /sys
+mounted /dev || mount -t devtmpfs devtmpfs /dev
+mkdir -p /dev/pts /dev/shm
+mounted /dev/pts || mount -t devpts devpts /dev/pts
+hostname -F /etc/hostname
+EOF
+read -r -d '' RCS_TAIL <<'EOF' || true
+load_modules
+net_up
+# the root as the kernel sees it: the last mount on / in /proc/mounts
+set -- $(awk '$2 == "/" { d = $1; t = $3; o = $4 } END { print d, t, substr(o, 1, 2) }' /proc/mounts)
+echo "lightpath-linux: running from $1 ($2, $3), the root disk; what is written lasts until the VM ends (lightpath keeps the disk in RAM)"
+echo "lightpath-linux: type 'poweroff' to end the VM"
+EOF
+RCS="$RCS_HEAD
+$COMMON
+$RCS_TAIL"
+
+read -r -d '' INITTAB_DISK <<'EOF' || true
+# /etc/inittab of lightpath's root disk (written by tools/linux/build.sh)
+::sysinit:/etc/init.d/rcS
+::respawn:/bin/cttyhack /bin/sh -l
+::shutdown:/bin/echo lightpath-linux: shutting down
+::shutdown:/bin/sync
+::ctrlaltdel:/sbin/reboot
+EOF
+
+rootfs=$out/rootfs.img
+rootfs_stage=$out/rootfs
+rootfs_mib=32
+if [[ -f "$rootfs" && "$rootfs" -nt "$self" && "$rootfs" -nt "$stamp" ]]; then
+	say "root disk: $rootfs is up to date"
+else
+	say "root disk: building $rootfs (ext4, $rootfs_mib MiB, mkfs.ext4 -d: busybox $bb_version, busybox init, rcS)"
+	stage_busybox "$rootfs_stage" "root disk"
+	mkdir -p "$rootfs_stage/etc/init.d"
+	printf '%s\n' "$RCS" >"$rootfs_stage/etc/init.d/rcS"
+	chmod 755 "$rootfs_stage/etc/init.d/rcS"
+	printf '%s\n' "$INITTAB_DISK" >"$rootfs_stage/etc/inittab"
+	cat >"$rootfs_stage/etc/lightpath-rootfs" <<EOF
+lightpath root disk: ext4, built by tools/linux/build.sh from Debian's busybox-static $bb_version and $(basename "$kdeb")
+EOF
+	find "$rootfs_stage" -exec touch -h -d @0 {} +
+	rm -f "$rootfs.tmp"
+	truncate -s $((rootfs_mib << 20)) "$rootfs.tmp"
+	# (not byte-for-byte reproducible: mkfs.ext4 -d copies each file's
+	# ctime, which only the clock sets, and picks a new UUID)
+	if ! err=$("$mkfs_ext4" -q -F -L lp-root -E root_owner=0:0 -d "$rootfs_stage" \
+		"$rootfs.tmp" 2>&1); then
+		rm -f "$rootfs.tmp"
+		die "mkfs.ext4 -d $rootfs_stage failed: $err"
+	fi
+	mv "$rootfs.tmp" "$rootfs"
+	say "root disk: $rootfs, $rootfs_mib MiB ($(($(stat -c %s "$rootfs") / 512)) sectors), busybox with $n applet links"
 fi
 
 # ---------------------------------------------------------------- VM description
@@ -289,6 +477,25 @@ memory  = 256
 cpus    = 2
 EOF
 
+# The 1-vCPU guest with the root disk (`make run LP_ROOT=disk`, the
+# linux-rootfs test): a VM with a disk has one vCPU.
+read -r -d '' CFG_ROOTFS <<'EOF' || true
+# lightpath vm
+# lightpath's Linux test guest on its root disk: the initramfs's /init loads
+# the virtio and ext4 modules, mounts /dev/vda (rootfs.img, ext4) and switches
+# to it; written by tools/linux/build.sh, as linux.cfg. The disk is the VM's
+# own copy in RAM: what the guest writes is lost when the VM ends.
+# -initrd "linux-rootfs.cfg,vmlinuz,initrd.cpio.gz,rootfs.img"
+name    = linux-rootfs
+kernel  = vmlinuz
+initrd  = initrd.cpio.gz
+# root=/dev/vda rw: read by /init (the kernel leaves the root to an initramfs)
+cmdline = "console=ttyS0 panic=-1 root=/dev/vda rw"
+memory  = 256
+cpus    = 1
+disk    = rootfs.img
+EOF
+
 # write_cfg FILE TEXT: writes the description unless it is already that
 write_cfg() {
 	if [[ -f "$1" && "$(cat "$1")" == "$2" ]]; then
@@ -300,4 +507,5 @@ write_cfg() {
 }
 write_cfg "$cfg" "$CFG"
 write_cfg "$out/linux-smp2.cfg" "$CFG_SMP2"
-say "ready: $cfg, $out/linux-smp2.cfg, $out/vmlinuz, $initrd"
+write_cfg "$out/linux-rootfs.cfg" "$CFG_ROOTFS"
+say "ready: $cfg, $out/linux-smp2.cfg, $out/linux-rootfs.cfg, $out/vmlinuz, $initrd, $rootfs"

@@ -1034,6 +1034,8 @@ BAD_MODULE_CONFIGS = (
     ("disk-cpus", "# lightpath vm\nkernel = hello.elf\ncpus = 2\ndisk = bad-config-ok.img\n",
      [HELLO, "build/test/bad-config-ok.img"],
      lambda p: r"lightpath: vm0: %s: a disk is for VMs of one vCPU yet \(cpus = 2\)" % p),
+    ("net-cpus", "# lightpath vm\nkernel = hello.elf\ncpus = 2\nnet = link0\n", [HELLO],
+     lambda p: r"lightpath: vm0: %s: a network device is for VMs of one vCPU yet \(cpus = 2\)" % p),
 )
 
 
@@ -1147,6 +1149,31 @@ def t_virtionet(frames=20):
                    r"0 broken rings; \d+ resets, 0 undefined accesses$", l)]) == 1,
               "the echo VM's four hostile transmit chains are not counted once: %s" % refused)
         b.expect_powered_off(0)
+        return b
+    return run
+
+
+def t_virtionet_same_mac():
+    """Two VMs side by side on one link with the same MAC address: the one
+    that starts second is stopped with one line naming the address (which
+    one that is, is a race; each runs guests/selftest/side.c for a second,
+    so both are on the link together); the other runs on and ends with 0."""
+    def run():
+        mods = []
+        for k in range(2):
+            cfg = write_test_file("net-same-mac-%d.cfg" % k, "# lightpath vm\nkernel = side%d.elf\n"
+                                  "memory = 32\nnet = l0,mac=52:54:00:aa:bb:cc\n" % k)
+            elf = "build/test/side%d.elf" % k
+            shutil.copyfile(os.path.join(ROOT, SIDE), os.path.join(ROOT, elf))
+            mods += [cfg, elf + " lines=20 ms=50"]
+        b = Boot("net-same-mac", mods, smp="2")
+        stopped = b.findall(r"^lightpath: vm([01]): stopped: net = l0: link l0: another VM on it has "
+                            r"the MAC address 52:54:00:aa:bb:cc$")
+        check(len(stopped) == 1, "%d VMs stopped for the MAC address, wanted 1" % len(stopped))
+        other = 1 - int(stopped[0].group(1))
+        b.expect(r"^lightpath: vm%d: ended with status 0 \(isa-debug-exit\)$" % other)
+        b.expect_not(r"^lightpath: panic:.*", "a hypervisor panic")
+        b.expect_rc((0x70 << 1) | 1)
         return b
     return run
 
@@ -1925,6 +1952,7 @@ def all_tests():
     t.append((1, "virtio-rw", t_virtio(False)))
     t.append((1, "virtio-ro", t_virtio(True)))
     t.append((1, "virtionet", t_virtionet()))
+    t.append((1, "net-same-mac", t_virtionet_same_mac()))
     t.append((1, "bad-linux-truncated", t_bad_linux_truncated))
     t.append((1, "bad-linux-old-protocol", t_bad_linux_old_protocol))
     t.append((1, "bad-linux-small-memory", t_bad_linux_small_memory))

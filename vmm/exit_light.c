@@ -270,36 +270,23 @@ ALWAYS_INLINE uint64_t *light_gpr(struct vcpu *v, unsigned n)
 	return 0;
 }
 
-/* A nested page fault on a light MMIO device (the local APIC, the I/O APIC):
- * guests touch them on every interrupt (EOI) and timer change. The common
- * encoding, a 32-bit MOV between a register and memory (any ModRM/SIB
- * addressing), is decoded here; anything else goes to the emulator.
- * Returns false, having changed nothing, when the heavy path must do it. */
-ALWAYS_INLINE bool light_mmio_access_as(struct vcpu *v, const bool shared)
+/* A MOV between a register and memory of `size` bytes (4, or 2 behind a
+ * 0x66 prefix: `start` bytes of prefix) at RIP, decoded and done: the
+ * fault already gave the address, so only the length and the register
+ * are read. Returns false, having changed nothing, if the encoding is
+ * another or the device wants the heavy path. */
+ALWAYS_INLINE bool light_mmio_mov(struct vcpu *v, const bool shared, const struct io_range *r,
+				  uint64_t gpa, const struct guest_paging *pg, uint64_t rip,
+				  const uint8_t *p, unsigned len, const unsigned size)
 {
-	/* the device first: most faults on other devices are the emulator's */
-	const struct io_range *r = vm_find_mmio(v->vm, vendor_exit_npf_gpa(v));
-	if (!r || !r->light)
-		return false;
-	struct npf_info f;
-	vendor_exit_npf(v, &f);
-	if (!f.final_access || f.fetch || f.in_event_delivery || (f.gpa & 3))
-		return false;
-	struct guest_paging pg;
-	vendor_guest_paging(v, &pg);
-	uint64_t rip = vendor_guest_rip(v);
-	const uint8_t *p = code_cache_at_rip(v, &pg, rip);
-	if (!p)
-		return false;
-	unsigned len = 0, rex = 0;
-	if ((p[0] & 0xf0) == 0x40 && pg.cs_long)
+	unsigned rex = 0;
+	if ((p[len] & 0xf0) == 0x40 && pg->cs_long)
 		rex = p[len++];
 	uint8_t op = p[len], modrm = p[len + 1];
 	unsigned mod = modrm >> 6, rm = modrm & 7;
 	/* 32-bit or 64-bit addressing only (no 16-bit code, no 67 prefix) */
-	if ((op != 0x89 && op != 0x8b) || (rex & 8) || mod == 3 || !(pg.cs_long || pg.cs_32))
+	if ((op != 0x89 && op != 0x8b) || (rex & 8) || mod == 3 || !(pg->cs_long || pg->cs_32))
 		return false;
-	/* the length only: the fault already gave the address */
 	len += 2;
 	if (rm == 4)
 		len += 1 + (mod == 0 && (p[len] & 7) == 5 ? 4 : 0);   /* SIB (+ disp32, no base) */
@@ -310,16 +297,57 @@ ALWAYS_INLINE bool light_mmio_access_as(struct vcpu *v, const bool shared)
 	if (!reg)
 		return false;
 	bool is_write = op == 0x89;
-	uint64_t data = (uint32_t)*reg;
-	int ret = r->fn(v, f.gpa, &data, 4, is_write, r->opaque);   /* a VM end sets v->pending */
+	uint64_t data = size == 4 ? (uint32_t)*reg : (uint16_t)*reg;
+	int ret = r->fn(v, gpa, &data, size, is_write, r->opaque);   /* a VM end sets v->pending */
 	if (shared && ret == IO_NEEDS_LOCK)
 		return false;
-	if (!is_write)
-		*reg = (uint32_t)data;        /* a 32-bit load zero-extends */
+	if (!is_write)                    /* a 32-bit load zero-extends, a 16-bit one merges */
+		*reg = size == 4 ? (uint32_t)data : (*reg & ~0xffffull) | (uint16_t)data;
 	rip += len;
-	vendor_set_rip(v, (pg.efer & EFER_LMA) ? rip : (rip & 0xffffffffull));
+	vendor_set_rip(v, (pg->efer & EFER_LMA) ? rip : (rip & 0xffffffffull));
 	exit_insn_completed(v);
 	return true;
+}
+
+/* The 16-bit MOV (0x66 prefix), out of the 32-bit path's way: a virtio
+ * driver's doorbell (Linux's iowrite16) and 16-bit register accesses. */
+static __attribute__((noinline, cold)) bool light_mmio_word(struct vcpu *v, const bool shared,
+							       const struct io_range *r, uint64_t gpa,
+							       const struct guest_paging *pg,
+							       uint64_t rip, const uint8_t *p)
+{
+	if (gpa & 1)
+		return false;
+	return light_mmio_mov(v, shared, r, gpa, pg, rip, p, 1, 2);
+}
+
+/* A nested page fault on a light MMIO device (the local APIC, the I/O APIC,
+ * virtio BARs): guests touch them on every interrupt (EOI), timer change
+ * and doorbell. The common encodings, a 32-bit MOV between a register and
+ * memory (any ModRM/SIB addressing) and its 16-bit form, are decoded
+ * here; anything else goes to the emulator. Returns false, having changed
+ * nothing, when the heavy path must do it. */
+ALWAYS_INLINE bool light_mmio_access_as(struct vcpu *v, const bool shared)
+{
+	/* the device first: most faults on other devices are the emulator's */
+	const struct io_range *r = vm_find_mmio(v->vm, vendor_exit_npf_gpa(v));
+	if (!r || !r->light)
+		return false;
+	struct npf_info f;
+	vendor_exit_npf(v, &f);
+	if (!f.final_access || f.fetch || f.in_event_delivery)
+		return false;
+	struct guest_paging pg;
+	vendor_guest_paging(v, &pg);
+	uint64_t rip = vendor_guest_rip(v);
+	const uint8_t *p = code_cache_at_rip(v, &pg, rip);
+	if (!p)
+		return false;
+	if (p[0] == 0x66)
+		return light_mmio_word(v, shared, r, f.gpa, &pg, rip, p);
+	if (f.gpa & 3)
+		return false;
+	return light_mmio_mov(v, shared, r, f.gpa, &pg, rip, p, 0, 4);
 }
 
 static __attribute__((noinline)) bool light_mmio_access(struct vcpu *v)

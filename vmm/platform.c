@@ -38,11 +38,13 @@
  * below (interrupt lines, timers, the clock, the console, ending the VM)
  * are all they reach, and only this file sees the devices. */
 /* A virtio function's place in the PC: its two MMIO ranges (vm->mmio
- * indices: BAR 4, BAR 1), its INTx line and its interrupt counts. */
+ * indices: BAR 4, BAR 1) and where they are, its INTx line and its
+ * interrupt counts. */
 struct virtio_slot {
 	struct dev_host *pc;
 	struct virtio_pci *t;
 	unsigned mmio[2];
+	uint64_t base[2];                 /* where BAR 4 and BAR 1 are now */
 	unsigned gsi;
 	uint64_t msi_sent, msi_dropped;   /* MSI-X messages: delivered, outside the APICs' window */
 	uint64_t intx_raised;
@@ -470,18 +472,29 @@ static int guest_write(void *ctx, uint64_t gpa, const void *src, size_t len)
 	return 0;
 }
 
-static int virtio_bar_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-			   bool is_write, void *opaque)
+/* The guest's access to a BAR (the MMIO range's opaque is its slot): at
+ * an offset from where the BAR is now, which virtio_bar_moved keeps. */
+static int virtio_bar4_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
+			    bool is_write, void *opaque)
 {
-	struct virtio_pci *t = opaque;
+	struct virtio_slot *slot = opaque;
 	(void)vcpu;
-	bool msix = addr - pci_func_bar_addr(&t->pci, VIRTIO_PCI_MSIX_BAR) < VIRTIO_PCI_MSIX_BAR_SIZE &&
-		    pci_func_bar_addr(&t->pci, VIRTIO_PCI_MSIX_BAR);
-	uint64_t off = addr - pci_func_bar_addr(&t->pci, msix ? VIRTIO_PCI_MSIX_BAR : VIRTIO_PCI_BAR);
 	if (is_write)
-		(msix ? virtio_pci_msix_write : virtio_pci_write)(t, off, size, *data);
+		virtio_pci_write(slot->t, addr - slot->base[0], size, *data);
 	else
-		*data = (msix ? virtio_pci_msix_read : virtio_pci_read)(t, off, size);
+		*data = virtio_pci_read(slot->t, addr - slot->base[0], size);
+	return IO_OK;
+}
+
+static int virtio_msix_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
+			    bool is_write, void *opaque)
+{
+	struct virtio_slot *slot = opaque;
+	(void)vcpu;
+	if (is_write)
+		virtio_pci_msix_write(slot->t, addr - slot->base[1], size, *data);
+	else
+		*data = virtio_pci_msix_read(slot->t, addr - slot->base[1], size);
 	return IO_OK;
 }
 
@@ -494,7 +507,8 @@ static void virtio_bar_moved(struct pci_func *f, unsigned bar, uint64_t addr, bo
 	/* a BAR moved onto the VM's RAM (or past 2^64) decodes nothing there:
 	 * RAM answers those addresses without an exit anyway */
 	bool usable = addr >= vm->mem_size && addr + f->bar_size[bar] > addr;
-	vm->mmio[slot->mmio[i]].base = usable ? addr : vm->mem_size;
+	slot->base[i] = usable ? addr : vm->mem_size;
+	vm->mmio[slot->mmio[i]].base = slot->base[i];
 	vm->mmio[slot->mmio[i]].len = enabled && usable ? f->bar_size[bar] : 0;
 }
 
@@ -542,7 +556,8 @@ static void virtio_place(struct vm *vm, struct dev_host *pc, struct virtio_slot 
 	t->msi = virtio_msi;
 	t->intx = virtio_intx;
 	for (unsigned i = 0; i < 2; i++) {   /* placed (and sized) by virtio_bar_moved */
-		struct io_range r = { .base = vm->mem_size, .len = 0, .fn = virtio_bar_mmio, .opaque = t,
+		struct io_range r = { .base = vm->mem_size, .len = 0,
+				      .fn = i ? virtio_msix_mmio : virtio_bar4_mmio, .opaque = slot,
 				      .light = true, .name = name };
 		add_mmio(vm, &r);
 		slot->mmio[i] = vm->nr_mmio - 1;

@@ -768,7 +768,7 @@ BAD_CONFIGS = (
      lambda p: r"lightpath: error: %s:3: cpus = 0: use 1\.\.64 \(the VM's vCPUs\)" % p),
     ("unknown-key", "# lightpath vm\nkernel = vmlinuz\ncolour = blue\nmemory = 64\n",
      lambda p: r"lightpath: error: %s:3: unknown key 'colour' "
-               r"\(accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed disk\)" % p),
+               r"\(accepted: name kernel initrd modules cmdline memory cpus pcpus timeout unclaimed disk net\)" % p),
     ("memory", "# lightpath vm\nname = small\n\n# too little\nmemory = 12\nkernel = vmlinuz\n",
      lambda p: r"lightpath: error: %s:5: memory = 12: use an even number 16\.\.3072 \(MiB\)" % p),
     ("no-kernel", "# lightpath vm\nname = nokernel\nmemory = 64\n",

@@ -32,7 +32,7 @@ G_HOSTILE32 := $(patsubst guests/hostile/%.c,%,$(filter-out %64.c,$(G_HOSTILE_SR
 
 G_ELFS := $(G_TESTS32:%=$(G_DIR)/%.elf) $(G_TESTS64:%=$(G_DIR)/%.elf) \
           $(G_HOSTILE32:%=$(G_DIR)/%.elf) $(G_HOSTILE64:%=$(G_DIR)/%.elf) \
-          $(G_DIR)/bench32.elf $(G_DIR)/bench64.elf \
+          $(G_DIR)/bench32.elf $(G_DIR)/bench64.elf $(G_DIR)/vbench.elf \
           $(G_TESTS_BOTH:%=$(G_DIR)/%32.elf) $(G_TESTS_BOTH:%=$(G_DIR)/%64.elf) \
           $(G_TESTS_LOW32:%=$(G_DIR)/%-low32.elf)
 
@@ -72,6 +72,9 @@ $(G_HOSTILE64:%=$(G_DIR)/%.elf): $(G_DIR)/%.elf: $(G_DIR)/obj64/guests/hostile/%
 	$(CC) -m64 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
 
 $(G_DIR)/bench32.elf: $(G_DIR)/obj32/guests/bench/bench.c.o $(G_RT32) guests/rt/guest.ld
+	$(CC) -m32 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
+
+$(G_DIR)/vbench.elf: $(G_DIR)/obj32/guests/bench/vbench.c.o $(G_RT32) guests/rt/guest.ld
 	$(CC) -m32 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
 
 $(G_DIR)/bench64.elf: $(G_DIR)/obj64/guests/bench/bench.c.o $(G_RT64) guests/rt/guest.ld

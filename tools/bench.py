@@ -32,6 +32,7 @@ import datetime
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -70,6 +71,19 @@ SMP_MODE = "flat32-smp2"
 SMP_EXITS = ("ipi_roundtrip",)
 SMP_QEMU_CPUS = 2
 SMP_CFG = "# lightpath vm\nname = ipi\nkernel = bench32.elf\ncpus = 2\nmemory = 64\n"
+
+# The virtio rows (issue 15): a third boot for some configurations, QEMU
+# -icount -smp 2, two VMs side by side (VIRTIO_CFGS): guests/bench/vbench.c
+# as `main` (a disk and a network link) and `echo` (the link's other end),
+# reporting mode=virtio. Its TSC counts both CPUs' instructions.
+VIRTIO_MODE = "virtio"
+VIRTIO_EXITS = ("virtio_notify", "virtio_notify16", "blk_read_4k", "net_rtt_1514")
+VIRTIO_CONFIGS = ("all-on", "light-off", "spec-off")
+VIRTIO_CFGS = (("vmain", "# lightpath vm\nname = vmain\nkernel = vbench-main.elf\nmemory = 32\n"
+                "disk = vbench.img\nnet = bench\n", "role=main"),
+               ("vecho", "# lightpath vm\nname = vecho\nkernel = vbench-echo.elf\nmemory = 32\n"
+                "net = bench\n", "role=echo"))
+VIRTIO_DISK_SECTORS = 64
 
 # (name, boot options). Each "-off" config turns one optimisation off.
 SWITCHES = (
@@ -296,6 +310,10 @@ def run_config(name, opts, n, timeout, outdir, backend="svm"):
         smp, smp_secs = run_smp(name, opts, n, timeout, outdir)
         res.update(smp)
         secs += smp_secs
+    if backend == "svm" and name in VIRTIO_CONFIGS:
+        vio, vio_secs = run_virtio(name, opts, n, timeout, outdir)
+        res.update(vio)
+        secs += vio_secs
     return res, secs
 
 
@@ -345,6 +363,67 @@ def run_smp(name, opts, n, timeout, outdir):
                                                             os.path.relpath(log, ROOT)))
     return check_log(name + " (-smp %d)" % SMP_QEMU_CPUS, text, log, opts, n, (SMP_MODE,),
                      SMP_EXITS), secs
+
+
+def run_virtio(name, opts, n, timeout, outdir):
+    """The virtio rows: QEMU -icount -smp 2, vbench as two VMs side by side
+    on one link, the first with a disk too (opts already has BENCH_OPTS)."""
+    with open(os.path.join(outdir, "vbench.img"), "wb") as f:
+        f.write(bytes(VIRTIO_DISK_SECTORS * 512))
+    mods = []
+    for vm, text, args in VIRTIO_CFGS:
+        cfg = os.path.join(outdir, vm + ".cfg")
+        with open(cfg, "w") as f:
+            f.write(text)
+        # the same image twice: each VM's module has its own arguments
+        elf = os.path.join(outdir, "vbench-%s.elf" % vm[1:])
+        shutil.copyfile(os.path.join(ROOT, "build", "guests", "vbench.elf"), elf)
+        mods += [os.path.relpath(cfg, ROOT), "%s %s n=%d" % (os.path.relpath(elf, ROOT), args, n)]
+    mods.append(os.path.relpath(os.path.join(outdir, "vbench.img"), ROOT))
+    log = os.path.join(outdir, name + "-virtio.log")
+    cmd = [LP_QEMU, "--icount", "--smp", "2", "--timeout", str(timeout), "--log", log,
+           "--append", opts] + mods
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL)
+    secs = time.monotonic() - t0
+    text = serial_log.read(log) if os.path.exists(log) else ""
+    if proc.returncode != 1:
+        why = "timed out after %d s" % timeout if proc.returncode == 124 else \
+            "QEMU exit %d" % proc.returncode
+        raise BenchError("%s (virtio, -smp 2): %s (serial log %s)" % (name, why,
+                                                                    os.path.relpath(log, ROOT)))
+    return check_log(name + " (virtio)", text, log, opts, n, (VIRTIO_MODE,), VIRTIO_EXITS), secs
+
+
+def virtio_section(results, configs):
+    """The virtio rows' explanation and table (markdown)."""
+    cfgs = [c for c in configs if c[0] in VIRTIO_CONFIGS]
+    return f"""## virtio
+
+The virtio rows (issue 15) come from a third boot for the configurations below: QEMU
+`-icount ... -smp 2` with two VMs side by side, guests/bench/vbench.c as `vmain` (a
+virtio-blk disk, `disk =`, and a virtio-net device on the link `bench`, `net =`) and as
+`vecho` (the link's other end, which sends back every frame it gets). As in the IPI row,
+the TSC counts the instructions of both CPUs. Each cell is the minimum over the same n.
+
+- `virtio_notify`: a 32-bit MOV to virtio-blk's queue-0 doorbell with nothing new on the
+  ring: the exit, the light MMIO decode, the transport, the device's look at the ring
+  (empty), its request for the next kick, and back. Nothing is emulated.
+- `virtio_notify16`: the same doorbell written with a 16-bit MOV, as Linux's `iowrite16`
+  does (the light path decodes the 0x66 prefix too).
+- `blk_read_4k`: one 4 KiB read request, from the guest's descriptors and avail index to
+  the used index moving: the doorbell exit, the device's walk of the chain, its 4 KiB
+  copy, the status and the used element. No interrupt (the driver polls and asked for
+  none, NO_INTERRUPT), so this is the device's work per request.
+- `net_rtt_1514`: two 1514-byte frames, one each way: `vmain` sends a frame and halts;
+  lightpath copies it into the link and kicks `vecho`'s CPU, whose HLT ends with the
+  frame in its receive buffer and an MSI-X interrupt; `vecho` sends it back the same way;
+  the bracket ends when `vmain`'s HLT has returned with the echo. Both guests' drivers
+  (a few dozen instructions each) and both VMs' exits are in it; halved, it is the
+  cost of one 1514-byte frame across the link.
+
+{table(results, cfgs, VIRTIO_MODE, "md", VIRTIO_EXITS)}"""
 
 
 def table(results, configs, mode, fmt="text", exits=LP_EXITS):
@@ -429,6 +508,10 @@ def json_doc(results, configs, qemu):
         "results": rows("flat32"),
         "results_paged64": rows("paged64"),
         "results_smp2": rows(SMP_MODE, SMP_EXITS),
+        "results_virtio": rows(VIRTIO_MODE, VIRTIO_EXITS),
+        "virtio": "guests/bench/vbench.c as two VMs side by side under QEMU -smp 2 (a disk "
+                  "and a network link): the TSC counts the instructions of both CPUs; "
+                  "configurations " + ", ".join(VIRTIO_CONFIGS),
         "smp2": "bench32 ipi=1 in a VM of 2 vCPUs under QEMU -smp %d: the TSC counts the "
                 "instructions of both CPUs" % SMP_QEMU_CPUS,
         "qemu": qemu,
@@ -627,6 +710,8 @@ PM-timer read still runs the polling test:
 
 {smp_section(results, configs)}
 
+{virtio_section(results, configs)}
+
 Measured on {today} with {qemu}.
 Reproduce with `make bench` (results also in `build/bench/exits.json`).
 {kept_text}
@@ -706,6 +791,11 @@ def print_tables(results, configs, what, footer, backend=""):
         print("IPI round trip (%s), flat 32-bit guest, VM of 2 vCPUs, QEMU -smp %d "
               "(instructions of both CPUs):" % (what, SMP_QEMU_CPUS))
         print(table(results, configs, SMP_MODE, exits=SMP_EXITS))
+        print()
+        print("virtio (%s), two VMs side by side, QEMU -smp 2 (instructions of both CPUs):"
+              % what)
+        print(table(results, [c for c in configs if c[0] in VIRTIO_CONFIGS], VIRTIO_MODE,
+                    exits=VIRTIO_EXITS))
     print()
     print("(%s)" % footer)
 

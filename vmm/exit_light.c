@@ -271,15 +271,15 @@ ALWAYS_INLINE uint64_t *light_gpr(struct vcpu *v, unsigned n)
 }
 
 /* A MOV between a register and memory of `size` bytes (4, or 2 behind a
- * 0x66 prefix: `start` bytes of prefix) at RIP, decoded and done: the
+ * 0x66 prefix, which p and rip are past) at RIP, decoded and done: the
  * fault already gave the address, so only the length and the register
  * are read. Returns false, having changed nothing, if the encoding is
  * another or the device wants the heavy path. */
 ALWAYS_INLINE bool light_mmio_mov(struct vcpu *v, const bool shared, const struct io_range *r,
 				  uint64_t gpa, const struct guest_paging *pg, uint64_t rip,
-				  const uint8_t *p, unsigned len, const unsigned size)
+				  const uint8_t *p, const unsigned size)
 {
-	unsigned rex = 0;
+	unsigned len = 0, rex = 0;
 	if ((p[len] & 0xf0) == 0x40 && pg->cs_long)
 		rex = p[len++];
 	uint8_t op = p[len], modrm = p[len + 1];
@@ -318,7 +318,7 @@ static __attribute__((noinline, cold)) bool light_mmio_word(struct vcpu *v, cons
 {
 	if (gpa & 1)
 		return false;
-	return light_mmio_mov(v, shared, r, gpa, pg, rip, p, 1, 2);
+	return light_mmio_mov(v, shared, r, gpa, pg, rip + 1, p + 1, 2);   /* after the prefix */
 }
 
 /* A nested page fault on a light MMIO device (the local APIC, the I/O APIC,
@@ -343,11 +343,10 @@ ALWAYS_INLINE bool light_mmio_access_as(struct vcpu *v, const bool shared)
 	const uint8_t *p = code_cache_at_rip(v, &pg, rip);
 	if (!p)
 		return false;
-	if (p[0] == 0x66)
-		return light_mmio_word(v, shared, r, f.gpa, &pg, rip, p);
-	if (f.gpa & 3)
-		return false;
-	return light_mmio_mov(v, shared, r, f.gpa, &pg, rip, p, 0, 4);
+	if (!(f.gpa & 3) && light_mmio_mov(v, shared, r, f.gpa, &pg, rip, p, 4))
+		return true;
+	/* (a 0x66 prefix is no opcode the 32-bit decode takes: nothing was done) */
+	return p[0] == 0x66 && light_mmio_word(v, shared, r, f.gpa, &pg, rip, p);
 }
 
 static __attribute__((noinline)) bool light_mmio_access(struct vcpu *v)

@@ -1,6 +1,6 @@
-/* PCI bus 0 as a guest sees it through configuration space (issue 15 item 1,
- * first piece: configuration space only; no device uses it yet, and a VM's
- * bus stays empty, as before, until one does).
+/* PCI bus 0 as a guest sees it through configuration space (issue 15 item 1:
+ * configuration space only, no ECAM; a VM without a virtio device keeps an
+ * empty bus, as before).
  *
  * Each function is a 256-byte type-0 header with its capabilities, and per
  * byte the bits a guest may write (wmask) and the ones a write of 1 clears

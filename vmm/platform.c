@@ -788,6 +788,16 @@ static void dump_interrupt_state(struct vm *vm)
 		a->timer_running ? "running" : "stopped", a->timer.armed ? " armed" : "",
 		(unsigned)a->timer_fires, vm->nr_timers, next_us,
 		vm->clock.polling ? " (the clock polls)" : "");
+	/* what the VM has cost so far: two of these lines bracket a guest
+	 * command (make linux-report's dd: exits and instructions per request) */
+	uint64_t exits = 0, heavy = 0;
+	for (unsigned r = 0; r < LP_EXIT_COUNT; r++) {
+		exits += v->stats.exits[r];
+		heavy += v->stats.heavy[r];
+	}
+	kprintf("lightpath: vm%u: so far %lu exits (%lu heavy), %lu disk reads (%lu KiB), host TSC "
+		"%lu\n", vm->id, exits, heavy, vm->disk ? pc->blk.stats.reads : 0,
+		vm->disk ? pc->blk.stats.bytes_read >> 10 : 0, rdtsc());
 }
 
 /* Moves held input into the guest's receive FIFO while it has room. */

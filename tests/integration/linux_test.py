@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """lightpath's Linux integration tests: boot Debian's Linux in lightpath VMs, use its shell.
 
-Tests `linux-boot`, `linux-smp2`, `linux-beside-triple`, `linux-disk`, `linux-rootfs` and
-`linux-vmx`: Debian's Linux in a lightpath VM (1 vCPU, then 2, then beside a failing VM, then
-with a data disk, then from its root disk, then on VT-x under Bochs) under QEMU (TCG, -cpu
-EPYC,+svm), its shell used over the serial port.
+Tests `linux-boot`, `linux-smp2`, `linux-beside-triple`, `linux-disk`, `linux-rootfs`,
+`linux-net` and `linux-vmx`: Debian's Linux in a lightpath VM (1 vCPU, then 2, then beside a
+failing VM, then with a data disk, then from its root disk, then two VMs on a network link,
+then on VT-x under Bochs) under QEMU (TCG, -cpu EPYC,+svm), its shell used over the serial
+port.
 
 Run by tools/test.sh (`make test`) unless LP_SKIP_LINUX=1; on its own:
 
@@ -72,6 +73,22 @@ rootfs.img, root=/dev/vda rw) with build/linux/rootfs.img as a fourth module:
 ext4 in /proc/mounts, writes /root/new.txt, syncs, drops the page cache and
 reads it back, powers off (status 0) and checks the disk lines as linux-disk.
 
+Then `linux-net` (issue 15) boots two 1-vCPU guests side by side on QEMU
+-smp 2, A (vm0) and B (vm1), from build/test/linux-net-a.cfg and -b.cfg
+(linux.cfg with memory = 128, net = link0 with MACs 52:54:00:4c:50:0a and
+:0b, lp.ip=10.0.0.1/24 and 10.0.0.2/24, lp.test=1), and drives both shells
+through the one console: Ctrl-\ until lightpath says 'console input goes to
+vmN now', then only vmN's lines are read (lpguest.Guest.use_vm). Checks:
+each /init's 'eth0 is up with ADDR/24 (MAC ...)'; ping -c 3 each way, 3
+replies; B's busybox nc -l -p 5000 in the background, A's nc sends 1 MiB
+from /dev/urandom, the same sha256 on both sides; A powers off, then B
+(both status 0, QEMU exit 1); each VM's two `net` statistics lines: frames
+sent and received > 0, MSI-X messages and none dropped or by INTx, B
+received over 700 frames, every frame A sent B received (B's last frames
+may come after A's end), the `net refused:` line all zeros but resets
+(frames the link dropped for a full inbox are named in the failure). About
+40 s.
+
 Then `linux-vmx` (issue 13) boots the 1-vCPU guest on the Intel VT-x image under
 Bochs (tools/lp-bochs, corei7_skylake_x, COM1 on a pty; about 3 minutes, the
 shell after ~170 s) and checks less, for Bochs' speed: GenuineIntel and the
@@ -104,6 +121,7 @@ NAME_BESIDE = "linux-beside-triple"
 NAME_VMX = "linux-vmx"
 NAME_DISK = "linux-disk"
 NAME_ROOTFS = "linux-rootfs"
+NAME_NET = "linux-net"
 PROMPT_TIMEOUT = int(os.environ.get("LP_LINUX_TIMEOUT", "180"))
 IDLE_UPTIME = 40  # seconds of guest uptime the VM must outlive at the prompt
 BAD_DMESG = re.compile(r"\b(error|failed|bug|not working)\b", re.I)
@@ -575,6 +593,195 @@ def run_rootfs_test(direct):
     check_disk_stats(g, NAME_ROOTFS)
 
 
+# linux-net: two VMs on the link link0, A (10.0.0.1) and B (10.0.0.2)
+NET_LINK = "link0"
+NET_VMS = (("a", "10.0.0.1", "52:54:00:4c:50:0a"), ("b", "10.0.0.2", "52:54:00:4c:50:0b"))
+NET_MEMORY = 128          # MiB per VM: both fit in lp-qemu's 512 MiB with lightpath
+NET_PORT = 5000
+NET_FILE_KIB = 1024       # the file copied from A to B
+NET_MIN_FRAMES = 700      # 1 MiB in frames of at most 1514 bytes: B receives more
+NET_STATS = re.compile(r"  net (\S+) ([0-9a-f:]{17}): (\d+) frames sent \((\d+) KiB\), (\d+) received "
+                       r"\((\d+) KiB\); interrupts: (\d+) MSI-X messages, (\d+) dropped, (\d+) INTx$")
+NET_REFUSED = re.compile(r"  net refused: 0 bad transmit chains, 0 bad receive chains, 0 receive "
+                         r"buffers too small, 0 frames lost to a full inbox, 0 broken rings; \d+ "
+                         r"resets, 0 undefined accesses$")
+
+
+def net_vm_cfgs(name):
+    """Writes build/test/<name>-a.cfg and -b.cfg: linux.cfg with 128 MiB,
+    1 vCPU, net = link0 with a MAC of its own, lp.ip= and lp.test=1;
+    returns their paths."""
+    base = lpguest.read_vmcfg(lpguest.CFG)
+    paths = []
+    for tag, ip, mac in NET_VMS:
+        cfg = dict(base, name="%s-%s" % (name, tag), memory=str(NET_MEMORY), cpus="1",
+                   net="%s,mac=%s" % (NET_LINK, mac),
+                   cmdline="%s lp.ip=%s/24 lp.test=1" % (base.get("cmdline", ""), ip))
+        path = os.path.join(ROOT, "build", "test", "%s-%s.cfg" % (name, tag))
+        lpguest.write_vmcfg(path, cfg, "written by tests/integration/linux_test.py (%s)" % name)
+        paths.append(path)
+    return paths
+
+
+def run_net_test(direct):
+    """linux-net (issue 15): two Linux VMs side by side (QEMU -smp 2, one
+    CPU each) on one link: ping both ways, 1 MiB from A to B with busybox
+    nc, the same sha256 on both sides, poweroff of both with status 0, and
+    lightpath's net statistics lines of both VMs."""
+    if direct:
+        say("  %s: not run with --direct (it needs lightpath's VMs and link)" % NAME_NET)
+        return
+    check(os.path.exists(os.path.join(ROOT, "build", "lightpath.elf")), "no build/lightpath.elf "
+          "(run 'make all')")
+    say("  %s: building the guest (tools/linux/build.sh)" % NAME_NET)
+    lpguest.build_guest(quiet=True)
+    cfg_a, cfg_b = net_vm_cfgs(NAME_NET)
+    log = os.path.join(ROOT, "build", "test", NAME_NET + ".log")
+    # lightpath starts the descriptions in module order: A is vm0, B vm1
+    g = lpguest.Guest("lightpath", log, cfg_path=cfg_a, extra_modules=[os.path.relpath(cfg_b, ROOT)],
+                      smp=2, timeout=PROMPT_TIMEOUT + 300, say=say)
+    say("  %s: %s" % (NAME_NET, g.command_line()))
+    vm_a, vm_b = 0, 1
+    names = {vm_a: "A (vm0, %s)" % NET_VMS[0][1], vm_b: "B (vm1, %s)" % NET_VMS[1][1]}
+    g.start()
+    try:
+        for vm, (tag, ip, mac) in ((vm_a, NET_VMS[0]), (vm_b, NET_VMS[1])):
+            # a VM's unfinished line (its prompt) reaches the console only
+            # while it has the input: give it the input, then wait
+            g.use_vm(vm)
+            say("  %s: console input to vm%d; waiting for %s's shell" % (NAME_NET, vm, names[vm]))
+            g.boot_to_shell(PROMPT_TIMEOUT)
+            out = g.output()
+            check("lightpath-linux: test mode (lp.test=1)" in out,
+                  "vm%d's /init did not see lp.test=1 on the kernel command line" % vm)
+            up = "lightpath-linux: eth0 is up with %s/24 (MAC %s)" % (ip, mac)
+            bad = [l for l in out.splitlines() if "lp.ip=" in l or "insmod" in l]
+            check(up in out, "no line '%s' from vm%d%s" % (up, vm, (": " + " | ".join(bad)) if bad
+                                                             else ""))
+            say("  %s: vm%d: %s" % (NAME_NET, vm, up))
+            g.run("dmesg -n 1")
+
+        for vm, other in ((vm_a, NET_VMS[1][1]), (vm_b, NET_VMS[0][1])):
+            g.use_vm(vm)
+            out, rc = g.run("ping -c 3 -w 20 %s" % other, timeout=40)
+            summary = [l.strip() for l in out.splitlines() if "packets transmitted" in l]
+            say("  %s: %s: ping -c 3 %s: %s" % (NAME_NET, names[vm], other,
+                                                 summary[0] if summary else out.strip()[-200:]))
+            check(rc == 0 and summary and
+                  re.match(r"3 packets transmitted, 3 packets received, 0% packet loss", summary[0]),
+                  "%s: ping -c 3 %s did not get 3 replies (status %d): %r"
+                  % (names[vm], other, rc, out.strip()[-300:]))
+
+        # B listens first, in the background; it ends at the sender's end
+        # of file. Its stdin is a pipe that stays open without data: busybox
+        # nc half-closes the connection at its stdin's end of file, and the
+        # sender, seeing that, would exit at once with its data unsent.
+        g.use_vm(vm_b)
+        out, rc = g.run("sleep 110 | timeout 100 nc -l -p %d >/tmp/recv.bin 2>/tmp/nc.err & "
+                        "echo $! >/tmp/nc.pid; i=0; while ! netstat -ltn | grep -q ':%d '; do "
+                        "i=$((i+1)); [ $i -ge 50 ] && break; sleep 0.1; done; netstat -ltn | "
+                        "grep ':%d '" % (NET_PORT, NET_PORT, NET_PORT))
+        say("  %s: %s: nc -l -p %d in the background: %s" % (NAME_NET, names[vm_b], NET_PORT,
+                                                             out.strip() or "(not listening)"))
+        check(rc == 0 and (":%d " % NET_PORT) in out, "%s: nc is not listening on port %d: %r"
+              % (names[vm_b], NET_PORT, out))
+
+        g.use_vm(vm_a)
+        out, rc = g.run("dd if=/dev/urandom of=/tmp/send.bin bs=1024 count=%d 2>/dev/null && "
+                        "sha256sum /tmp/send.bin" % NET_FILE_KIB)
+        sent = out.split()[0] if out.split() else ""
+        check(rc == 0 and re.fullmatch(r"[0-9a-f]{64}", sent), "%s: making /tmp/send.bin failed "
+              "(status %d): %r" % (names[vm_a], rc, out))
+        t0 = time.monotonic()
+        out, rc = g.run("timeout 90 nc %s %d </tmp/send.bin" % (NET_VMS[1][1], NET_PORT),
+                        timeout=100)
+        took = time.monotonic() - t0
+        say("  %s: %s: nc %s %d < /tmp/send.bin (%d KiB, sha256 %s...): status %d, %.1f s on "
+            "the host" % (NAME_NET, names[vm_a], NET_VMS[1][1], NET_PORT, NET_FILE_KIB, sent[:16],
+                          rc, took))
+        check(rc == 0, "%s: nc to %s:%d ended with status %d%s: %r"
+              % (names[vm_a], NET_VMS[1][1], NET_PORT, rc, " (killed by timeout after 90 s: the "
+                 "copy stalled)" if rc == 143 else "", out.strip()))
+
+        g.use_vm(vm_b)
+        out, rc = g.run("i=0; while kill -0 $(cat /tmp/nc.pid) 2>/dev/null; do i=$((i+1)); "
+                        "[ $i -ge 100 ] && echo 'nc still running' && break; sleep 0.1; done; "
+                        "cat /tmp/nc.err; wc -c </tmp/recv.bin; sha256sum /tmp/recv.bin")
+        lines = [l.strip() for l in out.splitlines() if l.strip() and not l.startswith("[")]
+        got = lines[-1].split()[0] if lines else ""
+        size = lines[-2] if len(lines) > 1 else "?"
+        say("  %s: %s: received %s bytes, sha256 %s..." % (NAME_NET, names[vm_b], size, got[:16]))
+        check(rc == 0 and got == sent, "%s: /tmp/recv.bin (%s bytes) has sha256 %s, A's file %s: %r"
+              % (names[vm_b], size, got, sent, out.strip()))
+        say("  %s: the sha256 of the 1 MiB file is the same on both sides" % NAME_NET)
+
+        for vm in (vm_a, vm_b):
+            g.use_vm(vm)
+            say("  %s: poweroff in %s" % (NAME_NET, names[vm]))
+            if vm == vm_a:
+                line = g.end_vm()
+                check(line == "lightpath: vm%d: ended with status 0 (ACPI power-off)" % vm,
+                      "vm%d: %s" % (vm, line))
+            else:
+                rc = g.poweroff()
+    except lpguest.GuestError as e:
+        g.kill()
+        raise Fail(str(e))
+    except BaseException:
+        g.kill()
+        raise
+    say("  %s: QEMU exited %d after %.1f s" % (NAME_NET, rc, g.t_end))
+    own = serial_log.lightpath_lines(g.text)
+    for vm in (vm_a, vm_b):
+        check("lightpath: vm%d: ended with status 0 (ACPI power-off)" % vm in own,
+              "no line 'lightpath: vm%d: ended with status 0 (ACPI power-off)'" % vm)
+    check(rc == 1, "QEMU exit %d after both poweroffs, expected 1 (every VM ended with status 0)"
+          % rc)
+    check_net_stats(own)
+
+
+def check_net_stats(own):
+    """lightpath's two net lines per VM of linux-net: frames both ways,
+    B receives the 1 MiB in over NET_MIN_FRAMES frames, every frame A sent
+    B received (nothing else is on the link; A ends first), MSI-X messages
+    and none dropped, nothing refused."""
+    stats = {}
+    for i, l in enumerate(own):
+        m = NET_STATS.match(l)
+        if m:
+            refused = next((r for r in own[i + 1:] if r.startswith("  net refused:")), "")
+            stats[m.group(2)] = (l, refused, [int(v) for v in m.groups()[2:]])
+    for tag, ip, mac in NET_VMS:
+        check(mac in stats, "no 'net %s %s:' statistics line" % (NET_LINK, mac))
+        line, refused, _ = stats[mac]
+        say("  %s: %s%s" % (NAME_NET, tag.upper(), line[1:]))
+        say("  %s: %s%s" % (NAME_NET, tag.upper(), refused[1:]))
+    (la, ra, a), (lb, rb, b) = (stats[NET_VMS[0][2]], stats[NET_VMS[1][2]])
+    for tag, line, refused, v in (("A", la, ra, a), ("B", lb, rb, b)):
+        sent, _, received, _, msis, dropped, intx = v
+        check(sent > 0 and received > 0, "%s sent %d and received %d frames: %s"
+              % (tag, sent, received, line.strip()))
+        check(msis > 0 and dropped == 0 and intx == 0, "%s: interrupts: %d MSI-X messages, %d "
+              "dropped, %d INTx: %s" % (tag, msis, dropped, intx, line.strip()))
+        lost = re.search(r"(\d+) frames lost to a full inbox", refused)
+        if lost and int(lost.group(1)) and NET_REFUSED.match(re.sub(
+                r"\d+ frames lost to a full inbox", "0 frames lost to a full inbox", refused)):
+            raise Fail("the link dropped %s frames for %s: its inbox was full (TCP resent them: the "
+                       "file arrived intact); %s" % (lost.group(1), tag, refused.strip()))
+        check(NET_REFUSED.match(refused), "%s's device refused something or lost frames: %s"
+              % (tag, refused.strip()))
+    check(b[2] > NET_MIN_FRAMES and b[3] >= NET_FILE_KIB, "B received %d frames (%d KiB) for a %d KiB "
+          "file: %s" % (b[2], b[3], NET_FILE_KIB, lb.strip()))
+    # A ends first: every frame it sent reached B, which ran on; a frame B
+    # sends while A powers off or after it ended (none reach an ended VM)
+    # is counted as sent by B but never received by A
+    check(a[0] == b[2], "frames lost on the link: A sent %d, B received %d" % (a[0], b[2]))
+    check(a[2] <= b[0], "A received %d frames, B sent only %d" % (a[2], b[0]))
+    if a[2] < b[0]:
+        say("  %s: B sent %d frames A did not take (sent while A powered off, or after it ended)"
+            % (NAME_NET, b[0] - a[2]))
+
+
 VMX_PROMPT_TIMEOUT = int(os.environ.get("LP_VMX_LINUX_TIMEOUT", "600"))
 
 
@@ -621,7 +828,7 @@ def main():
     ap.add_argument("--counts", help="write 'passed failed' to this file")
     ap.add_argument("-k", "--match", help="run only the tests whose name (%s) matches this regex"
                     % ", ".join("'%s'" % n for n in (NAME, NAME_SMP, NAME_BESIDE, NAME_DISK,
-                                                     NAME_ROOTFS, NAME_VMX)))
+                                                     NAME_ROOTFS, NAME_NET, NAME_VMX)))
     ap.add_argument("--direct", action="store_true",
                     default=os.environ.get("LP_LINUX_DIRECT", "0") == "1",
                     help="boot the guest under plain QEMU, without lightpath (harness check)")
@@ -629,7 +836,7 @@ def main():
 
     passed = failed = 0
     tests = [(NAME, run_test), (NAME_SMP, run_smp_test), (NAME_BESIDE, run_beside_test),
-             (NAME_DISK, run_disk_test), (NAME_ROOTFS, run_rootfs_test)]
+             (NAME_DISK, run_disk_test), (NAME_ROOTFS, run_rootfs_test), (NAME_NET, run_net_test)]
     # the VT-x boot runs under Bochs, which LP_SKIP_VMX=1 leaves out (tools/test.sh)
     if os.environ.get("LP_SKIP_VMX", "0") == "1":
         say("%s: skipped (LP_SKIP_VMX=1)" % NAME_VMX)

@@ -16,6 +16,13 @@ QEMU -smp as the description's `cpus` (build/linux/linux-smp2.cfg: 2).
 A third, "bochs": tools/lp-bochs with the Intel VT-x image
 (build/lightpath-vmx.elf, cpu corei7_skylake_x, 512 MiB), COM1 on a pty
 that this module reads and types into (Bochs has no stdio serial port).
+
+Several VMs side by side in one boot (more descriptions as extra_modules,
+QEMU -smp with a CPU each): every VM's lines come on the one console behind
+"[vmN] " and typed keys go to one VM at a time. Guest.use_vm(N) gives vmN
+the input (Ctrl-\ until lightpath says "console input goes to vmN now") and
+makes wait_for, send, run and boot_to_shell read vmN's lines alone;
+end_vm() powers off the VM that has the input while the others run on.
 """
 
 import os
@@ -102,7 +109,7 @@ def write_vmcfg(path, cfg, comment):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         f.write("# lightpath vm\n# %s\n" % comment)
-        for k in ("name", "kernel", "initrd", "cmdline", "memory", "cpus", "disk"):
+        for k in ("name", "kernel", "initrd", "cmdline", "memory", "cpus", "disk", "net"):
             if k in cfg:
                 f.write('%s = "%s"\n' % (k, cfg[k]))
 
@@ -168,6 +175,14 @@ class Guest:
             if not os.path.exists(f):
                 raise GuestError("no %s (run `make linux-guest`)" % rel(f))
         self.text = ""
+        # Which output the console methods (wait_for, send, run, boot_to_shell)
+        # read: None, all of it; N, vmN's lines alone (VMs side by side, see
+        # use_vm); "lightpath", lightpath's own lines. One read position each.
+        self.vm = None
+        self._pos = {}
+        self._vm_cache = {}   # vm: (length of .text's complete lines read, their text)
+        self.input_vm = None  # the VM console input goes to, as lightpath last said
+        self._input_pos = 0
         self.pos = 0
         self.rc = None
         self.t_init = self.t_prompt = self.t_end = None
@@ -263,17 +278,102 @@ class Guest:
 
     # ------------------------------------------------------------ console
 
-    def wait_for(self, regex, timeout, what, progress=10):
-        """Waits until regex matches the output after .pos; moves .pos past it.
-        Prints a progress line every `progress` seconds (0: never)."""
+    @property
+    def pos(self):
+        """The read position in the output .vm selects."""
+        return self._pos.get(self.vm, 0)
+
+    @pos.setter
+    def pos(self, value):
+        self._pos[self.vm] = value
+
+    def output(self, source=None):
+        """The output wait_for reads: source None (the default: .vm's), or
+        an explicit one as .vm takes them. A VM's output is its lines
+        without the prefixes, in order, joined by '\n' (a line of it that
+        lightpath cut to print another VM's is two lines here); its last,
+        unfinished line is included. Only grows as .text grows."""
+        src = self.vm if source is None else source
+        if src is None:
+            return self.text
+        if src == "lightpath":
+            end = self.text.rfind("\n") + 1
+            return "".join(l + "\n" for l in serial_log.lightpath_lines(self.text[:end]))
+        done, body = self._vm_cache.get(src, (0, ""))
+        end = self.text.rfind("\n") + 1
+        if end > done:
+            body += "".join(strip_vm_prefix(l[m.end():]) + "\n"
+                            for l in serial_log.lines(self.text[done:end])
+                            for m in [serial_log.VM_PREFIX.match(l)]
+                            if m and int(m.group(1)) == src)
+            self._vm_cache[src] = (end, body)
+        tail = self.text[end:]
+        m = serial_log.VM_PREFIX.match(tail)
+        if m and int(m.group(1)) == src:
+            # not a prefix still arriving (it would vanish once complete)
+            return body + re.sub(r"\[(?:v(?:m(?:\d+\]?)?)?)?$", "", strip_vm_prefix(tail[m.end():]))
+        return body
+
+    def use_vm(self, vm, timeout=20):
+        """VMs side by side: passes console input to vmN (Ctrl-\\ until
+        lightpath says 'console input goes to vmN now'; again a moment later
+        while it says the input stays: vmN has not started yet) and makes
+        the console methods read vmN's output alone from now on."""
+        deadline = time.monotonic() + timeout
+        if self.input_vm is None:
+            self._track_input(timeout, wait=True)   # the first VM to start has it
+        self._track_input()
+        while self.input_vm != vm:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise GuestError("Ctrl-\\ did not give console input to vm%d in %d s (it stays "
+                                 "with vm%s); last line: %s" % (vm, timeout, self.input_vm,
+                                                               self.last_line()))
+            before = self.input_vm
+            self._write(b"\x1c")
+            self._track_input(left, wait=True)
+            if self.input_vm == before:
+                time.sleep(0.5)
+        self.vm = vm
+
+    INPUT_LINE = re.compile(r"(?m)^lightpath: console input (?:goes to|stays with) vm(\d+)\b.*\n")
+
+    def _track_input(self, timeout=0, wait=False):
+        """Reads lightpath's lines about console input since the last call
+        (.input_vm is the last one's VM); with wait, waits up to timeout s
+        for one."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                found = list(self.INPUT_LINE.finditer(self.output("lightpath"), self._input_pos))
+                if found:
+                    self._input_pos = found[-1].end()
+                    self.input_vm = int(found[-1].group(1))
+                    return
+                if not wait:
+                    return
+                if self._eof:
+                    raise GuestError("QEMU exited while waiting for a 'console input goes to' line;"
+                                     " last line: %s" % self.last_line())
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise GuestError("no 'lightpath: console input goes to vmN now' line after "
+                                     "%.0f s; last line: %s" % (self.elapsed(), self.last_line()))
+                self._cond.wait(min(left, 0.2))
+
+    def wait_for(self, regex, timeout, what, progress=10, source=None):
+        """Waits until regex matches the output (self.output(source)) after
+        its read position; moves that past it. Prints a progress line every
+        `progress` seconds (0: never)."""
         r = re.compile(regex) if isinstance(regex, str) else regex
+        key = self.vm if source is None else source
         deadline = time.monotonic() + timeout
         next_note = time.monotonic() + progress if progress else None
         with self._cond:
             while True:
-                m = r.search(self.text, self.pos)
+                m = r.search(self.output(key), self._pos.get(key, 0))
                 if m:
-                    self.pos = m.end()
+                    self._pos[key] = m.end()
                     return m
                 now = time.monotonic()
                 if self._eof:
@@ -296,31 +396,36 @@ class Guest:
         a UART has a 16-byte receive FIFO, and typing faster than the guest
         reads can lose bytes. A newline is not waited for."""
         typed = ""
-        start = len(self.text)
+        with self._cond:
+            start = len(self.output())
         for i in range(0, len(text), 8):
             chunk = text[i:i + 8]
-            try:
-                if self._pty:
-                    if self.p.poll() is not None:
-                        raise OSError("Bochs exited")
-                    os.write(self._pty[0], chunk.encode())
-                else:
-                    self.p.stdin.write(chunk.encode())
-                    self.p.stdin.flush()
-            except (BrokenPipeError, OSError):
-                raise GuestError("QEMU's stdin is closed (QEMU exited?); last line: %s"
-                                 % self.last_line())
+            self._write(chunk.encode())
             typed += chunk.replace("\n", "")
             if not typed or not echo_wait:
                 time.sleep(0.02)
                 continue
             deadline = time.monotonic() + echo_wait
             with self._cond:
-                while typed not in echoed(self.text[start:]) and not self._eof:
+                while typed not in echoed(self.output()[start:]) and not self._eof:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         break
                     self._cond.wait(min(left, 0.1))
+
+    def _write(self, data):
+        """Types bytes on the console (the serial port's input)."""
+        try:
+            if self._pty:
+                if self.p.poll() is not None:
+                    raise OSError("Bochs exited")
+                os.write(self._pty[0], data)
+            else:
+                self.p.stdin.write(data)
+                self.p.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise GuestError("QEMU's stdin is closed (QEMU exited?); last line: %s"
+                             % self.last_line())
 
     def boot_to_shell(self, timeout=180):
         """Waits for /init's first line and the shell prompt; returns the
@@ -346,6 +451,16 @@ class Guest:
                           "the end of '%s'" % cmd, progress=0)
         out = strip_vm_prefix(m.group(1))
         return (out if kernel_lines else strip_printk(out)), int(m.group(2))
+
+    def end_vm(self, timeout=60):
+        """VMs side by side: types poweroff to the VM that has the input
+        (.vm, see use_vm) and waits for lightpath's line that it ended or
+        was stopped; returns that line (the other VMs run on)."""
+        self.send("poweroff\n")
+        m = self.wait_for(r"(?m)^lightpath: vm%d: (?:ended|stopped)\b.*\n" % self.vm, timeout,
+                          "vm%d's end after 'poweroff'" % self.vm, source="lightpath")
+        self._track_input()
+        return m.group(0).strip()
 
     def poweroff(self, timeout=120):
         """Types poweroff and waits for QEMU to exit; returns its status."""

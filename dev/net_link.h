@@ -12,7 +12,9 @@
  * hook tells the receiver that its inbox is not empty (with the links'
  * lock held, so the port is still attached). An inbox holds
  * NET_INBOX_FRAMES frames; more wait nowhere: they are dropped and counted,
- * as by a NIC whose receive ring is full.
+ * as by a NIC whose receive ring is full (the sender is not held back: a
+ * receiver whose CPU does not run for a while loses frames, which TCP sends
+ * again).
  *
  * One lock for all links (short copies only; frames are at most 1514
  * bytes). Port memory is the caller's; a port must be detached before it is
@@ -26,7 +28,7 @@
 
 #define NET_FRAME_MIN      14u     /* an Ethernet header */
 #define NET_FRAME_MAX      1514u   /* header + 1500 bytes of payload, no FCS or VLAN tag */
-#define NET_INBOX_FRAMES   64u
+#define NET_INBOX_FRAMES   256u    /* 379 KiB: a few ms of a busy sender */
 #define NET_LINKS          8u
 #define NET_LINK_PORTS     4u
 #define NET_LINK_NAME_MAX  32u     /* with the NUL */

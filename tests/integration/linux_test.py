@@ -84,9 +84,10 @@ replies; B's busybox nc -l -p 5000 in the background, A's nc sends 1 MiB
 from /dev/urandom, the same sha256 on both sides; A powers off, then B
 (both status 0, QEMU exit 1); each VM's two `net` statistics lines: frames
 sent and received > 0, MSI-X messages and none dropped or by INTx, B
-received over 700 frames, every frame A sent B received (B's last frames
-may come after A's end), the `net refused:` line all zeros but resets
-(frames the link dropped for a full inbox are named in the failure). About
+received over 700 frames, every frame A sent B received or lost to a full
+inbox (counted; a busy host can keep B's CPU from taking frames for
+milliseconds, and TCP sends them again), B's last frames may come after
+A's end, the `net refused:` line otherwise all zeros but resets. About
 40 s.
 
 Then `linux-vmx` (issue 13) boots the 1-vCPU guest on the Intel VT-x image under
@@ -603,7 +604,7 @@ NET_MIN_FRAMES = 700      # 1 MiB in frames of at most 1514 bytes: B receives mo
 NET_STATS = re.compile(r"  net (\S+) ([0-9a-f:]{17}): (\d+) frames sent \((\d+) KiB\), (\d+) received "
                        r"\((\d+) KiB\); interrupts: (\d+) MSI-X messages, (\d+) dropped, (\d+) INTx$")
 NET_REFUSED = re.compile(r"  net refused: 0 bad transmit chains, 0 bad receive chains, 0 receive "
-                         r"buffers too small, 0 frames lost to a full inbox, 0 broken rings; \d+ "
+                         r"buffers too small, (\d+) frames lost to a full inbox, 0 broken rings; \d+ "
                          r"resets, 0 undefined accesses$")
 
 
@@ -763,19 +764,22 @@ def check_net_stats(own):
               % (tag, sent, received, line.strip()))
         check(msis > 0 and dropped == 0 and intx == 0, "%s: interrupts: %d MSI-X messages, %d "
               "dropped, %d INTx: %s" % (tag, msis, dropped, intx, line.strip()))
-        lost = re.search(r"(\d+) frames lost to a full inbox", refused)
-        if lost and int(lost.group(1)) and NET_REFUSED.match(re.sub(
-                r"\d+ frames lost to a full inbox", "0 frames lost to a full inbox", refused)):
-            raise Fail("the link dropped %s frames for %s: its inbox was full (TCP resent them: the "
-                       "file arrived intact); %s" % (lost.group(1), tag, refused.strip()))
-        check(NET_REFUSED.match(refused), "%s's device refused something or lost frames: %s"
+        check(NET_REFUSED.match(refused), "%s's device refused something: %s"
               % (tag, refused.strip()))
     check(b[2] > NET_MIN_FRAMES and b[3] >= NET_FILE_KIB, "B received %d frames (%d KiB) for a %d KiB "
           "file: %s" % (b[2], b[3], NET_FILE_KIB, lb.strip()))
     # A ends first: every frame it sent reached B, which ran on; a frame B
     # sends while A powers off or after it ended (none reach an ended VM)
     # is counted as sent by B but never received by A
-    check(a[0] == b[2], "frames lost on the link: A sent %d, B received %d" % (a[0], b[2]))
+    # A frame for a receiver whose CPU has not taken the last 256 yet is
+    # dropped and counted (an Ethernet may drop; TCP sends it again): every
+    # frame A sent is one B received or one lost to B's full inbox.
+    lost_b = int(NET_REFUSED.match(rb).group(1))
+    check(a[0] == b[2] + lost_b, "frames unaccounted for on the link: A sent %d, B received %d "
+          "and lost %d to a full inbox" % (a[0], b[2], lost_b))
+    if lost_b:
+        say("  %s: %d frames for B lost to its full inbox (B's CPU did not run for a while: a "
+            "busy host), sent again by TCP" % (NAME_NET, lost_b))
     check(a[2] <= b[0], "A received %d frames, B sent only %d" % (a[2], b[0]))
     if a[2] < b[0]:
         say("  %s: B sent %d frames A did not take (sent while A powered off, or after it ended)"

@@ -315,6 +315,83 @@ def cost_run():
     return doc
 
 
+DD_MIB = 64
+# Ctrl-]'s last line (vmm/platform.c, dump_interrupt_state)
+SO_FAR = (r"lightpath: vm0: so far (\d+) exits \((\d+) heavy\), (\d+) disk reads \((\d+) KiB\), "
+          r"host TSC (\d+)")
+
+
+def dd_run(timeout=COST_TIMEOUT):
+    """A dd of DD_MIB MiB from a read-only disk in the Linux guest under
+    lightpath and QEMU -icount (issue 15): Ctrl-] before and after it prints
+    the VM's exits, disk reads and the host TSC (instructions, both guest and
+    hypervisor; and the time a halted vCPU waits), so the command's own
+    exits and instructions per request are the differences. {"not_measured":
+    why} when the boot fails."""
+    say("one more boot for the disk: lightpath under QEMU -icount, a %d MiB read-only disk, "
+        "dd if=/dev/vda bs=1M count=%d bracketed by Ctrl-]" % (DD_MIB + 1, DD_MIB))
+    img = os.path.join(OUT, "linux-dd.img")
+    with open(img, "wb") as f:
+        f.truncate((DD_MIB + 1) << 20)
+    cfg = dict(lpguest.read_vmcfg(lpguest.CFG), name="linux-dd", disk="linux-dd.img,ro")
+    cfg_path = os.path.join(OUT, "linux-dd.cfg")
+    lpguest.write_vmcfg(cfg_path, cfg, "written by tools/linux-boot-report.py (the dd run)")
+    log = os.path.join(OUT, "linux-boot-dd.log")
+    g = lpguest.Guest("lightpath", log, cfg_path=cfg_path, extra_modules=[lpguest.rel(img)],
+                      icount=True, timeout=timeout + 60,
+                      say=lambda m: say("dd run: " + m.strip()))
+    g.start()
+    try:
+        g.boot_to_shell(timeout)
+
+        def so_far():
+            g.send("\x1d", echo_wait=0)
+            return [int(v) for v in g.wait_for(SO_FAR, 60, "Ctrl-]'s 'so far' line",
+                                               source="lightpath").groups()]
+        before = so_far()
+        out, rc = g.run("dd if=/dev/vda of=/dev/null bs=1M count=%d 2>&1 | tail -1" % DD_MIB,
+                        timeout=timeout)
+        after = so_far()
+        if rc != 0:
+            raise lpguest.GuestError("dd failed (status %d): %s" % (rc, out.strip()))
+        rc = g.poweroff()
+    except lpguest.GuestError as e:
+        g.kill()
+        print("linux-report: error: the dd run: %s (serial log %s)" % (e, lpguest.rel(log)),
+              file=sys.stderr)
+        return {"not_measured": str(e)}
+    exits, heavy, reads, kib, tsc = (a - b for a, b in zip(after, before))
+    if not reads:
+        return {"not_measured": "dd made no disk read (serial log %s)" % lpguest.rel(log)}
+    doc = {"mib": DD_MIB, "dd": out.strip(), "log": lpguest.rel(log), "cmd": g.command_line(),
+           "requests": reads, "kib": kib, "kib_per_request": round(kib / reads, 1),
+           "exits": exits, "heavy": heavy, "exits_per_request": round(exits / reads, 2),
+           "heavy_per_request": round(heavy / reads, 2), "instructions": tsc,
+           "instructions_per_request": round(tsc / reads),
+           "unit": "instructions (QEMU -icount shift=0: the host TSC counts instructions of "
+                   "guest and hypervisor, and advances while the vCPU halts)"}
+    say("dd of %d MiB: %d requests (%.1f KiB each), %.2f exits per request (%.2f heavy), %d "
+        "instructions per request" % (DD_MIB, reads, doc["kib_per_request"],
+                                     doc["exits_per_request"], doc["heavy_per_request"],
+                                     doc["instructions_per_request"]))
+    return doc
+
+
+def dd_section(d):
+    """The dd figures (markdown)."""
+    if "not_measured" in d:
+        return "Disk read: not measured (%s).\n" % d["not_measured"]
+    return ("**Disk read** (issue 15): `dd if=/dev/vda of=/dev/null bs=1M count=%d` in the Linux "
+            "guest with a %d MiB read-only virtio-blk disk (`disk = ...,ro`), under QEMU -icount, "
+            "bracketed by Ctrl-] (lightpath prints the VM's exits, disk reads and the host TSC): "
+            "%d requests of %.1f KiB, **%.2f exits per request** (%.2f heavy) and **%d "
+            "instructions per request** (guest and hypervisor, the dd and the shell included; "
+            "the TSC also runs while the vCPU halts). `dd` said: `%s`. Log: `%s`.\n"
+            % (d["mib"], d["mib"] + 1, d["requests"], d["kib_per_request"],
+               d["exits_per_request"], d["heavy_per_request"], d["instructions_per_request"],
+               d["dd"], d["log"]))
+
+
 def clock_line(table):
     """The exit table's 'clock:' line (the guest clock's work), or ''."""
     return next((l.strip() for l in table if l.strip().startswith("clock:")), "")
@@ -518,6 +595,7 @@ reads), most of the `io` row.
 {light_summary(lp, doc['runs'])}
 
 {cost_section(doc['cost'], imgs, lp[0])}
+{dd_section(doc['dd']) if 'dd' in doc else ''}
 Measured on {doc['date']}. Reproduce with `make linux-report` (results also in
 `build/bench/linux-boot.json`, serial logs in `build/bench/linux-boot-*.log`).
 {END}"""
@@ -611,7 +689,12 @@ def main():
     ap.add_argument("--runs", type=int, help="boots per mode (default 3; vmx: 1)")
     ap.add_argument("--timeout", type=int, help="seconds to the prompt, per boot (default 300; vmx: 600)")
     ap.add_argument("--no-docs", action="store_true", help="do not rewrite docs/BENCHMARKS.md")
+    ap.add_argument("--dd-only", action="store_true", help="only the disk-read boot (prints its "
+                    "figures; writes nothing)")
     args = ap.parse_args()
+    if args.dd_only:
+        d = dd_run()
+        return 1 if "not_measured" in d else 0
     if args.backend not in BACKENDS:
         print("linux-report: error: BACKEND=%s: the Linux report runs on %s only"
               % (args.backend, " and ".join(BACKENDS)), file=sys.stderr)
@@ -664,6 +747,7 @@ def main():
                     "ratio_total": round(med(lp, "total_s") / med(dr, "total_s"), 3)})
         # after the timed runs, which it does not change
         doc["cost"] = cost_run()
+        doc["dd"] = dd_run()
     path = os.path.join(OUT, be["json"])
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)

@@ -617,7 +617,10 @@ def net_vm_cfgs(name):
     for tag, ip, mac in NET_VMS:
         cfg = dict(base, name="%s-%s" % (name, tag), memory=str(NET_MEMORY), cpus="1",
                    net="%s,mac=%s" % (NET_LINK, mac),
-                   cmdline="%s lp.ip=%s/24 lp.test=1" % (base.get("cmdline", ""), ip))
+                   # loglevel=1: no kernel message on the console at all (eth0's
+                   # "link becomes ready" once came in the middle of the first
+                   # command's output, before `dmesg -n 1` could silence it)
+                   cmdline="%s loglevel=1 lp.ip=%s/24 lp.test=1" % (base.get("cmdline", ""), ip))
         path = os.path.join(ROOT, "build", "test", "%s-%s.cfg" % (name, tag))
         lpguest.write_vmcfg(path, cfg, "written by tests/integration/linux_test.py (%s)" % name)
         paths.append(path)

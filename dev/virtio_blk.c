@@ -21,22 +21,10 @@ static uint32_t blk_cfg_read(struct virtio_pci *t, unsigned off, unsigned size)
 	struct virtio_blk *b = blk_of(t);
 	uint8_t cfg[CFG_LEN] = { 0 };
 	uint64_t sectors = b->size / VIRTIO_BLK_SECTOR;
-	for (unsigned i = 0; i < 8; i++)
-		cfg[CFG_CAPACITY + i] = (uint8_t)(sectors >> (8 * i));
-	for (unsigned i = 0; i < 4; i++)
-		cfg[CFG_SEG_MAX + i] = (uint8_t)(VIRTIO_BLK_SEG_MAX >> (8 * i));
-	uint32_t v = 0;
-	for (unsigned i = 0; i < size; i++)
-		v |= (uint32_t)cfg[off + i] << (8 * i);
-	return v;
-}
-
-static void blk_cfg_write(struct virtio_pci *t, unsigned off, unsigned size, uint32_t val)
-{
-	(void)off;
-	(void)size;
-	(void)val;
-	t->bad_accesses++;   /* every field this device has is read-only */
+	pci_put_le(cfg, CFG_CAPACITY, 4, (uint32_t)sectors);
+	pci_put_le(cfg, CFG_CAPACITY + 4, 4, (uint32_t)(sectors >> 32));
+	pci_put_le(cfg, CFG_SEG_MAX, 4, VIRTIO_BLK_SEG_MAX);
+	return pci_get_le(cfg, off, size);
 }
 
 /* One request: returns the status to write; *written the data bytes it
@@ -156,8 +144,7 @@ static const struct virtio_pci_ops blk_ops = {
 	.num_queues = 1,
 	.queue_max = VIRTIO_BLK_QUEUE_SIZE,
 	.cfg_len = CFG_LEN,
-	.cfg_read = blk_cfg_read,
-	.cfg_write = blk_cfg_write,
+	.cfg_read = blk_cfg_read,   /* every field read-only: no cfg_write */
 	.kick = blk_kick,
 };
 

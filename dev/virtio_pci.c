@@ -89,7 +89,7 @@ int virtio_pci_init(struct virtio_pci *t, uint8_t devfn, const struct virtio_pci
 	if (!ops->num_queues || ops->num_queues > VIRTIO_PCI_MAX_QUEUES || !ops->queue_max ||
 	    (ops->queue_max & (ops->queue_max - 1)) || ops->queue_max > VQ_MAX_SIZE ||
 	    ops->cfg_len > VIRTIO_PCI_DEVCFG_MAX || !ops->kick ||
-	    (ops->cfg_len && (!ops->cfg_read || !ops->cfg_write)))
+	    (ops->cfg_len && !ops->cfg_read))
 		return -1;
 	*t = (struct virtio_pci){ .ops = ops };
 	struct pci_func *f = &t->pci;
@@ -478,6 +478,10 @@ void virtio_pci_write(struct virtio_pci *t, uint64_t off, unsigned size, uint64_
 	}
 	if (size && size <= 4 && off >= VIRTIO_PCI_DEVCFG &&
 	    off + size <= VIRTIO_PCI_DEVCFG + t->ops->cfg_len) {
+		if (!t->ops->cfg_write) {   /* a read-only configuration */
+			t->bad_accesses++;
+			return;
+		}
 		t->ops->cfg_write(t, (unsigned)(off - VIRTIO_PCI_DEVCFG), size,
 				  (uint32_t)(val & size_mask(size)));
 		return;

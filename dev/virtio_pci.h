@@ -96,7 +96,8 @@ struct virtio_pci_ops {
 	unsigned num_queues;    /* 1 .. VIRTIO_PCI_MAX_QUEUES */
 	uint16_t queue_max;     /* the largest queue size offered (power of 2) */
 	unsigned cfg_len;       /* bytes of device configuration */
-	/* device configuration access, off + size <= cfg_len */
+	/* device configuration access, off + size <= cfg_len; no cfg_write: all
+	 * read-only (a write is counted in bad_accesses) */
 	uint32_t (*cfg_read)(struct virtio_pci *t, unsigned off, unsigned size);
 	void (*cfg_write)(struct virtio_pci *t, unsigned off, unsigned size, uint32_t val);
 	/* the driver rang queue q's doorbell (q enabled, DRIVER_OK set) */

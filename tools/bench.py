@@ -341,6 +341,22 @@ def check_log(name, text, log, opts, n, modes, exits):
     return res
 
 
+def run_qemu_smp(name, what, cmd, log, timeout):
+    """One -icount boot of several CPUs (the IPI and virtio rows): its serial
+    log's text and the seconds it took; BenchError unless QEMU exited 1."""
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL)
+    secs = time.monotonic() - t0
+    text = serial_log.read(log) if os.path.exists(log) else ""
+    if proc.returncode != 1:
+        why = "timed out after %d s" % timeout if proc.returncode == 124 else \
+            "QEMU exit %d" % proc.returncode
+        raise BenchError("%s (%s): %s (serial log %s)" % (name, what, why,
+                                                         os.path.relpath(log, ROOT)))
+    return text, secs
+
+
 def run_smp(name, opts, n, timeout, outdir):
     """The IPI round trip: QEMU -icount -smp 2, one VM of two vCPUs (opts
     already has BENCH_OPTS)."""
@@ -351,16 +367,7 @@ def run_smp(name, opts, n, timeout, outdir):
     cmd = [LP_QEMU, "--icount", "--smp", str(SMP_QEMU_CPUS), "--timeout", str(timeout),
            "--log", log, "--append", opts, os.path.relpath(cfg, ROOT),
            "build/guests/bench32.elf n=%d ipi=1" % n]
-    t0 = time.monotonic()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL)
-    secs = time.monotonic() - t0
-    text = serial_log.read(log) if os.path.exists(log) else ""
-    if proc.returncode != 1:
-        why = "timed out after %d s" % timeout if proc.returncode == 124 else \
-            "QEMU exit %d" % proc.returncode
-        raise BenchError("%s (-smp %d): %s (serial log %s)" % (name, SMP_QEMU_CPUS, why,
-                                                            os.path.relpath(log, ROOT)))
+    text, secs = run_qemu_smp(name, "-smp %d" % SMP_QEMU_CPUS, cmd, log, timeout)
     return check_log(name + " (-smp %d)" % SMP_QEMU_CPUS, text, log, opts, n, (SMP_MODE,),
                      SMP_EXITS), secs
 
@@ -383,16 +390,7 @@ def run_virtio(name, opts, n, timeout, outdir):
     log = os.path.join(outdir, name + "-virtio.log")
     cmd = [LP_QEMU, "--icount", "--smp", "2", "--timeout", str(timeout), "--log", log,
            "--append", opts] + mods
-    t0 = time.monotonic()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL)
-    secs = time.monotonic() - t0
-    text = serial_log.read(log) if os.path.exists(log) else ""
-    if proc.returncode != 1:
-        why = "timed out after %d s" % timeout if proc.returncode == 124 else \
-            "QEMU exit %d" % proc.returncode
-        raise BenchError("%s (virtio, -smp 2): %s (serial log %s)" % (name, why,
-                                                                    os.path.relpath(log, ROOT)))
+    text, secs = run_qemu_smp(name, "virtio, -smp 2", cmd, log, timeout)
     return check_log(name + " (virtio)", text, log, opts, n, (VIRTIO_MODE,), VIRTIO_EXITS), secs
 
 

@@ -15,8 +15,8 @@
 #
 # LP_ROOT=disk (`make run LP_ROOT=disk`): Linux runs from the root disk
 # build/linux/rootfs.img (ext4, root=/dev/vda) instead of the initramfs:
-# build/linux/linux-rootfs.cfg with the modules vmlinuz, initrd.cpio.gz and
-# rootfs.img, 1 vCPU on QEMU -smp 1 (a VM with a disk has one). lightpath
+# build/linux/linux-rootfs-smp2.cfg (or linux-rootfs.cfg with 1 vCPU, as
+# above) with the modules vmlinuz, initrd.cpio.gz and rootfs.img. lightpath
 # keeps the disk in RAM: what the guest writes is lost when the VM ends.
 #
 # LP_OPTS: boot options (e.g. LP_OPTS="light=off"); LP_RUN_TIMEOUT: seconds
@@ -45,14 +45,14 @@ linux)
 		what="Linux with $vcpus vCPU$( ((vcpus > 1)) && echo s)"
 		;;
 	disk)
-		vcpus=${LP_VCPUS:-1}
-		[[ "$vcpus" == 1 ]] || {
-			echo "lightpath: LP_ROOT=disk boots a VM with a disk, which has 1 vCPU (LP_VCPUS=$vcpus)" >&2
-			exit 2
-		}
-		cfg=build/linux/linux-rootfs.cfg
+		vcpus=${LP_VCPUS:-$( (($(nproc) >= 2)) && echo 2 || echo 1)}
+		case "$vcpus" in
+		1) cfg=build/linux/linux-rootfs.cfg ;;
+		2) cfg=build/linux/linux-rootfs-smp2.cfg ;;
+		*) echo "lightpath: LP_VCPUS must be 1 or 2, not '$vcpus'" >&2; exit 2 ;;
+		esac
 		modules+=(build/linux/rootfs.img)
-		what="Linux with 1 vCPU from the root disk build/linux/rootfs.img (ext4 on /dev/vda, kept in RAM: changes are lost at power-off)"
+		what="Linux with $vcpus vCPU$( ((vcpus > 1)) && echo s) from the root disk build/linux/rootfs.img (ext4 on /dev/vda, kept in RAM: changes are lost at power-off)"
 		;;
 	*) echo "lightpath: LP_ROOT must be 'disk' or 'initramfs' (the default), not '$LP_ROOT'" >&2; exit 2 ;;
 	esac

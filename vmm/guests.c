@@ -174,21 +174,11 @@ static int config_spec(const struct boot_info *bi, unsigned i, unsigned id,
 				"512-byte sectors\n", id, names[i], c->disk, spec->disk_size);
 			return -1;
 		}
-		if (c->cpus > 1) {
-			kprintf("lightpath: vm%u: %s: a disk is for VMs of one vCPU yet (cpus = %u)\n",
-				id, names[i], c->cpus);
-			return -1;
-		}
 	}
 	if (c->net[0]) {
 		spec->net = c->net;
 		spec->has_mac = c->has_mac;
 		memcpy(spec->mac, c->mac, sizeof(spec->mac));
-		if (c->cpus > 1) {
-			kprintf("lightpath: vm%u: %s: a network device is for VMs of one vCPU yet "
-				"(cpus = %u)\n", id, names[i], c->cpus);
-			return -1;
-		}
 	}
 	spec->mem_mb = c->memory_mb;
 	spec->has_timeout = c->has_timeout;

@@ -22,21 +22,12 @@
 
 #define BLK_DEVFN  ((3u << 3) | 0)
 #define NET_DEVFN  ((4u << 3) | 0)
-#define QSIZE      8u
 #define HDR        12u
 #define FRAME      1514u
 #define VEC_RX     0x61u
 #define STOP_TYPE  0x88bfu   /* a frame of this type ends the echo VM */
 #define WARMUP_TSC 20000000u /* instructions to wait for the echo VM's first answer */
 
-struct avail { uint16_t flags, idx, ring[QSIZE], used_event; };
-struct used { uint16_t flags, idx; struct used_elem ring[QSIZE]; uint16_t avail_event; };
-struct queue {
-	struct desc desc[QSIZE] __attribute__((aligned(16)));
-	struct avail avail __attribute__((aligned(2)));
-	struct used used __attribute__((aligned(4)));
-	uint16_t next_avail, seen_used;
-};
 
 static struct queue blkq, rxq, txq;
 static struct vdev blk = { .devfn = BLK_DEVFN }, net = { .devfn = NET_DEVFN };
@@ -68,13 +59,6 @@ static void on_rx(struct rt_frame *f)
 	w32(RT_LAPIC + 0xb0, 0);   /* EOI (xAPIC) */
 }
 
-static void post(struct queue *q, uint16_t d)
-{
-	q->avail.ring[q->next_avail % QSIZE] = d;
-	asm volatile("" ::: "memory");
-	q->avail.idx = ++q->next_avail;
-	asm volatile("" ::: "memory");
-}
 
 static bool up(struct vdev *d, uint32_t features, unsigned queues)
 {
@@ -90,7 +74,7 @@ static bool up(struct vdev *d, uint32_t features, unsigned queues)
 static void rx_post(uint16_t k)
 {
 	rxq.desc[k] = (struct desc){ (uintptr_t)rxbuf[k], HDR + FRAME, 2, 0 };
-	post(&rxq, k);
+	vdrv_post(&rxq, k);
 }
 
 /* Brings the network device up with MSI-X for received frames. */
@@ -126,7 +110,7 @@ static void tx(const uint8_t *frame)
 	uint16_t k = txq.next_avail % QSIZE;
 	memcpy(txbuf + HDR, frame, FRAME);
 	txq.desc[k] = (struct desc){ (uintptr_t)txbuf, HDR + FRAME, 0, 0 };
-	post(&txq, k);
+	vdrv_post(&txq, k);
 	w32(net.notify + net.notify_mult, 1);
 }
 
@@ -181,7 +165,7 @@ static int main_main(uint32_t n)
 		req.sector = (i * 8) % 64;
 		status = 0xee;
 		t0 = (uint32_t)rdtsc();
-		post(&blkq, 0);
+		vdrv_post(&blkq, 0);
 		w32(bell, 0);
 		while (*(volatile uint16_t *)&blkq.used.idx == blkq.seen_used)
 			;

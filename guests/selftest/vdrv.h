@@ -24,6 +24,30 @@
 struct desc { uint64_t addr; uint32_t len; uint16_t flags, next; };
 struct used_elem { uint32_t id, len; };
 
+/* A split queue of QSIZE entries in the guest's memory, as a driver keeps
+ * it (QSIZE: the including file's, 8 by default). */
+#ifndef QSIZE
+#define QSIZE 8u
+#endif
+struct avail { uint16_t flags, idx, ring[QSIZE], used_event; };
+struct used { uint16_t flags, idx; struct used_elem ring[QSIZE]; uint16_t avail_event; };
+struct queue {
+	struct desc desc[QSIZE] __attribute__((aligned(16)));
+	struct avail avail __attribute__((aligned(2)));
+	struct used used __attribute__((aligned(4)));
+	uint16_t next_avail, seen_used;
+};
+
+/* Makes descriptor chain `d` available (the device sees it at its next
+ * look: a doorbell, or a kick it asked for). */
+static inline void vdrv_post(struct queue *q, uint16_t d)
+{
+	q->avail.ring[q->next_avail % QSIZE] = d;
+	asm volatile("" ::: "memory");
+	q->avail.idx = ++q->next_avail;
+	asm volatile("" ::: "memory");
+}
+
 /* Where a function's structures are (vdrv_walk_caps). */
 struct vdev {
 	unsigned devfn;

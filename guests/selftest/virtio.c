@@ -17,12 +17,9 @@
 #include "guests/selftest/vdrv.h"
 
 #define BLK_DEVFN    ((3u << 3) | 0)
-#define QSIZE        8u
 #define SECTOR       512u
 #define VEC_BLK      0x60u
 
-struct avail { uint16_t flags, idx, ring[QSIZE], used_event; };
-struct used { uint16_t flags, idx; struct used_elem ring[QSIZE]; uint16_t avail_event; };
 
 static struct desc descs[QSIZE] __attribute__((aligned(16)));
 static struct avail avail __attribute__((aligned(2)));

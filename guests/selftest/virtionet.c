@@ -21,7 +21,6 @@
 #include "guests/selftest/vdrv.h"
 
 #define NET_DEVFN  ((4u << 3) | 0)
-#define QSIZE      8u
 #define HDR        12u
 #define FRAME_MAX  1514u
 #define VEC_RX     0x61u
@@ -39,14 +38,6 @@
 #define T_TO_OTHER 0x88bau
 #define T_OTHER    0x88bbu
 
-struct avail { uint16_t flags, idx, ring[QSIZE], used_event; };
-struct used { uint16_t flags, idx; struct used_elem ring[QSIZE]; uint16_t avail_event; };
-struct queue {
-	struct desc desc[QSIZE] __attribute__((aligned(16)));
-	struct avail avail __attribute__((aligned(2)));
-	struct used used __attribute__((aligned(4)));
-	uint16_t next_avail, seen_used;
-};
 
 static struct queue rxq, txq;
 static uint8_t rxbuf[QSIZE][HDR + FRAME_MAX];
@@ -69,13 +60,6 @@ static void on_rx(struct rt_frame *f)
 	w32(RT_LAPIC + 0xb0, 0);   /* EOI (xAPIC) */
 }
 
-static void post(struct queue *q, uint16_t d)
-{
-	q->avail.ring[q->next_avail % QSIZE] = d;
-	asm volatile("" ::: "memory");
-	q->avail.idx = ++q->next_avail;
-	asm volatile("" ::: "memory");
-}
 
 static void doorbell(unsigned q)
 {
@@ -85,7 +69,7 @@ static void doorbell(unsigned q)
 static void rx_post(uint16_t d)
 {
 	rxq.desc[d] = (struct desc){ (uintptr_t)rxbuf[d], HDR + FRAME_MAX, 2, 0 };
-	post(&rxq, d);
+	vdrv_post(&rxq, d);
 }
 
 /* Sends txbuf's frame of `len` bytes in one descriptor (or as given in
@@ -94,7 +78,7 @@ static uint32_t send_desc(struct desc d)
 {
 	uint16_t k = txq.next_avail % QSIZE;
 	txq.desc[k] = d;
-	post(&txq, k);
+	vdrv_post(&txq, k);
 	doorbell(TXQ);
 	if (*(volatile uint16_t *)&txq.used.idx == txq.seen_used)
 		return ~0u;

@@ -122,6 +122,7 @@ NAME_BESIDE = "linux-beside-triple"
 NAME_VMX = "linux-vmx"
 NAME_DISK = "linux-disk"
 NAME_ROOTFS = "linux-rootfs"
+NAME_ROOTFS_SMP2 = "linux-rootfs-smp2"
 NAME_NET = "linux-net"
 PROMPT_TIMEOUT = int(os.environ.get("LP_LINUX_TIMEOUT", "180"))
 IDLE_UPTIME = 40  # seconds of guest uptime the VM must outlive at the prompt
@@ -556,42 +557,48 @@ def check_disk_stats(g, name):
           % (reads, writes, flushes, msis))
 
 
-def run_rootfs_test(direct):
+def run_rootfs_test(direct, smp2=False):
     """linux-rootfs (issue 15): build/linux/linux-rootfs.cfg, the guest with
     its root disk (disk = rootfs.img, root=/dev/vda): /init loads the
     modules, mounts /dev/vda and switches to it; the shell runs from the
     disk (its marker file, /dev/vda on / as ext4 in /proc/mounts, rcS's
     line); a file written and synced reads back; poweroff with status 0; the
-    disk statistics as linux-disk's."""
+    disk statistics as linux-disk's. smp2 (linux-rootfs-smp2): the same
+    with 2 vCPUs (linux-rootfs-smp2.cfg, QEMU -smp 2), where the disk runs
+    on the heavy path under the VM lock, and nproc says 2."""
+    name = NAME_ROOTFS_SMP2 if smp2 else NAME_ROOTFS
     if direct:
-        say("  %s: not run with --direct (it needs lightpath's disk)" % NAME_ROOTFS)
+        say("  %s: not run with --direct (it needs lightpath's disk)" % name)
         return
     img = os.path.join(lpguest.LINUX_DIR, "rootfs.img")
-    with shell_session(NAME_ROOTFS, direct, cfg_path=lpguest.CFG_ROOTFS,
+    with shell_session(name, direct, cfg_path=lpguest.CFG_ROOTFS_SMP2 if smp2 else lpguest.CFG_ROOTFS,
                        extra_modules=[os.path.relpath(img, ROOT)]) as g:
+        if smp2:
+            out, rc = g.run("nproc")
+            check(rc == 0 and out.strip() == "2", "nproc printed %r (status %d)" % (out, rc))
         for want in ("lightpath-linux: root is /dev/vda (ext4, rw), switching to it",
                      "lightpath-linux: running from /dev/vda (ext4, rw)"):
             check(want in lpguest.strip_vm_prefix(g.text), "no line '%s' on the console" % want)
-        say("  %s: /init switched to /dev/vda; rcS says it runs from it" % NAME_ROOTFS)
+        say("  %s: /init switched to /dev/vda; rcS says it runs from it" % name)
         out, rc = g.run("cat /etc/lightpath-rootfs; grep ' / ' /proc/mounts")
         lines = [l.strip() for l in out.splitlines() if l.strip()]
         for l in lines:
-            say("  %s: %s" % (NAME_ROOTFS, l))
+            say("  %s: %s" % (name, l))
         check(rc == 0 and lines and lines[0].startswith("lightpath root disk: ext4"),
               "/etc/lightpath-rootfs printed %r (status %d)" % (out, rc))
         check(any(l.split()[:3] == ["/dev/vda", "/", "ext4"] for l in lines[1:]),
               "/proc/mounts shows no /dev/vda on / as ext4: %r" % lines[1:])
         out, rc = g.run("echo written-on-the-root-disk > /root/new.txt && sync && "
                         "echo 3 > /proc/sys/vm/drop_caches && cat /root/new.txt")
-        say("  %s: write /root/new.txt, sync, drop caches, read back: %s" % (NAME_ROOTFS, out.strip()))
+        say("  %s: write /root/new.txt, sync, drop caches, read back: %s" % (name, out.strip()))
         check(rc == 0 and out.strip() == "written-on-the-root-disk",
               "the read-back printed %r (status %d)" % (out, rc))
-        say("  %s: poweroff" % NAME_ROOTFS)
+        say("  %s: poweroff" % name)
         rc = g.poweroff()
     expect_poweroff(g, rc, "QEMU")
     say("  %s: QEMU exited %d after %.1f s (shell prompt at %.1f s)"
-        % (NAME_ROOTFS, rc, g.t_end, g.t_prompt))
-    check_disk_stats(g, NAME_ROOTFS)
+        % (name, rc, g.t_end, g.t_prompt))
+    check_disk_stats(g, name)
 
 
 # linux-net: two VMs on the link link0, A (10.0.0.1) and B (10.0.0.2)
@@ -843,7 +850,9 @@ def main():
 
     passed = failed = 0
     tests = [(NAME, run_test), (NAME_SMP, run_smp_test), (NAME_BESIDE, run_beside_test),
-             (NAME_DISK, run_disk_test), (NAME_ROOTFS, run_rootfs_test), (NAME_NET, run_net_test)]
+             (NAME_DISK, run_disk_test), (NAME_ROOTFS, run_rootfs_test),
+             (NAME_ROOTFS_SMP2, lambda direct: run_rootfs_test(direct, smp2=True)),
+             (NAME_NET, run_net_test)]
     # the VT-x boot runs under Bochs, which LP_SKIP_VMX=1 leaves out (tools/test.sh)
     if os.environ.get("LP_SKIP_VMX", "0") == "1":
         say("%s: skipped (LP_SKIP_VMX=1)" % NAME_VMX)

@@ -15,6 +15,7 @@
 #   build/linux/linux-rootfs.cfg the 1-vCPU VM with disk = rootfs.img and
 #                                root=/dev/vda: /init mounts the disk and
 #                                switches to it (`make run LP_ROOT=disk`)
+#   build/linux/linux-rootfs-smp2.cfg  the same VM with 2 vCPUs
 #
 # Each step says what it does and is skipped when its output is up to date.
 # --kernel-only: only build/linux/vmlinuz (the unit tests' real bzImage,
@@ -477,8 +478,8 @@ memory  = 256
 cpus    = 2
 EOF
 
-# The 1-vCPU guest with the root disk (`make run LP_ROOT=disk`, the
-# linux-rootfs test): a VM with a disk has one vCPU.
+# The guest with the root disk (`make run LP_ROOT=disk`, the linux-rootfs
+# tests), with 1 vCPU and with 2.
 read -r -d '' CFG_ROOTFS <<'EOF' || true
 # lightpath vm
 # lightpath's Linux test guest on its root disk: the initramfs's /init loads
@@ -495,6 +496,19 @@ memory  = 256
 cpus    = 1
 disk    = rootfs.img
 EOF
+read -r -d '' CFG_ROOTFS_SMP2 <<'EOF' || true
+# lightpath vm
+# lightpath's Linux test guest on its root disk with 2 vCPUs (tsc=reliable:
+# see linux-smp2.cfg); written by tools/linux/build.sh, as linux-rootfs.cfg.
+# -initrd "linux-rootfs-smp2.cfg,vmlinuz,initrd.cpio.gz,rootfs.img"
+name    = linux-rootfs-smp2
+kernel  = vmlinuz
+initrd  = initrd.cpio.gz
+cmdline = "console=ttyS0 panic=-1 tsc=reliable root=/dev/vda rw"
+memory  = 256
+cpus    = 2
+disk    = rootfs.img
+EOF
 
 # write_cfg FILE TEXT: writes the description unless it is already that
 write_cfg() {
@@ -508,4 +522,5 @@ write_cfg() {
 write_cfg "$cfg" "$CFG"
 write_cfg "$out/linux-smp2.cfg" "$CFG_SMP2"
 write_cfg "$out/linux-rootfs.cfg" "$CFG_ROOTFS"
-say "ready: $cfg, $out/linux-smp2.cfg, $out/linux-rootfs.cfg, $out/vmlinuz, $initrd, $rootfs"
+write_cfg "$out/linux-rootfs-smp2.cfg" "$CFG_ROOTFS_SMP2"
+say "ready: $cfg, $out/linux-smp2.cfg, $out/linux-rootfs.cfg, $out/linux-rootfs-smp2.cfg, $out/vmlinuz, $initrd, $rootfs"

@@ -43,6 +43,7 @@ LINUX_DIR = os.path.join(ROOT, "build", "linux")
 CFG = os.path.join(LINUX_DIR, "linux.cfg")
 CFG_SMP2 = os.path.join(LINUX_DIR, "linux-smp2.cfg")   # the same guest, cpus = 2
 CFG_ROOTFS = os.path.join(LINUX_DIR, "linux-rootfs.cfg")   # on its root disk, rootfs.img
+CFG_ROOTFS_SMP2 = os.path.join(LINUX_DIR, "linux-rootfs-smp2.cfg")   # the same, cpus = 2
 KERNEL = os.path.join(LINUX_DIR, "vmlinuz")
 INITRD = os.path.join(LINUX_DIR, "initrd.cpio.gz")
 LP_QEMU = os.path.join(ROOT, "tools", "lp-qemu")

@@ -236,5 +236,26 @@ int guest_main(void)
 	request(0, 5, data, SECTOR, true);
 	tap_ok(status == 0 && pattern_ok(data, 5, 1), status, "OK and the image's bytes",
 	       "a healthy read after the reset");
+
+	/* hostile: BAR 4 moved onto the local APIC's page, then onto this VM's
+	 * RAM. The APIC is looked up first, so it still answers; RAM stays RAM
+	 * (a status byte written there resets nothing). Moved back, the device
+	 * works as it did. */
+	const unsigned bar4_reg = 0x10 + 4 * 4;
+	uint32_t apic_version = r32(RT_LAPIC + 0x30);
+	cfg_wr(BLK_DEVFN, bar4_reg, 4, 0xfee00000u);
+	tap_eq(cfg_rd(BLK_DEVFN, bar4_reg, 4), 0xfee0000cu, "BAR 4 moved onto the local APIC");
+	tap_eq(r32(RT_LAPIC + 0x30), apic_version, "the APIC's version register still the APIC's");
+	const uintptr_t ram = 0x00800000u;   /* 8 MiB: free RAM of this 32 MiB VM */
+	w32(ram + C_STATUS, 0x5a5a5a5au);
+	cfg_wr(BLK_DEVFN, bar4_reg, 4, (uint32_t)ram);
+	w8(ram + C_STATUS, 0);               /* on the device this would be a reset */
+	tap_eq(r32(ram + C_STATUS), 0x5a5a5a00u, "BAR 4 moved onto RAM: RAM answers there");
+	cfg_wr(BLK_DEVFN, bar4_reg, 4, 0xfe000000u);
+	tap_eq(r8(common + C_STATUS), 0x0f, "moved back: the device's status as it was");
+	memset(data, 0, sizeof(data));
+	request(0, 6, data, SECTOR, true);
+	tap_ok(status == 0 && pattern_ok(data, 6, 1), status, "OK and the image's bytes",
+	       "and a read works");
 	return tap_end();
 }

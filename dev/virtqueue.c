@@ -332,6 +332,10 @@ int vq_enable_notify(struct virtqueue *vq)
 		return VQ_ERR_BROKEN;
 	if (!vq->ready)
 		return 0;
+	if (vq->notify_asked && (!vq->event_idx || vq->asked_at == vq->last_avail))
+		return 0;   /* the driver has seen this request since before the last pop */
+	vq->notify_asked = true;
+	vq->asked_at = vq->last_avail;
 	int err = vq->event_idx ? ring_write16(vq, avail_event_gpa(vq), vq->last_avail)
 				: ring_write16(vq, vq->used_gpa + USED_FLAGS, 0);
 	if (err)
@@ -348,6 +352,7 @@ int vq_disable_notify(struct virtqueue *vq)
 		return VQ_ERR_BROKEN;
 	if (!vq->ready || vq->event_idx)
 		return 0;
+	vq->notify_asked = false;
 	return ring_write16(vq, vq->used_gpa + USED_FLAGS, VIRTQ_USED_F_NO_NOTIFY);
 }
 

@@ -154,6 +154,9 @@ struct virtqueue {
 	uint16_t used_idx;      /* used.idx as the device last wrote it */
 	uint16_t signalled_used;/* used_idx when vq_should_interrupt last answered */
 	bool ready;
+	bool notify_asked;      /* the last vq_enable_notify's request stands (at
+				   asked_at with EVENT_IDX): asking again is a no-op */
+	uint16_t asked_at;
 	bool event_idx;         /* VIRTIO_F_EVENT_IDX negotiated */
 	bool indirect;          /* VIRTIO_F_INDIRECT_DESC negotiated */
 	int broken;             /* 0, or the queue error that stopped the queue */
@@ -196,7 +199,10 @@ bool vq_should_interrupt(struct virtqueue *vq);
  * position the device will take (EVENT_IDX), else clears used.flags
  * NO_NOTIFY. Then looks again at avail.idx, since the driver may have added
  * buffers before it saw the request: returns 1 when chains are waiting (pop
- * them, no kick will come for them), 0 when none, or a queue error. */
+ * them, no kick will come for them), 0 when none, or a queue error. When
+ * the same request already stands (nothing taken since, no disable), it
+ * writes and reads nothing: every buffer added after the pop that found
+ * the ring empty is followed by a kick. */
 int vq_enable_notify(struct virtqueue *vq);
 
 /* Tell the driver kicks are not needed (while the device is popping anyway):

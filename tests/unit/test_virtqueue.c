@@ -523,7 +523,19 @@ static void test_notify_suppression(void **state)
 	assert_int_equal(rd16(USED), 0);
 	desc(0, BUF, 8, 0, 0);
 	offer(0);
-	assert_int_equal(vq_enable_notify(&vq), 1);     /* one came in meanwhile */
+	unsigned before = nr_writes;
+	/* the request stands: the driver saw it and kicks for that chain, so
+	 * asking again writes and reads nothing */
+	assert_int_equal(vq_enable_notify(&vq), 0);
+	assert_int_equal(nr_writes, before);
+	assert_int_equal(pop(), VQ_CHAIN);
+	/* after a disable, enabling writes the request again and looks: one
+	 * came in meanwhile (offered while the driver saw NO_NOTIFY) */
+	assert_int_equal(vq_disable_notify(&vq), 0);
+	desc(1, BUF, 8, 0, 0);
+	offer(1);
+	assert_int_equal(vq_enable_notify(&vq), 1);
+	assert_int_equal(rd16(USED), 0);
 	assert_int_equal(pop(), VQ_CHAIN);
 
 	/* with EVENT_IDX: avail_event = the next position to take */

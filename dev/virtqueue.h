@@ -68,6 +68,12 @@ struct vq_guest_mem {
 	bool (*in_ram)(void *ctx, uint64_t gpa, uint64_t len);
 	int (*read)(void *ctx, uint64_t gpa, void *dst, size_t len);
 	int (*write)(void *ctx, uint64_t gpa, const void *src, size_t len);
+	/* optional: where guest-physical 0 is in the host's memory, when all
+	 * of guest RAM (what in_ram accepts) is one mapping that lasts as long
+	 * as the queue. Then the queue reads and writes its rings, which it
+	 * has checked against in_ram, through it: a ring field is a load or a
+	 * store, not a call. */
+	uint8_t *(*ram)(void *ctx);
 };
 
 /* Results. vq_pop returns VQ_CHAIN or VQ_EMPTY; everything else is negative.
@@ -146,6 +152,7 @@ struct vq_layout {
 
 struct virtqueue {
 	const struct vq_guest_mem *mem;
+	uint8_t *ram;           /* mem->ram's answer at setup, or 0 */
 	uint64_t desc_gpa, avail_gpa, used_gpa;
 	uint16_t size;          /* 1 .. 32768 (only while ready) */
 	uint16_t last_avail;    /* avail ring position of the next chain to take */
@@ -209,6 +216,17 @@ int vq_enable_notify(struct virtqueue *vq);
  * sets used.flags NO_NOTIFY without EVENT_IDX; with it, avail_event is left
  * behind, which has the same effect. Returns 0 or a queue error. */
 int vq_disable_notify(struct virtqueue *vq);
+
+/* A doorbell with nothing to do, told without a call: the rings mapped
+ * (mem->ram), no chain since the last one taken, and the request for the
+ * next kick standing (vq_enable_notify would change nothing). The pop and
+ * the request this saves would find exactly that. */
+static inline bool vq_idle(const struct virtqueue *vq)
+{
+	return vq->ram && vq->ready && vq->avail_idx == vq->last_avail && vq->notify_asked &&
+	       (!vq->event_idx || vq->asked_at == vq->last_avail) &&
+	       *(const volatile uint16_t *)(vq->ram + vq->avail_gpa + 2) == vq->last_avail;
+}
 
 /* Copies `len` bytes between host memory and a run of a chain's segments
  * (segs[0 .. n)), starting `skip` bytes into them; to the guest if

@@ -372,9 +372,9 @@ def run_smp(name, opts, n, timeout, outdir):
                      SMP_EXITS), secs
 
 
-def run_virtio(name, opts, n, timeout, outdir):
-    """The virtio rows: QEMU -icount -smp 2, vbench as two VMs side by side
-    on one link, the first with a disk too (opts already has BENCH_OPTS)."""
+def virtio_modules(outdir, n):
+    """The boot modules of the virtio rows' boot (the descriptions, the two
+    vbench images, the disk), written into outdir."""
     with open(os.path.join(outdir, "vbench.img"), "wb") as f:
         f.write(bytes(VIRTIO_DISK_SECTORS * 512))
     mods = []
@@ -387,6 +387,13 @@ def run_virtio(name, opts, n, timeout, outdir):
         shutil.copyfile(os.path.join(ROOT, "build", "guests", "vbench.elf"), elf)
         mods += [os.path.relpath(cfg, ROOT), "%s %s n=%d" % (os.path.relpath(elf, ROOT), args, n)]
     mods.append(os.path.relpath(os.path.join(outdir, "vbench.img"), ROOT))
+    return mods
+
+
+def run_virtio(name, opts, n, timeout, outdir):
+    """The virtio rows: QEMU -icount -smp 2, vbench as two VMs side by side
+    on one link, the first with a disk too (opts already has BENCH_OPTS)."""
+    mods = virtio_modules(outdir, n)
     log = os.path.join(outdir, name + "-virtio.log")
     cmd = [LP_QEMU, "--icount", "--smp", "2", "--timeout", str(timeout), "--log", log,
            "--append", opts] + mods

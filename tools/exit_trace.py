@@ -51,7 +51,9 @@ import bench  # noqa: E402  (configurations and the bench's boot options)
 
 HOST_ELF = os.path.join(ROOT, "build", "lightpath.elf")
 GUEST_ELF = {"32": os.path.join(ROOT, "build", "guests", "bench32.elf"),
-             "64": os.path.join(ROOT, "build", "guests", "bench64.elf")}
+             "64": os.path.join(ROOT, "build", "guests", "bench64.elf"),
+             # the virtio rows' guest (tools/bench.py run_virtio): two VMs
+             "virtio": os.path.join(ROOT, "build", "guests", "vbench.elf")}
 SITES_SECTION = ".lp_bench_sites"
 VMRUN_LEN = 3          # 0f 01 d8
 RDTSC = b"\x0f\x31"
@@ -285,6 +287,14 @@ def free_port():
     return port
 
 
+def guest_modules(bits, n, tmp):
+    """The bench guest's boot: bench32/64 alone, or the virtio rows' two VMs
+    with their disk on QEMU -smp 2 (tools/bench.py, run_virtio)."""
+    if bits == "virtio":
+        return ["--smp", "2"] + bench.virtio_modules(tmp, n)
+    return ["%s n=%d" % (os.path.relpath(GUEST_ELF[bits], ROOT), n)]
+
+
 def trace_row(row, opts, bits, skip, tmp):
     elf = GUEST_ELF[bits]
     for f in (HOST_ELF, elf):
@@ -338,7 +348,7 @@ def trace_row(row, opts, bits, skip, tmp):
     log = os.path.join(tmp, "serial.log")
     env = dict(os.environ, LP_QEMU=wrapper)
     qemu = subprocess.Popen([bench.LP_QEMU, "--icount", "--timeout", "600", "--log", log,
-                             "--append", opts, "%s n=%d" % (os.path.relpath(elf, ROOT), skip + 4)],
+                             "--append", opts] + guest_modules(bits, skip + 4, tmp),
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True)
     try:
@@ -375,13 +385,12 @@ def bench_min(row, opts, bits, n):
     with tempfile.TemporaryDirectory() as tmp:
         log = os.path.join(tmp, "serial.log")
         proc = subprocess.run([bench.LP_QEMU, "--icount", "--timeout", "120", "--log", log,
-                               "--append", opts,
-                               "%s n=%d" % (os.path.relpath(GUEST_ELF[bits], ROOT), n)],
+                               "--append", opts] + guest_modules(bits, n, tmp),
                               cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL)
         text = bench.serial_log.read(log) if os.path.exists(log) else ""
     if proc.returncode != 1:
         raise TraceError("the check boot (no gdb) failed: QEMU exit %d" % proc.returncode)
-    mode = bench.MODES[0 if bits == "32" else 1]
+    mode = bench.VIRTIO_MODE if bits == "virtio" else bench.MODES[0 if bits == "32" else 1]
     try:
         return bench.parse_bench(text, modes=(mode,), exits=(row,))[mode][row]["min"]
     except bench.BenchError as e:
@@ -464,7 +473,8 @@ def main():
     ap.add_argument("rows", nargs="+", metavar="ROW")
     ap.add_argument("--config", default="spec-off", choices=sorted(configs))
     ap.add_argument("--append", help="boot options instead of a configuration's")
-    ap.add_argument("--guest", default="32", choices=("32", "64"))
+    ap.add_argument("--guest", default="32", choices=("32", "64", "virtio"),
+                    help="bench32, bench64, or the virtio rows' vbench (two VMs, -smp 2)")
     ap.add_argument("--skip", type=int, default=3)
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--json", help="write the traces here as well")

@@ -472,6 +472,12 @@ static int guest_write(void *ctx, uint64_t gpa, const void *src, size_t len)
 	return 0;
 }
 
+/* Guest RAM is one mapping for the VM's life: the rings are read through it. */
+static uint8_t *guest_ram(void *ctx)
+{
+	return (uint8_t *)(uintptr_t)((struct vm *)ctx)->mem_hpa;
+}
+
 /* The guest's access to a BAR (the MMIO range's opaque is its slot): at
  * an offset from where the BAR is now, which virtio_bar_moved keeps. */
 static int virtio_bar4_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
@@ -731,7 +737,7 @@ void platform_create(struct vm *vm)
 	add_mmio(vm, &r[0]);
 	mmio_test_range(&pc->mmio_test, &r[0]);
 	add_mmio(vm, &r[0]);
-	pc->guest_mem = (struct vq_guest_mem){ vm, guest_in_ram, guest_read, guest_write };
+	pc->guest_mem = (struct vq_guest_mem){ vm, guest_in_ram, guest_read, guest_write, guest_ram };
 	if (vm->disk)   /* their BARs after every fixed range */
 		create_disk(vm, pc);
 	if (vm->net)

@@ -25,20 +25,9 @@
  * wrmsr_kernel_gs_base is not an exit where lightpath passes the MSR
  * through (its default: docs/SECURITY.md, case 18): then it
  * measures the WRMSR instruction itself, as on bare metal or under KVM. */
+#include "guests/bench/bench_site.h"
 #include "guests/rt/msr.h"
 #include "guests/rt/rt.h"
-
-/* Each bracket's first instruction after its opening RDTSC, with its row's
- * name, recorded in a section that is never loaded (tools/exit_trace.py
- * single-steps a bracket from there): no instruction is added. */
-#ifdef __x86_64__
-#define BENCH_SITE_PTR ".quad"
-#else
-#define BENCH_SITE_PTR ".long"
-#endif
-#define BENCH_SITE(row)                                                                    \
-	".pushsection .lp_bench_sites,\"\",@progbits\n\t" BENCH_SITE_PTR " 9100f\n\t"        \
-	".asciz \"" row "\"\n\t.popsection\n9100:\t"
 
 #ifdef __x86_64__
 #define MODE "paged64"

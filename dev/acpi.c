@@ -9,14 +9,6 @@ const uint8_t acpi_s5_aml[ACPI_S5_AML_LEN] = {
 	0x0a, ACPI_S5_SLP_TYP, 0x00, 0x00,
 };
 
-const uint8_t acpi_pci0_aml[ACPI_PCI0_AML_LEN] = {
-	0x10, 0x23, 0x5c, '_', 'S', 'B', '_',                 /* Scope (\_SB), 35 bytes */
-	0x5b, 0x82, 0x1b, 'P', 'C', 'I', '0',                 /* Device (PCI0), 27 bytes */
-	0x08, '_', 'H', 'I', 'D', 0x0c, 0x41, 0xd0, 0x0a, 0x03, /* Name (_HID, EisaId ("PNP0A03")) */
-	0x08, '_', 'U', 'I', 'D', 0x00,                       /* Name (_UID, Zero) */
-	0x08, '_', 'B', 'B', 'N', 0x00,                       /* Name (_BBN, Zero) */
-};
-
 #define HDR_LEN   36u
 #define FACS_LEN  64u
 #define FADT_LEN  276u  /* revision 6 */
@@ -24,7 +16,9 @@ const uint8_t acpi_pci0_aml[ACPI_PCI0_AML_LEN] = {
 #define MADT_REV  3u
 #define HPET_LEN  56u
 #define HPET_REV  1u
-#define NTABLES   3u    /* in the RSDT and XSDT: FADT, MADT, HPET */
+#define MCFG_LEN  60u   /* one allocation */
+#define MCFG_REV  1u
+#define NTABLES   4u    /* at most, in the RSDT and XSDT: FADT, MADT, HPET, MCFG */
 
 static void put8(uint8_t *p, unsigned off, uint8_t v) { p[off] = v; }
 static void put16(uint8_t *p, unsigned off, uint16_t v)
@@ -41,6 +35,131 @@ static void put64(uint8_t *p, unsigned off, uint64_t v)
 {
 	put32(p, off, (uint32_t)v);
 	put32(p, off + 4, (uint32_t)(v >> 32));
+}
+
+/* AML (ACPI 6.4, 20.2), built inside out: each object's body in a buffer
+ * of its own, then its opcode and PkgLength in front of it. */
+struct aml {
+	uint8_t b[ACPI_PCI_AML_MAX];
+	unsigned n;
+};
+
+static void aml_bytes(struct aml *a, const void *p, unsigned n)
+{
+	if (n && a->n + n <= sizeof(a->b))   /* the objects below stay smaller */
+		memcpy(a->b + a->n, p, n);
+	a->n += n;
+}
+
+static void aml_byte(struct aml *a, uint8_t v)
+{
+	aml_bytes(a, &v, 1);
+}
+
+/* Name (seg, value) with value's bytes already encoded. */
+static void aml_name(struct aml *a, const char seg[4], const void *val, unsigned n)
+{
+	aml_byte(a, 0x08);                    /* NameOp */
+	aml_bytes(a, seg, 4);
+	aml_bytes(a, val, n);
+}
+
+static void aml_dword(struct aml *a, uint32_t v)
+{
+	uint8_t d[5] = { 0x0c, (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24) };
+	aml_bytes(a, d, 5);                   /* DWordPrefix */
+}
+
+/* The smallest encoding of an integer below 256. */
+static void aml_small(struct aml *a, uint8_t v)
+{
+	if (v <= 1) {
+		aml_byte(a, v);                   /* ZeroOp, OneOp */
+	} else {
+		aml_byte(a, 0x0a);                /* BytePrefix */
+		aml_byte(a, v);
+	}
+}
+
+/* op (1 or 2 bytes), PkgLength (which counts itself: 1 byte below 64,
+ * else 2, bits 3:0 in the first, 11:4 in the second), the body. */
+static void aml_pkg(struct aml *a, const uint8_t *op, unsigned oplen, const struct aml *body)
+{
+	aml_bytes(a, op, oplen);
+	unsigned len = body->n + 1;
+	if (len < 64) {
+		aml_byte(a, (uint8_t)len);
+	} else {
+		len++;
+		aml_byte(a, (uint8_t)(0x40 | (len & 15)));
+		aml_byte(a, (uint8_t)(len >> 4));
+	}
+	aml_bytes(a, body->b, body->n);
+}
+
+/* The largest \\_SB: Scope's opcode and a 2-byte PkgLength, "\\_SB_";
+ * Device (PCI0): opcode (2), PkgLength (2), "PCI0", _HID, _UID and _BBN
+ * (22), _PRT's name (5), Package's opcode and PkgLength (3), its count and
+ * ACPI_PCI_MAX_PRT entries of 12 bytes; Device (ECAM), 40 bytes. */
+_Static_assert(3 + 5 + (4 + 4 + 22 + (5 + 3 + 1 + 12 * ACPI_PCI_MAX_PRT)) + 40 <= ACPI_PCI_AML_MAX,
+	       "acpi_pci_aml's buffers hold the largest \\_SB");
+
+static const uint8_t aml_package_op[1] = { 0x12 };
+static const uint8_t aml_device_op[2] = { 0x5b, 0x82 };
+
+unsigned acpi_pci_aml(uint8_t *out, const struct acpi_config *cfg)
+{
+	struct aml scope, pci0, prt, entry, ecam, crs;
+	static const uint8_t hid_pci[5] = { 0x0c, 0x41, 0xd0, 0x0a, 0x03 };   /* EisaId ("PNP0A03") */
+	static const uint8_t hid_mb[5] = { 0x0c, 0x41, 0xd0, 0x0c, 0x02 };    /* EisaId ("PNP0C02") */
+	static const uint8_t zero[1] = { 0x00 };
+
+	pci0.n = 0;
+	aml_bytes(&pci0, "PCI0", 4);
+	aml_name(&pci0, "_HID", hid_pci, sizeof(hid_pci));
+	aml_name(&pci0, "_UID", zero, 1);
+	aml_name(&pci0, "_BBN", zero, 1);
+	if (cfg->nr_prt) {
+		prt.n = 0;
+		unsigned n = cfg->nr_prt < ACPI_PCI_MAX_PRT ? cfg->nr_prt : ACPI_PCI_MAX_PRT;
+		aml_byte(&prt, (uint8_t)n);       /* NumElements */
+		for (unsigned i = 0; i < n; i++) {
+			entry.n = 0;
+			aml_byte(&entry, 4);          /* NumElements */
+			aml_dword(&entry, (uint32_t)cfg->prt[i].dev << 16 | 0xffff);   /* any function */
+			aml_small(&entry, 0);         /* pin: INTA# */
+			aml_small(&entry, 0);         /* source: none, a GSI */
+			aml_small(&entry, cfg->prt[i].gsi);   /* source index: the GSI */
+			aml_pkg(&prt, aml_package_op, 1, &entry);
+		}
+		aml_name(&pci0, "_PRT", 0, 0);
+		aml_pkg(&pci0, aml_package_op, 1, &prt);
+	}
+	scope.n = 0;
+	aml_bytes(&scope, "\\_SB_", 5);
+	aml_pkg(&scope, aml_device_op, 2, &pci0);
+	if (cfg->ecam_gpa) {
+		crs.n = 0;
+		aml_small(&crs, 14);              /* BufferSize */
+		uint8_t res[14] = { 0x86, 9, 0, 1 };   /* Memory32Fixed, 9 bytes, read-write */
+		put32(res, 4, (uint32_t)cfg->ecam_gpa);
+		put32(res, 8, ACPI_ECAM_SIZE);
+		res[12] = 0x79;                   /* End Tag, checksum 0: none */
+		aml_bytes(&crs, res, sizeof(res));
+		ecam.n = 0;
+		aml_bytes(&ecam, "ECAM", 4);
+		aml_name(&ecam, "_HID", hid_mb, sizeof(hid_mb));
+		aml_name(&ecam, "_CRS", 0, 0);
+		static const uint8_t buffer_op[1] = { 0x11 };
+		aml_pkg(&ecam, buffer_op, 1, &crs);
+		aml_pkg(&scope, aml_device_op, 2, &ecam);
+	}
+	struct aml *top = &pci0;              /* reused: Scope (\_SB) { ... } */
+	top->n = 0;
+	static const uint8_t scope_op[1] = { 0x10 };
+	aml_pkg(top, scope_op, 1, &scope);
+	memcpy(out, top->b, top->n);
+	return top->n;
 }
 
 uint8_t acpi_checksum(const void *p, size_t len)
@@ -164,6 +283,19 @@ static unsigned build_madt(uint8_t *t, const struct acpi_config *cfg)
 	return off;
 }
 
+/* PCI Firmware Specification 3.0, 4.1.2: one allocation, bus 0 only. */
+static void build_mcfg(uint8_t *t, uint64_t ecam)
+{
+	header(t, "MCFG", MCFG_LEN, MCFG_REV);
+	put64(t, 36, 0);                      /* reserved */
+	put64(t, 44, ecam);                   /* base address */
+	put16(t, 52, 0);                      /* PCI segment group */
+	put8(t, 54, 0);                       /* start bus */
+	put8(t, 55, 0);                       /* end bus */
+	put32(t, 56, 0);                      /* reserved */
+	fix_checksum(t, MCFG_LEN, 9);
+}
+
 /* IA-PC HPET 1.0a, 3.2.4: the event timer block's ID is its capabilities
  * register's low half; its registers are a 4 KiB page of memory. */
 static void build_hpet(uint8_t *t)
@@ -197,6 +329,10 @@ int acpi_build(uint8_t *mem, uint64_t mem_gpa_base, size_t len, const struct acp
 		return -1;
 	if (r + 36 > tb && tb + ACPI_TABLES_MAX_SIZE > r)
 		return -1;
+	if (cfg->nr_prt > ACPI_PCI_MAX_PRT || (!cfg->pci_root && (cfg->nr_prt || cfg->ecam_gpa)))
+		return -1;
+	if ((cfg->ecam_gpa & (ACPI_ECAM_SIZE - 1)) || cfg->ecam_gpa + ACPI_ECAM_SIZE > 0x100000000ull)
+		return -1; /* Memory32Fixed: below 4 GiB */
 
 	uint8_t *base = mem + (tb - mem_gpa_base);
 	memset(base, 0, ACPI_TABLES_MAX_SIZE);
@@ -211,11 +347,11 @@ int acpi_build(uint8_t *mem, uint64_t mem_gpa_base, size_t len, const struct acp
 
 	uint32_t dsdt = (uint32_t)(tb + off);
 	uint8_t *t = base + off;
-	unsigned aml = ACPI_S5_AML_LEN + (cfg->pci_root ? ACPI_PCI0_AML_LEN : 0);
-	header(t, "DSDT", HDR_LEN + aml, 2);
+	unsigned aml = ACPI_S5_AML_LEN;
 	memcpy(t + HDR_LEN, acpi_s5_aml, ACPI_S5_AML_LEN);
 	if (cfg->pci_root)
-		memcpy(t + HDR_LEN + ACPI_S5_AML_LEN, acpi_pci0_aml, ACPI_PCI0_AML_LEN);
+		aml += acpi_pci_aml(t + HDR_LEN + ACPI_S5_AML_LEN, cfg);
+	header(t, "DSDT", HDR_LEN + aml, 2);
 	fix_checksum(t, HDR_LEN + aml, 9);
 	off = align_up(off + HDR_LEN + aml, 16);
 
@@ -230,21 +366,28 @@ int acpi_build(uint8_t *mem, uint64_t mem_gpa_base, size_t len, const struct acp
 	build_hpet(base + off);
 	off = align_up(off + HPET_LEN, 16);
 
-	const uint32_t tables[NTABLES] = { fadt, madt, hpet };
+	uint32_t tables[NTABLES] = { fadt, madt, hpet };
+	unsigned ntables = 3;
+	if (cfg->ecam_gpa) {
+		tables[ntables++] = (uint32_t)(tb + off);
+		build_mcfg(base + off, cfg->ecam_gpa);
+		off = align_up(off + MCFG_LEN, 16);
+	}
+
 	uint32_t rsdt = (uint32_t)(tb + off);
 	t = base + off;
-	header(t, "RSDT", HDR_LEN + NTABLES * 4, 1);
-	for (unsigned i = 0; i < NTABLES; i++)
+	header(t, "RSDT", HDR_LEN + ntables * 4, 1);
+	for (unsigned i = 0; i < ntables; i++)
 		put32(t, HDR_LEN + 4 * i, tables[i]);
-	fix_checksum(t, HDR_LEN + NTABLES * 4, 9);
-	off = align_up(off + HDR_LEN + NTABLES * 4, 16);
+	fix_checksum(t, HDR_LEN + ntables * 4, 9);
+	off = align_up(off + HDR_LEN + ntables * 4, 16);
 
 	uint64_t xsdt = tb + off;
 	t = base + off;
-	header(t, "XSDT", HDR_LEN + NTABLES * 8, 1);
-	for (unsigned i = 0; i < NTABLES; i++)
+	header(t, "XSDT", HDR_LEN + ntables * 8, 1);
+	for (unsigned i = 0; i < ntables; i++)
 		put64(t, HDR_LEN + 8 * i, tables[i]);
-	fix_checksum(t, HDR_LEN + NTABLES * 8, 9);
+	fix_checksum(t, HDR_LEN + ntables * 8, 9);
 
 	uint8_t *p = mem + (r - mem_gpa_base);
 	memset(p, 0, 36);

@@ -57,12 +57,34 @@
 
 #define ACPI_S5_AML_LEN      15u
 extern const uint8_t acpi_s5_aml[ACPI_S5_AML_LEN];
-/* \_SB.PCI0, a PCI host bridge (PNP0A03, bus 0), for a VM with a PCI
- * device: with ACPI an OS finds PCI root buses only in the namespace. No
- * _CRS (the OS takes its default windows) and no _PRT (INTx routing: a
- * device's MSI-X needs none). */
-#define ACPI_PCI0_AML_LEN    36u
-extern const uint8_t acpi_pci0_aml[ACPI_PCI0_AML_LEN];
+/* For a VM with a PCI function, the DSDT also gets, after \_S5:
+ *   Scope (\_SB) {
+ *     Device (PCI0) {                 a PCI host bridge: with ACPI an OS finds
+ *       Name (_HID, EisaId ("PNP0A03"))   PCI root buses only in the namespace
+ *       Name (_UID, Zero)
+ *       Name (_BBN, Zero)              bus 0; no _CRS: the OS takes its
+ *                                      default windows
+ *       Name (_PRT, Package () {       INTx routing, GSI form (ACPI 6.4,
+ *         Package () { 0x0003FFFF, Zero, Zero, 11 },   6.2.13): INTA# (pin 0)
+ *         ...                          of each device listed to its GSI
+ *       })                             (omitted with no entry)
+ *     }
+ *     Device (ECAM) {                  motherboard resources: the ECAM window
+ *       Name (_HID, EisaId ("PNP0C02"))   reserved, which Linux wants before
+ *       Name (_CRS, ResourceTemplate () {   it uses the MCFG's window
+ *         Memory32Fixed (ReadWrite, ecam_gpa, 0x100000) })
+ *     }                                (omitted with ecam_gpa 0)
+ *   }
+ * and the RSDT and XSDT list a fourth table, the MCFG (PCI Firmware 3.0,
+ * 4.1.2): one allocation, ecam_gpa for segment 0, buses 0-0. A VM without
+ * a PCI function keeps the tables above exactly. */
+#define ACPI_PCI_MAX_PRT     4u
+#define ACPI_ECAM_SIZE       0x100000u   /* bus 0 only */
+
+struct acpi_pci_intx {
+	uint8_t dev;            /* device number on bus 0 */
+	uint8_t gsi;            /* where its INTA# goes */
+};
 
 struct acpi_config {
 	uint64_t rsdp_gpa;      /* 16-byte aligned, within 0xE0000-0xFFFFF */
@@ -70,7 +92,16 @@ struct acpi_config {
 	unsigned ncpus;         /* 1..ACPI_MAX_CPUS local APICs, IDs 0..ncpus-1 */
 	uint8_t ioapic_id;
 	bool pci_root;          /* the DSDT declares \_SB.PCI0 */
+	/* with pci_root: */
+	uint64_t ecam_gpa;      /* bus 0's ECAM window (below 4 GiB, 1 MiB aligned), 0: none */
+	unsigned nr_prt;        /* _PRT entries, at most ACPI_PCI_MAX_PRT */
+	struct acpi_pci_intx prt[ACPI_PCI_MAX_PRT];
 };
+
+/* The AML of \_SB above for cfg (pci_root set) into out (at least
+ * ACPI_PCI_AML_MAX bytes); returns its length. */
+#define ACPI_PCI_AML_MAX     160u
+unsigned acpi_pci_aml(uint8_t *out, const struct acpi_config *cfg);
 
 /* A sensible default: RSDP at 0xF0000, tables from 0xE0000, one CPU,
  * I/O APIC ID 0. The tables take under 1 KiB ((ACPI_TABLES_MAX_SIZE)). */

@@ -1,4 +1,4 @@
-/* PCI configuration mechanism #1 onto bus 0. */
+/* PCI configuration mechanism #1 and the ECAM window onto bus 0. */
 #include "dev/pci_host.h"
 
 #define CONFIG_ENABLE (1u << 31)
@@ -46,5 +46,40 @@ int pci_host_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
 		dev->config_reads++;
 	*data = cycle ? pci_bus_read(&dev->bus, bus, devfn, off, size)
 		      : size >= 8 ? ~0ull : (1ull << (8 * size)) - 1;
+	return IO_OK;
+}
+
+void pci_ecam_range(struct pci_host *dev, struct io_range *r)
+{
+	r->base = PCI_ECAM_GPA;
+	r->len = PCI_ECAM_SIZE;
+	r->fn = pci_ecam_mmio;
+	r->opaque = dev;
+	r->light = false;
+	r->name = "pci-ecam";
+}
+
+int pci_ecam_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
+		  bool is_write, void *opaque)
+{
+	struct pci_host *dev = opaque;
+	(void)vcpu;
+
+	uint64_t off = addr - PCI_ECAM_GPA;
+	uint8_t devfn = (uint8_t)(off / PCI_ECAM_FUNC_SIZE);
+	unsigned reg = (unsigned)(off % PCI_ECAM_FUNC_SIZE);
+	bool ok = off < PCI_ECAM_SIZE && (size == 1 || size == 2 || size == 4) &&
+		  !(reg & (size - 1));
+	bool present = ok && pci_bus_read(&dev->bus, 0, devfn, PCI_VENDOR_ID, 2) != 0xffff;
+	if (is_write) {
+		if (present && reg < PCI_CFG_SIZE)
+			pci_bus_write(&dev->bus, 0, devfn, reg, size, (uint32_t)*data);
+		return IO_OK;
+	}
+	dev->config_reads++;
+	if (!present)
+		*data = size >= 8 ? ~0ull : (1ull << (8 * size)) - 1;
+	else
+		*data = reg < PCI_CFG_SIZE ? pci_bus_read(&dev->bus, 0, devfn, reg, size) : 0;
 	return IO_OK;
 }

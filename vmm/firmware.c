@@ -2,6 +2,7 @@
 #include "vmm/firmware.h"
 
 #include "dev/acpi.h"
+#include "dev/pci_host.h"
 #include "lib/string.h"
 
 const struct fw_region firmware_regions[] = {
@@ -27,7 +28,8 @@ static void put16(uint8_t *p, uint16_t v)
 	p[1] = (uint8_t)(v >> 8);
 }
 
-int firmware_build(uint8_t *ram, uint64_t ram_size, unsigned ncpus, bool pci, uint64_t *rsdp_gpa)
+int firmware_build_pci(uint8_t *ram, uint64_t ram_size, unsigned ncpus, unsigned pci,
+		       uint64_t *rsdp_gpa)
 {
 	if (ram_size < FW_HIGH_RAM_GPA)
 		return -1;
@@ -41,7 +43,22 @@ int firmware_build(uint8_t *ram, uint64_t ram_size, unsigned ncpus, bool pci, ui
 	memset(ram + FW_EBDA_GPA, 0, FW_EBDA_END - FW_EBDA_GPA);
 	ram[FW_EBDA_GPA] = (uint8_t)((FW_EBDA_END - FW_EBDA_GPA) >> 10);   /* size in KiB */
 
-	struct acpi_config cfg = { ACPI_DEFAULT_RSDP_GPA, ACPI_DEFAULT_TABLES_GPA, ncpus, 0, pci };
+	struct acpi_config cfg = { .rsdp_gpa = ACPI_DEFAULT_RSDP_GPA,
+				   .tables_gpa = ACPI_DEFAULT_TABLES_GPA, .ncpus = ncpus };
+	if (pci & (FW_PCI_DISK | FW_PCI_NET)) {
+		cfg.pci_root = true;
+		cfg.ecam_gpa = PCI_ECAM_GPA;
+		if (pci & FW_PCI_DISK)
+			cfg.prt[cfg.nr_prt++] = (struct acpi_pci_intx){ FW_PCI_DISK_DEV, FW_PCI_DISK_GSI };
+		if (pci & FW_PCI_NET)
+			cfg.prt[cfg.nr_prt++] = (struct acpi_pci_intx){ FW_PCI_NET_DEV, FW_PCI_NET_GSI };
+	}
 	return acpi_build(ram + FW_BIOS_GPA, FW_BIOS_GPA, FW_HIGH_RAM_GPA - FW_BIOS_GPA, &cfg,
 			  rsdp_gpa);
+}
+
+int firmware_build(uint8_t *ram, uint64_t ram_size, unsigned ncpus, bool pci, uint64_t *rsdp_gpa)
+{
+	return firmware_build_pci(ram, ram_size, ncpus, pci ? FW_PCI_DISK | FW_PCI_NET : 0,
+				  rsdp_gpa);
 }

@@ -61,10 +61,28 @@ extern const unsigned firmware_nregions;
  * FW_MAP_ENTRIES entries, ascending. Both loaders give the guest this. */
 unsigned firmware_memory_map(uint64_t mem_size, struct e820_entry map[FW_MAP_ENTRIES]);
 
+/* The PCI functions a VM may have (vmm/platform.c places them: keep these
+ * in step with its BLK_* and NET_*): the device number on bus 0 and the GSI
+ * its INTA# is wired to, for the DSDT's _PRT. */
+#define FW_PCI_DISK        (1u << 0)   /* virtio-blk, 00:03.0 */
+#define FW_PCI_NET         (1u << 1)   /* virtio-net, 00:04.0 */
+#define FW_PCI_DISK_DEV    3u
+#define FW_PCI_DISK_GSI    11u
+#define FW_PCI_NET_DEV     4u
+#define FW_PCI_NET_GSI     10u
+
 /* Writes the BIOS data area, the EBDA and the ACPI tables (the MADT with
- * ncpus local APICs, IDs 0..ncpus-1; with `pci`, a PCI root bridge in the
- * DSDT) into ram (guest-physical 0 .. ram_size, at least 1 MiB). Returns 0
- * and the RSDP's address in *rsdp_gpa, or -1 if ram is too small. */
+ * ncpus local APICs, IDs 0..ncpus-1) into ram (guest-physical 0 .. ram_size,
+ * at least 1 MiB). With PCI functions (`pci`: FW_PCI_* bits), the DSDT
+ * declares the PCI root bridge with a _PRT entry for each of them and the
+ * ECAM window (dev/pci_host.h) as a motherboard resource, and the MCFG
+ * announces that window. Returns 0 and the RSDP's address in *rsdp_gpa, or
+ * -1 if ram is too small. */
+int firmware_build_pci(uint8_t *ram, uint64_t ram_size, unsigned ncpus, unsigned pci,
+		       uint64_t *rsdp_gpa);
+/* The same, `pci` saying only whether the VM has a PCI function (then the
+ * _PRT lists both FW_PCI_DISK's and FW_PCI_NET's device: an entry for an
+ * empty slot is never looked up). */
 int firmware_build(uint8_t *ram, uint64_t ram_size, unsigned ncpus, bool pci, uint64_t *rsdp_gpa);
 
 #endif

@@ -255,8 +255,42 @@ int linux_boot_prepare(uint8_t *ram, uint64_t ram_size, const uint8_t *img, uint
 	return 0;
 }
 
+/* The ECAM windows the MCFG announces (in lightpath's own tables, below
+ * LINUX_ACPI_END) become reserved e820 entries, after the others. */
+static void reserve_mcfg(const uint8_t *ram, uint8_t *bp, uint64_t rsdp)
+{
+	if (rsdp + 36 > LINUX_ACPI_END || memcmp(ram + rsdp, "RSD PTR ", 8))
+		return;
+	uint64_t xsdt = rd64(ram, (unsigned)rsdp + 24);
+	if (xsdt + 36 > LINUX_ACPI_END || memcmp(ram + xsdt, "XSDT", 4))
+		return;
+	uint32_t xlen = rd32(ram, (unsigned)xsdt + 4);
+	if (xsdt + xlen > LINUX_ACPI_END)
+		return;
+	for (uint32_t i = 36; i + 8 <= xlen; i += 8) {
+		uint64_t t = rd64(ram, (unsigned)(xsdt + i));
+		if (t + 36 > LINUX_ACPI_END || memcmp(ram + t, "MCFG", 4))
+			continue;
+		uint32_t tlen = rd32(ram, (unsigned)t + 4);
+		if (t + tlen > LINUX_ACPI_END)
+			continue;
+		for (uint32_t a = 44; a + 16 <= tlen; a += 16) {   /* allocations */
+			const uint8_t *c = ram + t + a;
+			unsigned n = bp[LINUX_BP_E820_ENTRIES];
+			if (c[11] < c[10] || n >= E820_MAX_ENTRIES)
+				continue;
+			uint8_t *e = bp + LINUX_BP_E820_TABLE + 20 * n;
+			wr64(e, 0, rd64(c, 0) + ((uint64_t)c[10] << 20));   /* its start bus */
+			wr64(e, 8, (uint64_t)(c[11] - c[10] + 1) << 20);     /* 1 MiB a bus */
+			wr32(e, 16, E820_RESERVED);
+			bp[LINUX_BP_E820_ENTRIES] = (uint8_t)(n + 1);
+		}
+	}
+}
+
 int linux_boot_set_rsdp(uint8_t *ram, const struct linux_boot_state *st, uint64_t rsdp_gpa)
 {
+	reserve_mcfg(ram, ram + st->zero_page_gpa, rsdp_gpa);
 	if (st->version < 0x020e)
 		return -1;
 	wr64(ram + st->zero_page_gpa, LINUX_BP_ACPI_RSDP_ADDR, rsdp_gpa);

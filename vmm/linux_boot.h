@@ -115,7 +115,14 @@ int linux_boot_prepare(uint8_t *ram, uint64_t ram_size, const uint8_t *bzimage, 
 
 /* Records the ACPI RSDP's address in the zero page (boot_params.acpi_rsdp_addr,
  * protocol 2.14+), sparing the kernel the scan of 0xE0000-0xFFFFF. Returns
- * -1 for an older protocol (the scan still finds it). */
+ * -1 for an older protocol (the scan still finds it). With any protocol, each
+ * ECAM window an MCFG listed in the XSDT announces (the tables below
+ * LINUX_ACPI_END, as vmm/firmware.c writes them for a VM with PCI) is added
+ * to the e820 map as reserved, after the other entries: Linux takes an MCFG
+ * window at boot only when the e820 reserves it (else only later, from an
+ * ACPI motherboard resource, once its namespace is up). A VM without PCI has
+ * no MCFG and keeps its map. */
+#define LINUX_ACPI_END       0x100000ull
 int linux_boot_set_rsdp(uint8_t *ram, const struct linux_boot_state *st, uint64_t rsdp_gpa);
 
 /* Checks only the header (no RAM needed): 0, or -1 with the reason. */

@@ -742,6 +742,10 @@ void platform_create(struct vm *vm)
 		create_disk(vm, pc);
 	if (vm->net)
 		create_net(vm, pc);
+	if (vm->disk || vm->net) {   /* PCI's ECAM window (heavy), last: configuration is rare */
+		pci_ecam_range(&pc->pci, &r[0]);
+		add_mmio(vm, &r[0]);
+	}
 	if (vm->nr_vcpus > 1)
 		platform_light_shared(vm);
 

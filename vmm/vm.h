@@ -21,7 +21,7 @@
 #define CPUID_CACHED_LEAVES 0x20
 
 #define VM_MAX_IO_RANGES  32
-#define VM_MAX_MMIO_RANGES 8
+#define VM_MAX_MMIO_RANGES 10
 #define VM_MAX_TIMERS     16
 #define VM_MAX_VCPUS      VMCONFIG_CPUS_MAX
 #define VM_MAX_MSR_HANDLERS 32     /* distinct handler functions, 0 = the #GP one */

@@ -183,33 +183,113 @@ static void test_fadt_facs_dsdt(void **state)
 	assert_memory_equal(acpi_s5_aml, s5, sizeof(s5));
 }
 
-/* With a PCI device the DSDT also declares \_SB.PCI0 (PNP0A03, _UID 0,
- * _BBN 0) after \_S5, its checksum still right; the other tables where
- * they were. The AML's package lengths are checked by hand: each counts
- * its own byte and everything after it in the scope or device. */
+/* The DSDT of a VM with a PCI function, found through the FADT. */
+static const uint8_t *dsdt_of(uint64_t rsdp)
+{
+	const uint8_t *rsdt = table(r32(mem + rsdp + 16), "RSDT");
+	const uint8_t *f = table(r32(rsdt + 36), "FACP");
+	return table(r32(f + 40), "DSDT");
+}
+
+/* pci_root alone: \_SB.PCI0 (PNP0A03, _UID 0, _BBN 0) after \_S5, 36
+ * bytes, and still three tables in the RSDT. The AML's package lengths are
+ * checked by hand: each counts its own byte and everything after it in the
+ * scope or device. */
 static void test_dsdt_pci_root(void **state)
 {
 	(void)state;
-	struct acpi_config cfg = { ACPI_DEFAULT_RSDP_GPA, ACPI_DEFAULT_TABLES_GPA, 1, 0, true };
+	struct acpi_config cfg = { .rsdp_gpa = ACPI_DEFAULT_RSDP_GPA,
+				   .tables_gpa = ACPI_DEFAULT_TABLES_GPA, .ncpus = 1,
+				   .pci_root = true };
 	uint64_t rsdp = 0;
 	assert_int_equal(acpi_build(mem, 0, MEM, &cfg, &rsdp), 0);
-	const uint8_t *f = table(r32(mem + rsdp + 16) ? r32(table(r32(mem + rsdp + 16), "RSDT") + 36) : 0,
-				 "FACP");
-	const uint8_t *dsdt = table(r32(f + 40), "DSDT");
+	const uint8_t *dsdt = dsdt_of(rsdp);
 	assert_int_equal(r32(dsdt + 4), 36 + 15 + 36);
+	static const uint8_t pci0[36] = {
+		0x10, 0x23, 0x5c, '_', 'S', 'B', '_',                 /* Scope (\_SB), 35 bytes */
+		0x5b, 0x82, 0x1b, 'P', 'C', 'I', '0',                 /* Device (PCI0), 27 bytes */
+		0x08, '_', 'H', 'I', 'D', 0x0c, 0x41, 0xd0, 0x0a, 0x03, /* _HID EisaId ("PNP0A03") */
+		0x08, '_', 'U', 'I', 'D', 0x00,
+		0x08, '_', 'B', 'B', 'N', 0x00,
+	};
+	assert_memory_equal(dsdt + 36 + 15, pci0, sizeof(pci0));
+	assert_int_equal(r32(table(r32(mem + rsdp + 16), "RSDT") + 4), 36 + 3 * 4);
+}
+
+/* What firmware_build gives a VM with a disk and a network device: the
+ * _PRT (devices 3 and 4, INTA#, GSI form), the motherboard resource that
+ * reserves the ECAM window, and the MCFG in both RSDT and XSDT. The AML is
+ * compared byte by byte with a hand encoding (ACPI 6.4, 20.2): the scope's
+ * PkgLength takes two bytes (108 = 0x6c: 0x4c, 0x06). */
+static void test_dsdt_prt_and_mcfg(void **state)
+{
+	(void)state;
+	struct acpi_config cfg = { .rsdp_gpa = ACPI_DEFAULT_RSDP_GPA,
+				   .tables_gpa = ACPI_DEFAULT_TABLES_GPA, .ncpus = 2,
+				   .pci_root = true, .ecam_gpa = 0xe0000000u, .nr_prt = 2,
+				   .prt = { { 3, 11 }, { 4, 10 } } };
+	uint64_t rsdp = 0;
+	assert_int_equal(acpi_build(mem, 0, MEM, &cfg, &rsdp), 0);
+	static const uint8_t sb[109] = {
+		0x10, 0x4c, 0x06, 0x5c, '_', 'S', 'B', '_',           /* Scope (\_SB), 108 bytes */
+		0x5b, 0x82, 0x3b, 'P', 'C', 'I', '0',                 /* Device (PCI0), 59 bytes */
+		0x08, '_', 'H', 'I', 'D', 0x0c, 0x41, 0xd0, 0x0a, 0x03,
+		0x08, '_', 'U', 'I', 'D', 0x00,
+		0x08, '_', 'B', 'B', 'N', 0x00,
+		0x08, '_', 'P', 'R', 'T', 0x12, 0x1a, 0x02,           /* Name (_PRT, Package (2) */
+		0x12, 0x0b, 0x04, 0x0c, 0xff, 0xff, 0x03, 0x00,       /* { 0x0003FFFF, */
+		0x00, 0x00, 0x0a, 0x0b,                               /*   Zero, Zero, 11 } */
+		0x12, 0x0b, 0x04, 0x0c, 0xff, 0xff, 0x04, 0x00,       /* { 0x0004FFFF, */
+		0x00, 0x00, 0x0a, 0x0a,                               /*   Zero, Zero, 10 } */
+		0x5b, 0x82, 0x26, 'E', 'C', 'A', 'M',                 /* Device (ECAM), 38 bytes */
+		0x08, '_', 'H', 'I', 'D', 0x0c, 0x41, 0xd0, 0x0c, 0x02, /* EisaId ("PNP0C02") */
+		0x08, '_', 'C', 'R', 'S', 0x11, 0x11, 0x0a, 0x0e,     /* Buffer (14) */
+		0x86, 0x09, 0x00, 0x01,                               /* Memory32Fixed, ReadWrite */
+		0x00, 0x00, 0x00, 0xe0, 0x00, 0x00, 0x10, 0x00,       /* 0xE0000000, 1 MiB */
+		0x79, 0x00,                                           /* End Tag */
+	};
+	const uint8_t *dsdt = dsdt_of(rsdp);
+	assert_int_equal(r32(dsdt + 4), 36 + 15 + sizeof(sb));
+	assert_memory_equal(dsdt + 36 + 15, sb, sizeof(sb));
+	uint8_t aml[ACPI_PCI_AML_MAX];
+	assert_int_equal(acpi_pci_aml(aml, &cfg), sizeof(sb));
+
+	/* the MCFG: fourth in both lists, 60 bytes, one allocation */
+	const uint8_t *rsdt = table(r32(mem + rsdp + 16), "RSDT");
+	const uint8_t *xsdt = table(r64(mem + rsdp + 24), "XSDT");
+	assert_int_equal(r32(rsdt + 4), 36 + 4 * 4);
+	assert_int_equal(r32(xsdt + 4), 36 + 4 * 8);
+	assert_int_equal(r32(rsdt + 48), r64(xsdt + 60));
+	const uint8_t *m = table(r32(rsdt + 48), "MCFG");
+	assert_int_equal(r32(m + 4), 60);
+	assert_int_equal(m[8], 1);                     /* revision */
+	assert_int_equal(r64(m + 36), 0);              /* reserved */
+	assert_int_equal(r64(m + 44), 0xe0000000u);    /* base */
+	assert_int_equal(r16(m + 52), 0);              /* segment */
+	assert_int_equal(m[54], 0);                    /* buses 0-0 */
+	assert_int_equal(m[55], 0);
+	assert_int_equal(r32(m + 56), 0);
+	table(r32(rsdt + 36), "FACP");
+	table(r32(rsdt + 40), "APIC");
+	table(r32(rsdt + 44), "HPET");
+
+	/* one device: one _PRT entry, every length one package smaller */
+	cfg.nr_prt = 1;
+	cfg.prt[0] = (struct acpi_pci_intx){ 4, 10 };
+	assert_int_equal(acpi_build(mem, 0, MEM, &cfg, &rsdp), 0);
+	dsdt = dsdt_of(rsdp);
+	assert_int_equal(r32(dsdt + 4), 36 + 15 + sizeof(sb) - 12);
 	const uint8_t *a = dsdt + 36 + 15;
-	assert_memory_equal(a, acpi_pci0_aml, ACPI_PCI0_AML_LEN);
-	assert_int_equal(a[0], 0x10);                        /* ScopeOp */
-	assert_int_equal(a[1], ACPI_PCI0_AML_LEN - 1);       /* PkgLength: the rest */
-	assert_memory_equal(a + 2, "\\_SB_", 5);
-	assert_int_equal(a[7], 0x5b);                         /* DeviceOp */
-	assert_int_equal(a[8], 0x82);
-	assert_int_equal(a[9], ACPI_PCI0_AML_LEN - 9);       /* PkgLength: the rest */
-	assert_memory_equal(a + 10, "PCI0", 4);
-	assert_memory_equal(a + 15, "_HID", 4);
-	assert_int_equal(r32(a + 20), 0x030ad041);           /* EisaId ("PNP0A03") */
-	assert_memory_equal(a + 25, "_UID", 4);
-	assert_memory_equal(a + 31, "_BBN", 4);
+	assert_int_equal(a[1], 0x40 | ((108 - 12) & 15));
+	assert_int_equal(a[2], (108 - 12) >> 4);
+	assert_int_equal(a[10], 0x3b - 12);
+	assert_memory_equal(a + 38, "_PRT\x12\x0e\x01\x12\x0b\x04\x0c\xff\xff\x04\x00", 14);
+	/* no ECAM: no motherboard resource, no MCFG */
+	cfg.ecam_gpa = 0;
+	assert_int_equal(acpi_build(mem, 0, MEM, &cfg, &rsdp), 0);
+	dsdt = dsdt_of(rsdp);
+	assert_int_equal(r32(dsdt + 4), 36 + 15 + sizeof(sb) - 12 - 40 - 1);
+	assert_int_equal(r32(table(r32(mem + rsdp + 16), "RSDT") + 4), 36 + 3 * 4);
 }
 
 static void test_madt(void **state)
@@ -278,7 +358,7 @@ static void test_bad_configs(void **state)
 {
 	(void)state;
 	uint64_t rsdp = 0;
-	struct acpi_config cfg = { 0xf0000, 0xe0000, 1, 0, false };
+	struct acpi_config cfg = { .rsdp_gpa = 0xf0000, .tables_gpa = 0xe0000, .ncpus = 1 };
 	cfg.rsdp_gpa = 0xf0008;                          /* misaligned */
 	assert_int_equal(acpi_build(mem, 0, MEM, &cfg, &rsdp), -1);
 	cfg.rsdp_gpa = 0xd0000;                          /* not where the scan looks */
@@ -296,6 +376,25 @@ static void test_bad_configs(void **state)
 	memset(mem, 0, MEM);
 	assert_int_equal(acpi_build(mem, 0xe0000, 0x20000, &cfg, &rsdp), 0);
 	assert_memory_equal(mem + 0x10000, "RSD PTR ", 8);
+	/* PCI: a _PRT or an ECAM window needs the root bridge; at most
+	 * ACPI_PCI_MAX_PRT entries; the window 1 MiB aligned, below 4 GiB */
+	cfg.nr_prt = 1;
+	assert_int_equal(acpi_build(mem, 0, MEM, &cfg, &rsdp), -1);
+	cfg.nr_prt = 0;
+	cfg.ecam_gpa = 0xe0000000u;
+	assert_int_equal(acpi_build(mem, 0, MEM, &cfg, &rsdp), -1);
+	cfg.pci_root = true;
+	assert_int_equal(acpi_build(mem, 0, MEM, &cfg, &rsdp), 0);
+	cfg.nr_prt = ACPI_PCI_MAX_PRT + 1;
+	assert_int_equal(acpi_build(mem, 0, MEM, &cfg, &rsdp), -1);
+	cfg.nr_prt = ACPI_PCI_MAX_PRT;
+	assert_int_equal(acpi_build(mem, 0, MEM, &cfg, &rsdp), 0);
+	cfg.ecam_gpa = 0xe0080000u;
+	assert_int_equal(acpi_build(mem, 0, MEM, &cfg, &rsdp), -1);
+	cfg.ecam_gpa = 0xfff00000u;
+	assert_int_equal(acpi_build(mem, 0, MEM, &cfg, &rsdp), 0);
+	cfg.ecam_gpa = 0x100000000ull;
+	assert_int_equal(acpi_build(mem, 0, MEM, &cfg, &rsdp), -1);
 }
 
 static int pm_out(struct acpi_pm *pm, uint16_t port, uint64_t v, unsigned size)
@@ -375,6 +474,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fadt_facs_dsdt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hpet_table, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dsdt_pci_root, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dsdt_prt_and_mcfg, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_madt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_configs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pm1_power_off, setup, teardown),

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "vmm/firmware.h"
 #include "vmm/linux_boot.h"
 #include "tests/unit/stubs.h"
 
@@ -383,6 +384,40 @@ static void test_fake_load_and_initrd_placement(void **state)
 	free(ram);
 }
 
+/* A VM with PCI: the MCFG's ECAM window becomes a reserved e820 entry
+ * after the map's own; without PCI (no MCFG) the map stays as it was. */
+static void test_ecam_reserved_in_e820(void **state)
+{
+	(void)state;
+	char err[200] = "";
+	const uint64_t ram_size = 32 * MIB;
+	uint8_t *ram = calloc(1, ram_size);
+	struct e820_entry map[FW_MAP_ENTRIES];
+	unsigned n = firmware_memory_map(ram_size, map);
+	struct linux_boot_state st;
+	uint64_t rsdp;
+	for (unsigned pci = 0; pci < 4; pci++) {
+		make_fake();
+		assert_int_equal(linux_boot_prepare(ram, ram_size, fake, FAKE_LEN, NULL, 0, "x", map, n,
+						    &st, err, sizeof(err)), 0);
+		assert_int_equal(firmware_build_pci(ram, ram_size, 1, pci, &rsdp), 0);
+		assert_int_equal(linux_boot_set_rsdp(ram, &st, rsdp), 0);
+		const uint8_t *bp = ram + st.zero_page_gpa;
+		assert_int_equal(bp[0x1e8], pci ? n + 1 : n);
+		for (unsigned i = 0; i < n; i++) {
+			assert_int_equal(r64(bp + 0x2d0 + 20 * i), map[i].addr);
+			assert_int_equal(r64(bp + 0x2d0 + 20 * i + 8), map[i].size);
+		}
+		if (pci) {
+			const uint8_t *e = bp + 0x2d0 + 20 * n;
+			assert_int_equal(r64(e), 0xe0000000u);
+			assert_int_equal(r64(e + 8), 0x100000);
+			assert_int_equal(r32(e + 16), E820_RESERVED);
+		}
+	}
+	free(ram);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -390,6 +425,7 @@ int main(void)
 		cmocka_unit_test(test_real_kernel_errors),
 		cmocka_unit_test(test_fake_headers),
 		cmocka_unit_test(test_fake_load_and_initrd_placement),
+		cmocka_unit_test(test_ecam_reserved_in_e820),
 	};
 	return cmocka_run_group_tests(tests, load_kernel, free_kernel);
 }

@@ -1,4 +1,4 @@
-/* dev/pci_host.c (mechanism #1) and dev/pci_bus.c: the empty bus a VM has
+/* dev/pci_host.c (mechanism #1 and ECAM) and dev/pci_bus.c: the empty bus a VM has
  * today, and with functions on it the host bridge, read-only and
  * write-1-to-clear bits, BAR sizing and moves, capability lists, the
  * window's edges, and a guest writing all-ones everywhere. */
@@ -294,6 +294,97 @@ static void test_mechanism_1_window(void **state)
 	assert_int_equal(io(0xcfe, 2, false, 0), 0x0600);
 }
 
+static uint64_t ecam(unsigned devfn, unsigned reg, unsigned size, bool w, uint64_t v)
+{
+	uint64_t d = w ? v : 0x1234;
+	assert_int_equal(pci_ecam_mmio(NULL, PCI_ECAM_GPA + ((uint64_t)devfn << 12) + reg, &d, size,
+				       w, &host), IO_OK);
+	return d;
+}
+
+/* ECAM: bus 0 at devfn << 12 | register, the same space as mechanism #1;
+ * extended registers read 0 on a function that is there, all-ones on one
+ * that is not; misaligned and 8-byte accesses read all-ones. */
+static void test_ecam_window(void **state)
+{
+	(void)state;
+	struct io_range r;
+	pci_ecam_range(&host, &r);
+	assert_int_equal(r.base, 0xe0000000u);
+	assert_int_equal(r.len, 0x100000);
+	assert_false(r.light);
+	assert_int_equal(pci_func_add_bar(&fn, 0, 0x1000, 0), 0);
+	fn.bar_moved = on_bar_moved;
+	assert_int_equal(pci_func_add_cap(&fn, 0x11, 12), 0x40);
+	assert_int_equal(pci_bus_add(&host.bus, &fn), 0);
+
+	/* the same bytes as through 0xcf8/0xcfc, at every width */
+	for (unsigned devfn = 0; devfn < 256; devfn++)
+		for (unsigned off = 0; off < PCI_CFG_SIZE; off += 4) {
+			io(0xcf8, 4, true, 0x80000000u | devfn << 8 | off);
+			uint32_t want = (uint32_t)io(0xcfc, 4, false, 0);
+			assert_int_equal(ecam(devfn, off, 4, false, 0), want);
+			assert_int_equal(ecam(devfn, off + 2, 2, false, 0), want >> 16);
+			assert_int_equal(ecam(devfn, off + 3, 1, false, 0), want >> 24);
+		}
+	assert_int_equal(ecam(0, PCI_VENDOR_ID, 4, false, 0), 0x12378086u);   /* host bridge */
+	assert_int_equal(ecam(DEVFN, PCI_VENDOR_ID, 4, false, 0), 0x10421af4u);
+	assert_int_equal(ecam(DEVFN, PCI_CAP_PTR, 1, false, 0), 0x40);
+
+	/* writes reach the function: sizing a BAR, the interrupt line */
+	ecam(DEVFN, PCI_BAR0, 4, true, 0xffffffffu);
+	assert_int_equal(ecam(DEVFN, PCI_BAR0, 4, false, 0), 0xfffff000u);
+	ecam(DEVFN, PCI_BAR0, 4, true, 0xfe100000u);
+	assert_int_equal(pci_func_bar_addr(&fn, 0), 0xfe100000u);
+	ecam(DEVFN, PCI_INTR_LINE, 1, true, 11);
+	assert_int_equal(rd(PCI_INTR_LINE, 1), 11);
+	ecam(DEVFN, PCI_COMMAND, 2, true, PCI_CMD_MEM);
+	assert_int_equal(moves, 1);
+	assert_int_equal(moved_addr, 0xfe100000u);
+	/* read-only stays read-only */
+	ecam(DEVFN, PCI_VENDOR_ID, 4, true, 0);
+	assert_int_equal(rd(PCI_VENDOR_ID, 4), 0x10421af4u);
+
+	/* extended space: 0 (no extended capability: Linux's walk stops at
+	 * 0x100) on functions that are there, writes ignored */
+	uint8_t before[PCI_CFG_SIZE];
+	memcpy(before, fn.cfg, sizeof(before));
+	for (unsigned reg = PCI_CFG_SIZE; reg < 4096; reg += 4) {
+		ecam(DEVFN, reg, 4, true, 0xffffffffu);
+		ecam(0, reg, 2, true, 0xffff);
+		assert_int_equal(ecam(DEVFN, reg, 4, false, 0), 0);
+		assert_int_equal(ecam(0, reg + 1, 1, false, 0), 0);
+		assert_int_equal(ecam(PCI_DEVFN(5, 0), reg, 4, false, 0), 0xffffffffu);
+	}
+	assert_memory_equal(before, fn.cfg, sizeof(before));
+
+	/* an absent function: all-ones everywhere, writes dropped */
+	assert_int_equal(ecam(PCI_DEVFN(31, 7), PCI_VENDOR_ID, 4, false, 0), 0xffffffffu);
+	assert_int_equal(ecam(PCI_DEVFN(3, 1), PCI_VENDOR_ID, 2, false, 0), 0xffff);
+	ecam(PCI_DEVFN(31, 7), PCI_COMMAND, 2, true, 7);
+	assert_int_equal(ecam(PCI_DEVFN(31, 7), PCI_COMMAND, 2, false, 0), 0xffff);
+
+	/* misaligned or 8 bytes wide: all-ones, nothing written */
+	assert_int_equal(ecam(DEVFN, PCI_VENDOR_ID + 1, 2, false, 0), 0xffff);
+	assert_int_equal(ecam(DEVFN, PCI_VENDOR_ID + 2, 4, false, 0), 0xffffffffu);
+	assert_int_equal(ecam(DEVFN, PCI_VENDOR_ID, 8, false, 0), ~0ull);
+	ecam(DEVFN, PCI_INTR_LINE - 1, 2, true, 0x0505);
+	ecam(DEVFN, PCI_BAR0, 8, true, 0);
+	assert_int_equal(rd(PCI_INTR_LINE, 1), 11);
+	assert_int_equal(pci_func_bar_addr(&fn, 0), 0xfe100000u);
+}
+
+/* A bus with no function (a VM without PCI has no ECAM range, but the
+ * window itself answers as mechanism #1 does): all-ones. */
+static void test_ecam_empty_bus(void **state)
+{
+	(void)state;
+	for (unsigned devfn = 0; devfn < 256; devfn += 7) {
+		assert_int_equal(ecam(devfn, 0, 4, false, 0), 0xffffffffu);
+		assert_int_equal(ecam(devfn, 0x100, 4, false, 0), 0xffffffffu);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -306,6 +397,8 @@ int main(void)
 		cmocka_unit_test_setup(test_capability_list, setup),
 		cmocka_unit_test_setup(test_guest_writes_everywhere, setup),
 		cmocka_unit_test_setup(test_mechanism_1_window, setup),
+		cmocka_unit_test_setup(test_ecam_window, setup),
+		cmocka_unit_test_setup(test_ecam_empty_bus, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

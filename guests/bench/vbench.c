@@ -170,7 +170,7 @@ static int main_main(uint32_t n)
 		asm volatile("rdtsc\n\t" BENCH_SITE("blk_read_4k") "mov %%eax, %0"
 			     : "=r"(t0) : : "eax", "edx", "memory");
 		vdrv_post(&blkq, 0);
-		w32(bell, 0);
+		asm volatile("movl %1, (%0)" : : "r"(bell), "r"(0u) : "memory");   /* as iowrite32 */
 		while (*(volatile uint16_t *)&blkq.used.idx == blkq.seen_used)
 			;
 		asm volatile("rdtsc" : "=a"(t1) : : "edx", "memory");

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """lightpath's Linux integration tests: boot Debian's Linux in lightpath VMs, use its shell.
 
-Tests `linux-boot`, `linux-smp2`, `linux-beside-triple`, `linux-disk`, `linux-rootfs`,
-`linux-net` and `linux-vmx`: Debian's Linux in a lightpath VM (1 vCPU, then 2, then beside a
+Tests `linux-boot`, `linux-smp2`, `linux-beside-triple`, `linux-disk`, `linux-disk-intx`,
+`linux-rootfs`, `linux-net` and `linux-vmx`: Debian's Linux in a lightpath VM (1 vCPU, then 2, then beside a
 failing VM, then with a data disk, then from its root disk, then two VMs on a network link,
 then on VT-x under Bochs) under QEMU (TCG, -cpu EPYC,+svm), its shell used over the serial
 port.
@@ -65,6 +65,11 @@ remounts and reads it back, powers off (status 0) and checks lightpath's two
 `disk` statistics lines (reads, writes, flushes, MSI-X messages > 0, nothing
 refused, dropped or sent by INTx).
 
+Then `linux-disk-intx` boots with linux-disk's image and pci=nomsi: INTx
+routed by the DSDT's _PRT ('IO-APIC 11-fasteoi virtio0'), the ECAM window
+reserved in the e820 and used ('PCI: MMCONFIG ... reserved in E820'), the
+files read back, a write synced; the disk: line shows INTx and no MSI-X.
+
 Then `linux-rootfs` (issue 15) boots build/linux/linux-rootfs.cfg (disk =
 rootfs.img, root=/dev/vda rw) with build/linux/rootfs.img as a fourth module:
 /init mounts the disk and switches to it; the test checks the console lines of
@@ -121,6 +126,7 @@ NAME_SMP = "linux-smp2"
 NAME_BESIDE = "linux-beside-triple"
 NAME_VMX = "linux-vmx"
 NAME_DISK = "linux-disk"
+NAME_DISK_INTX = "linux-disk-intx"
 NAME_ROOTFS = "linux-rootfs"
 NAME_ROOTFS_SMP2 = "linux-rootfs-smp2"
 NAME_NET = "linux-net"
@@ -557,6 +563,56 @@ def check_disk_stats(g, name):
           % (reads, writes, flushes, msis))
 
 
+def run_disk_intx_test(direct):
+    """linux-disk-intx (issue 15): linux-disk's image with pci=nomsi on the
+    kernel command line: Linux routes virtio-blk's INTA# by the DSDT's _PRT
+    (GSI 11, level: 'IO-APIC 11-fasteoi virtio0' in /proc/interrupts) and
+    takes the ECAM window the MCFG announces, reserved in the e820; the
+    file and the blob read back exact, a file is written and synced;
+    lightpath's disk: line shows INTx and no MSI-X message."""
+    if direct:
+        say("  %s: not run with --direct (it needs lightpath's disk)" % NAME_DISK_INTX)
+        return
+    img, hello, sha = make_disk(NAME_DISK_INTX)
+    cfg = lpguest.read_vmcfg(lpguest.CFG)
+    cfg["name"] = NAME_DISK_INTX
+    cfg["disk"] = os.path.basename(img)
+    cfg["cmdline"] = (cfg.get("cmdline", "") + " pci=nomsi").strip()
+    cfg_path = os.path.join(ROOT, "build", "test", NAME_DISK_INTX + "-vm.cfg")
+    lpguest.write_vmcfg(cfg_path, cfg, "written by tests/integration/linux_test.py")
+    with shell_session(NAME_DISK_INTX, direct, cfg_path=cfg_path,
+                       extra_modules=[os.path.relpath(img, ROOT)]) as g:
+        out, rc = g.run("mkdir -p /mnt && mount /dev/vda /mnt && cat /mnt/hello.txt && "
+                        "sha256sum /mnt/blob.bin && echo intx > /mnt/intx.txt && sync && "
+                        "umount /mnt && grep virtio /proc/interrupts")
+        lines = out.split("\n")
+        irq = [l for l in lines if "virtio" in l]
+        say("  %s: mount, read, write, sync, umount; /proc/interrupts: %s" % (
+            NAME_DISK_INTX, " ".join(irq[0].split()) if irq else "(no virtio line)"))
+        check(rc == 0, "mount, read or write failed (status %d): %r" % (rc, out))
+        check(lines[0].strip() == hello, "hello.txt read %r" % lines[0])
+        check(len(lines) > 1 and lines[1].split()[:1] == [sha], "blob.bin's sha256 is not %s: %r"
+              % (sha, out))
+        check(re.search(r"^\s*11:\s+\d+\s+IO-APIC\s+11-fasteoi\s+virtio0$", out, re.M),
+              "virtio0 is not on the I/O APIC's pin 11, level-triggered: %r" % out)
+        rc = g.poweroff()
+    expect_poweroff(g, rc, "QEMU")
+    for want in ("PCI: MMCONFIG for domain 0000 [bus 00-00] at [mem 0xe0000000-0xe00fffff] "
+                 "(base 0xe0000000)", "PCI: MMCONFIG at [mem 0xe0000000-0xe00fffff] reserved in E820"):
+        check(want in g.text, "Linux did not say %r" % want)
+    check("can't derive routing" not in g.text, "Linux found no INTx routing")
+    stats = [l for l in serial_log.lines(g.text) if l.startswith("  disk")]
+    check(len(stats) == 2, "no 'disk:' and 'disk refused:' statistics lines")
+    say("  %s:%s" % (NAME_DISK_INTX, stats[0][1:]))
+    m = re.match(r"  disk: (\d+) reads .*, (\d+) writes .*; interrupts: 0 MSI-X messages, 0 dropped, "
+                 r"(\d+) INTx$", stats[0])
+    check(m is not None and all(int(v) > 0 for v in m.groups()),
+          "the disk: line shows MSI-X messages, or no reads, writes or INTx: %s" % stats[0])
+    check(re.match(r"  disk refused: 0 outside the image, 0 malformed, 0 writes to a read-only disk,"
+                   r" 0 unsupported, 0 broken rings; \d+ resets, 0 undefined accesses$", stats[1]),
+          "the device refused something: %s" % stats[1])
+
+
 def run_rootfs_test(direct, smp2=False):
     """linux-rootfs (issue 15): build/linux/linux-rootfs.cfg, the guest with
     its root disk (disk = rootfs.img, root=/dev/vda): /init loads the
@@ -842,7 +898,8 @@ def main():
     ap.add_argument("--counts", help="write 'passed failed' to this file")
     ap.add_argument("-k", "--match", help="run only the tests whose name (%s) matches this regex"
                     % ", ".join("'%s'" % n for n in (NAME, NAME_SMP, NAME_BESIDE, NAME_DISK,
-                                                     NAME_ROOTFS, NAME_NET, NAME_VMX)))
+                                                     NAME_DISK_INTX, NAME_ROOTFS, NAME_NET,
+                                                     NAME_VMX)))
     ap.add_argument("--direct", action="store_true",
                     default=os.environ.get("LP_LINUX_DIRECT", "0") == "1",
                     help="boot the guest under plain QEMU, without lightpath (harness check)")
@@ -850,7 +907,8 @@ def main():
 
     passed = failed = 0
     tests = [(NAME, run_test), (NAME_SMP, run_smp_test), (NAME_BESIDE, run_beside_test),
-             (NAME_DISK, run_disk_test), (NAME_ROOTFS, run_rootfs_test),
+             (NAME_DISK, run_disk_test), (NAME_DISK_INTX, run_disk_intx_test),
+             (NAME_ROOTFS, run_rootfs_test),
              (NAME_ROOTFS_SMP2, lambda direct: run_rootfs_test(direct, smp2=True)),
              (NAME_NET, run_net_test)]
     # the VT-x boot runs under Bochs, which LP_SKIP_VMX=1 leaves out (tools/test.sh)

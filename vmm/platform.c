@@ -24,6 +24,7 @@
 #include "dev/virtio_net.h"
 #include "lib/string.h"
 #include "vmm/exit.h"
+#include "vmm/firmware.h"
 #include "vmm/guest_clock.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
@@ -439,14 +440,14 @@ static void platform_light_shared(struct vm *vm)
 
 /* Where firmware would place them: BARs in the MMIO hole, INTA# on a PCI
  * interrupt line of the I/O APIC and the 8259. */
-#define BLK_DEVFN      PCI_DEVFN(3, 0)
+#define BLK_DEVFN      PCI_DEVFN(FW_PCI_DISK_DEV, 0)   /* where the ACPI tables say */
 #define BLK_BAR4_GPA   0xfe000000ull
 #define BLK_BAR1_GPA   0xfe004000ull
-#define BLK_INTX_GSI   11u
-#define NET_DEVFN      PCI_DEVFN(4, 0)
+#define BLK_INTX_GSI   FW_PCI_DISK_GSI
+#define NET_DEVFN      PCI_DEVFN(FW_PCI_NET_DEV, 0)
 #define NET_BAR4_GPA   0xfe008000ull
 #define NET_BAR1_GPA   0xfe00c000ull
-#define NET_INTX_GSI   10u
+#define NET_INTX_GSI   FW_PCI_NET_GSI
 
 /* The virtqueues reach the VM's RAM, every range checked (gpa_to_host). */
 static bool guest_in_ram(void *ctx, uint64_t gpa, uint64_t len)

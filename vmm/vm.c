@@ -445,6 +445,12 @@ uint64_t platform_tsc_hz(void)
 	return tsc_hz();
 }
 
+/* The PCI functions the VM's firmware tables describe (vmm/firmware.h). */
+static unsigned vm_pci_functions(const struct vm *vm)
+{
+	return (vm->disk ? FW_PCI_DISK : 0) | (vm->net ? FW_PCI_NET : 0);
+}
+
 static void vm_create_devices(struct vm *vm)
 {
 	guest_clock_init(vm);          /* first: the timer devices keep its address */
@@ -632,7 +638,7 @@ static int load_guest(struct vm *vm, const struct vm_spec *spec, char *what, siz
 		if (load_multiboot_elf(ram, vm->mem_size, spec->image, spec->image_size, spec->cmdline,
 				       spec->modules, spec->nr_modules, &g, err, errlen))
 			return -1;
-		if (firmware_build(ram, vm->mem_size, vm->nr_vcpus, vm->disk || vm->net, &rsdp)) {
+		if (firmware_build_pci(ram, vm->mem_size, vm->nr_vcpus, vm_pci_functions(vm), &rsdp)) {
 			snprintf(err, errlen, "could not write the BIOS data area and ACPI tables");
 			return -1;
 		}
@@ -649,7 +655,7 @@ static int load_guest(struct vm *vm, const struct vm_spec *spec, char *what, siz
 	if (linux_boot_prepare(ram, vm->mem_size, spec->image, spec->image_size, spec->initrd,
 			       spec->initrd_size, spec->cmdline, map, nmap, &st, err, errlen))
 		return -1;
-	if (firmware_build(ram, vm->mem_size, vm->nr_vcpus, vm->disk || vm->net, &rsdp)) {
+	if (firmware_build_pci(ram, vm->mem_size, vm->nr_vcpus, vm_pci_functions(vm), &rsdp)) {
 		snprintf(err, errlen, "could not write the BIOS data area and ACPI tables");
 		return -1;
 	}

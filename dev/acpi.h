@@ -104,7 +104,8 @@ struct acpi_config {
 unsigned acpi_pci_aml(uint8_t *out, const struct acpi_config *cfg);
 
 /* A sensible default: RSDP at 0xF0000, tables from 0xE0000, one CPU,
- * I/O APIC ID 0. The tables take under 1 KiB ((ACPI_TABLES_MAX_SIZE)). */
+ * I/O APIC ID 0. The tables fit in ACPI_TABLES_MAX_SIZE (about 1.4 KiB
+ * with 64 CPUs and PCI). */
 #define ACPI_DEFAULT_RSDP_GPA   0xf0000ull
 #define ACPI_DEFAULT_TABLES_GPA 0xe0000ull
 #define ACPI_TABLES_MAX_SIZE    0x1000u

@@ -505,6 +505,20 @@ def make_disk(name):
     return img, hello, hashlib.sha256(blob).hexdigest()
 
 
+def disk_vm(name, cmdline_extra=""):
+    """make_disk's image and a description of the Linux guest with it as
+    `disk =` (and cmdline_extra on its kernel command line): (image,
+    hello text, blob sha256, description path)."""
+    img, hello, sha = make_disk(name)
+    cfg = lpguest.read_vmcfg(lpguest.CFG)
+    cfg["name"] = name
+    cfg["disk"] = os.path.basename(img)
+    cfg["cmdline"] = (cfg.get("cmdline", "") + " " + cmdline_extra).strip()
+    cfg_path = os.path.join(ROOT, "build", "test", name + "-vm.cfg")
+    lpguest.write_vmcfg(cfg_path, cfg, "written by tests/integration/linux_test.py")
+    return img, hello, sha, cfg_path
+
+
 def run_disk_test(direct):
     """linux-disk (issue 15): the Linux guest with `disk =` an ext4 image:
     /init loads the virtio and ext4 modules, Linux finds virtio-blk on the
@@ -515,12 +529,7 @@ def run_disk_test(direct):
     if direct:
         say("  %s: not run with --direct (it needs lightpath's disk)" % NAME_DISK)
         return
-    img, hello, sha = make_disk(NAME_DISK)
-    cfg = lpguest.read_vmcfg(lpguest.CFG)
-    cfg["name"] = NAME_DISK
-    cfg["disk"] = os.path.basename(img)
-    cfg_path = os.path.join(ROOT, "build", "test", NAME_DISK + "-vm.cfg")
-    lpguest.write_vmcfg(cfg_path, cfg, "written by tests/integration/linux_test.py")
+    img, hello, sha, cfg_path = disk_vm(NAME_DISK)
     with shell_session(NAME_DISK, direct, cfg_path=cfg_path,
                        extra_modules=[os.path.relpath(img, ROOT)]) as g:
         out, rc = g.run("mkdir -p /mnt && mount /dev/vda /mnt && cat /mnt/hello.txt && "
@@ -573,13 +582,7 @@ def run_disk_intx_test(direct):
     if direct:
         say("  %s: not run with --direct (it needs lightpath's disk)" % NAME_DISK_INTX)
         return
-    img, hello, sha = make_disk(NAME_DISK_INTX)
-    cfg = lpguest.read_vmcfg(lpguest.CFG)
-    cfg["name"] = NAME_DISK_INTX
-    cfg["disk"] = os.path.basename(img)
-    cfg["cmdline"] = (cfg.get("cmdline", "") + " pci=nomsi").strip()
-    cfg_path = os.path.join(ROOT, "build", "test", NAME_DISK_INTX + "-vm.cfg")
-    lpguest.write_vmcfg(cfg_path, cfg, "written by tests/integration/linux_test.py")
+    img, hello, sha, cfg_path = disk_vm(NAME_DISK_INTX, "pci=nomsi")
     with shell_session(NAME_DISK_INTX, direct, cfg_path=cfg_path,
                        extra_modules=[os.path.relpath(img, ROOT)]) as g:
         out, rc = g.run("mkdir -p /mnt && mount /dev/vda /mnt && cat /mnt/hello.txt && "

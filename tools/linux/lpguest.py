@@ -54,6 +54,9 @@ CPU = "EPYC,+svm"
 # QEMU's RAM under lightpath: the VM's 256 MiB plus lightpath itself.
 LP_QEMU_MEM = 512
 INIT_LINE = "lightpath-linux: init started"
+# INIT_LINE, also when a kernel message printed by another CPU landed in its
+# middle (after its "lightpath-linux:", with the rest on the next line)
+INIT_RE = (r"lightpath-linux:(?:\[\s*\d+\.\d+\][^\n]*\n(?:\[vm\d+\] )?)? init started")
 PROMPT = re.compile(r"lightpath-vm:[^\n]*# ")
 QEMU_NOISE = "TCG doesn't support requested feature"
 
@@ -431,7 +434,7 @@ class Guest:
     def boot_to_shell(self, timeout=180):
         """Waits for /init's first line and the shell prompt; returns the
         seconds to the prompt."""
-        self.wait_for(re.escape(INIT_LINE), timeout, "'%s'" % INIT_LINE)
+        self.wait_for(INIT_RE, timeout, "'%s'" % INIT_LINE)
         self.t_init = self.elapsed()
         self.say("  [%5.1f s] %s" % (self.t_init, INIT_LINE))
         self.wait_for(PROMPT, max(5, timeout - self.t_init), "the shell prompt")

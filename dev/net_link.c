@@ -115,15 +115,11 @@ static bool inbox_put(struct net_port *p, const uint8_t *frame, unsigned len)
 
 unsigned net_link_send(struct net_port *from, const uint8_t *frame, unsigned len)
 {
-	if (len < NET_FRAME_MIN || len > NET_FRAME_MAX) {
-		from->stats.bad_frames++;
+	if (len < NET_FRAME_MIN || len > NET_FRAME_MAX)
 		return 0;
-	}
 	unsigned reached = 0;
 	spin_lock(&links_lock);
 	struct net_link *l = from->link;
-	from->stats.sent++;
-	from->stats.sent_bytes += len;
 	struct net_port *to = 0;
 	if (l && !(frame[0] & 1))   /* unicast: the port with that address, if any */
 		for (unsigned i = 0; i < l->nr_ports && !to; i++)

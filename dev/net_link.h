@@ -50,11 +50,9 @@ struct net_port {
 	unsigned head, count;
 	/* inbox not empty: read without the lock by the owner's cheap check */
 	unsigned pending;
-	struct {
-		uint64_t sent, sent_bytes;      /* frames this port gave the link */
+	struct {   /* (what a port sends, its device counts) */
 		uint64_t delivered, delivered_bytes;   /* frames taken from the inbox */
 		uint64_t inbox_full;            /* frames for it dropped: inbox full */
-		uint64_t bad_frames;            /* sent frames shorter or longer than Ethernet's */
 	} stats;
 };
 
@@ -67,7 +65,8 @@ void net_link_detach(struct net_port *p);
 
 /* Sends one frame from `from` (attached): copied into each inbox it is for
  * (above). Returns how many ports it reached. A frame shorter than
- * NET_FRAME_MIN or longer than NET_FRAME_MAX reaches none (bad_frames). */
+ * NET_FRAME_MIN or longer than NET_FRAME_MAX reaches none (the device
+ * refuses those first; this only keeps the inbox's bound). */
 unsigned net_link_send(struct net_port *from, const uint8_t *frame, unsigned len);
 
 /* Takes frames from `p`'s inbox, oldest first, handing each to `take`,

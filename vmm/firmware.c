@@ -28,7 +28,7 @@ static void put16(uint8_t *p, uint16_t v)
 	p[1] = (uint8_t)(v >> 8);
 }
 
-int firmware_build_pci(uint8_t *ram, uint64_t ram_size, unsigned ncpus, unsigned pci,
+int firmware_build(uint8_t *ram, uint64_t ram_size, unsigned ncpus, unsigned pci,
 		       uint64_t *rsdp_gpa)
 {
 	if (ram_size < FW_HIGH_RAM_GPA)
@@ -57,8 +57,3 @@ int firmware_build_pci(uint8_t *ram, uint64_t ram_size, unsigned ncpus, unsigned
 			  rsdp_gpa);
 }
 
-int firmware_build(uint8_t *ram, uint64_t ram_size, unsigned ncpus, bool pci, uint64_t *rsdp_gpa)
-{
-	return firmware_build_pci(ram, ram_size, ncpus, pci ? FW_PCI_DISK | FW_PCI_NET : 0,
-				  rsdp_gpa);
-}

@@ -78,11 +78,7 @@ unsigned firmware_memory_map(uint64_t mem_size, struct e820_entry map[FW_MAP_ENT
  * ECAM window (dev/pci_host.h) as a motherboard resource, and the MCFG
  * announces that window. Returns 0 and the RSDP's address in *rsdp_gpa, or
  * -1 if ram is too small. */
-int firmware_build_pci(uint8_t *ram, uint64_t ram_size, unsigned ncpus, unsigned pci,
+int firmware_build(uint8_t *ram, uint64_t ram_size, unsigned ncpus, unsigned pci,
 		       uint64_t *rsdp_gpa);
-/* The same, `pci` saying only whether the VM has a PCI function (then the
- * _PRT lists both FW_PCI_DISK's and FW_PCI_NET's device: an entry for an
- * empty slot is never looked up). */
-int firmware_build(uint8_t *ram, uint64_t ram_size, unsigned ncpus, bool pci, uint64_t *rsdp_gpa);
 
 #endif

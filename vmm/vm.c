@@ -638,7 +638,7 @@ static int load_guest(struct vm *vm, const struct vm_spec *spec, char *what, siz
 		if (load_multiboot_elf(ram, vm->mem_size, spec->image, spec->image_size, spec->cmdline,
 				       spec->modules, spec->nr_modules, &g, err, errlen))
 			return -1;
-		if (firmware_build_pci(ram, vm->mem_size, vm->nr_vcpus, vm_pci_functions(vm), &rsdp)) {
+		if (firmware_build(ram, vm->mem_size, vm->nr_vcpus, vm_pci_functions(vm), &rsdp)) {
 			snprintf(err, errlen, "could not write the BIOS data area and ACPI tables");
 			return -1;
 		}
@@ -655,7 +655,7 @@ static int load_guest(struct vm *vm, const struct vm_spec *spec, char *what, siz
 	if (linux_boot_prepare(ram, vm->mem_size, spec->image, spec->image_size, spec->initrd,
 			       spec->initrd_size, spec->cmdline, map, nmap, &st, err, errlen))
 		return -1;
-	if (firmware_build_pci(ram, vm->mem_size, vm->nr_vcpus, vm_pci_functions(vm), &rsdp)) {
+	if (firmware_build(ram, vm->mem_size, vm->nr_vcpus, vm_pci_functions(vm), &rsdp)) {
 		snprintf(err, errlen, "could not write the BIOS data area and ACPI tables");
 		return -1;
 	}

@@ -400,7 +400,7 @@ static void test_ecam_reserved_in_e820(void **state)
 		make_fake();
 		assert_int_equal(linux_boot_prepare(ram, ram_size, fake, FAKE_LEN, NULL, 0, "x", map, n,
 						    &st, err, sizeof(err)), 0);
-		assert_int_equal(firmware_build_pci(ram, ram_size, 1, pci, &rsdp), 0);
+		assert_int_equal(firmware_build(ram, ram_size, 1, pci, &rsdp), 0);
 		assert_int_equal(linux_boot_set_rsdp(ram, &st, rsdp), 0);
 		const uint8_t *bp = ram + st.zero_page_gpa;
 		assert_int_equal(bp[0x1e8], pci ? n + 1 : n);

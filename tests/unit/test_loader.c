@@ -295,7 +295,7 @@ static void test_firmware(void **state)
 {
 	(void)state;
 	uint64_t rsdp = 0;
-	assert_int_equal(firmware_build(ram, RAM, 1, false, &rsdp), 0);
+	assert_int_equal(firmware_build(ram, RAM, 1, 0, &rsdp), 0);
 	assert_int_equal(r16(0x400), 0x3f8);
 	assert_int_equal(r16(0x402) | r16(0x404) | r16(0x406), 0);
 	assert_int_equal((uint64_t)r16(0x40e) << 4, FW_EBDA_GPA);
@@ -321,7 +321,7 @@ static void test_firmware(void **state)
 	assert_int_equal(map[3].size, RAM - MIB);
 	assert_int_equal(firmware_regions[0].start, 0x400);
 	assert_int_equal(firmware_regions[firmware_nregions - 1].end, MIB);
-	assert_int_equal(firmware_build(ram, MIB - 1, 1, false, &rsdp), -1);
+	assert_int_equal(firmware_build(ram, MIB - 1, 1, 0, &rsdp), -1);
 }
 
 int main(void)

@@ -28,6 +28,7 @@ static struct { uint32_t type, reserved; uint64_t sector; } hdr;
 static uint8_t data[4 * SECTOR];
 static volatile uint8_t status;
 static volatile unsigned irqs;
+static bool ring_with_df;   /* ring the doorbell with RFLAGS.DF set */
 
 static struct vdev dev = { .devfn = BLK_DEVFN };
 static uintptr_t common, notify, devcfg, msix_table;
@@ -102,7 +103,10 @@ static uint32_t request(uint32_t type, uint64_t sector, void *buf, uint32_t len,
 	asm volatile("" ::: "memory");
 	avail.idx = ++next_avail;
 	asm volatile("" ::: "memory");
-	w16(notify + 0 * notify_mult, 0);   /* queue 0's doorbell */
+	if (ring_with_df)   /* the device's copy must not run with the guest's DF */
+		asm volatile("std\n\tmovw %w1, (%0)\n\tcld" : : "r"(notify), "r"(0u) : "memory", "cc");
+	else
+		w16(notify + 0 * notify_mult, 0);   /* queue 0's doorbell */
 	if (*(volatile uint16_t *)&used.idx == seen_used)
 		return ~0u;
 	uint32_t got = used.ring[seen_used % QSIZE].len;
@@ -257,5 +261,30 @@ int guest_main(void)
 	request(0, 6, data, SECTOR, true);
 	tap_ok(status == 0 && pattern_ok(data, 6, 1), status, "OK and the image's bytes",
 	       "and a read works");
+
+	/* hostile: the doorbell rung with RFLAGS.DF set. lightpath copies with
+	 * REP MOVS; the guest's DF must not reach it (the exit gives the host
+	 * its own RFLAGS), or the copy would run backwards over its memory. */
+	memset(data, 0, sizeof(data));
+	ring_with_df = true;
+	request(0, 8, data, 4 * SECTOR, true);
+	ring_with_df = false;
+	tap_ok(status == 0 && pattern_ok(data, 8, 4), status, "OK and the image's bytes",
+	       "a 2 KiB read rung with DF=1: the right bytes, in place");
+
+	/* ECAM: the same configuration space as mechanism #1; what a guest
+	 * cannot change there it cannot change here */
+	const uintptr_t ecam = 0xe0000000u, blk_cfg = ecam + ((uintptr_t)BLK_DEVFN << 12);
+	tap_eq(r32(blk_cfg), 0x10421af4u, "ECAM: 00:03.0's IDs");
+	w32(blk_cfg, 0);
+	tap_eq(cfg_rd(BLK_DEVFN, 0, 4), 0x10421af4u, "ECAM: the IDs are read-only");
+	tap_eq(r32(blk_cfg + 0x100), 0, "ECAM: no extended capability at 0x100");
+	tap_eq(r32(blk_cfg + 2), 0xffffffffu, "ECAM: a misaligned dword reads all-ones");
+	tap_eq(r32(ecam + (9u << 15)), 0xffffffffu, "ECAM: an absent device reads all-ones");
+	tap_eq(r32(blk_cfg + 0x10 + 4 * 4), 0xfe00000cu, "ECAM: BAR 4 where mechanism #1 says");
+	memset(data, 0, sizeof(data));
+	request(0, 7, data, SECTOR, true);
+	tap_ok(status == 0 && pattern_ok(data, 7, 1), status, "OK and the image's bytes",
+	       "and the device still works");
 	return tap_end();
 }

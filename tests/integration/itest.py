@@ -1082,7 +1082,7 @@ def t_virtio(ro, boot_cls=None, label="virtio", cpus=1):
         selftest_result(b, "virtio", vm=0)
         selftest_result(b, "virtio", vm=1)
         # the device's own count of what the guest did (twice: one line per VM)
-        stats = (r"^  disk: 8 reads \(4 KiB\), %d writes \(0 KiB\), 0 flushes; interrupts: 3 MSI-X "
+        stats = (r"^  disk: 10 reads \(7 KiB\), %d writes \(0 KiB\), 0 flushes; interrupts: 3 MSI-X "
                  r"messages, 1 dropped, 7 INTx$" % (0 if ro else 1),
                  r"^  disk refused: 2 outside the image, 1 malformed, %d writes to a read-only "
                  r"disk, 0 unsupported, 1 broken rings; 3 resets, 0 undefined accesses$"

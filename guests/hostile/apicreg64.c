@@ -333,6 +333,13 @@ static void xapic_odd_sizes(void)
 	}
 	for (unsigned b = 0; b < 4; b++)
 		(void)mmio_r(LAPIC_ID + b, 1), (void)mmio_r(LAPIC_VERSION + b, 1);
+	/* a 16-bit MOV load (66 8b, which the light path decodes) writes the
+	 * register's low 16 bits only, as on a CPU */
+	uint64_t reg = 0x12345678dead0000ull;
+	asm volatile("movw (%1), %w0" : "+r"(reg) : "r"((uintptr_t)RT_LAPIC + LAPIC_VERSION) : "memory");
+	uint32_t version = (uint32_t)mmio_r(LAPIC_VERSION, 4);
+	tap_eq(reg, 0x12345678dead0000ull | (version & 0xffff),
+	       "xAPIC: a 16-bit MOV load keeps the register's upper 48 bits");
 	uint32_t tpr = apic_read(LAPIC_TPR), svr = apic_read(LAPIC_SVR), lvt = apic_read(LAPIC_LVT_ERROR);
 	tap_ok(!(tpr & ~0xffu), tpr, "bits 31:8 clear",
 	       "xAPIC: after 1-, 2-, unaligned 4- and 8-byte writes the TPR reads a sane value");

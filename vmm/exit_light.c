@@ -250,7 +250,8 @@ ALWAYS_INLINE light_ret light_intr_window(struct vcpu *v, const unsigned sw)
 }
 
 /* The guest GPR `n` (x86 encoding order) where the light path has it: rbp
- * and r12-r15 are still in the CPU there, so they are not reachable (0). */
+ * and r10-r15 are still in the CPU there, so they are not reachable (0: the
+ * heavy path, which has them all, does the access). */
 ALWAYS_INLINE uint64_t *light_gpr(struct vcpu *v, unsigned n)
 {
 	struct guest_regs *r = &v->regs;
@@ -264,8 +265,6 @@ ALWAYS_INLINE uint64_t *light_gpr(struct vcpu *v, unsigned n)
 	case 7: return &r->rdi;
 	case 8: return &r->r8;
 	case 9: return &r->r9;
-	case 10: return &r->r10;
-	case 11: return &r->r11;
 	}
 	return 0;
 }

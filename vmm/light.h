@@ -1,10 +1,12 @@
 /* The light-handler protocol: how an exit is handled next to VMRUN/VMRESUME.
  *
  * The exit stub (vmm/<vendor>/entry.S) stores the guest GPRs a C function may
- * clobber (rax-r11 but rsp; on SVM rax stays in the VMCB) into v->regs and
+ * clobber (rax-r9 but rsp; on SVM rax stays in the VMCB) into v->regs and
  * calls v->light_table[exit code] (codes past the table share its last slot).
- * rbp and r12-r15 stay in the CPU: light handlers are ordinary C and preserve
- * them; they are stored only when the loop is left. The handler returns a
+ * rbp and r10-r15 stay in the CPU: light handlers are ordinary C and preserve
+ * rbp and r12-r15, and no hypervisor code uses r10 or r11 (-ffixed-r10
+ * -ffixed-r11, Makefile); they are stored only when the loop is left, so a
+ * light handler cannot reach them (light_gpr). The handler returns a
  * light_ret:
  *   light_resume(v)  the exit is handled: the stub re-enters the guest at once;
  *   light_leave()    the light loop ends: the heavy path (vmm/exit_heavy.c)

@@ -1303,16 +1303,19 @@ def both_switch_sets(prefix, name, make_case):
             (1, "%s%s-%s" % (prefix, name, cfg), make_case("%s-%s" % (name, cfg), opts))]
 
 
-def guest64_then_resetcheck(name, vm0_lines, bochs=False):
+def guest64_then_resetcheck(name, vm0_lines, bochs=False, nrip=False):
     """make_case (for both_switch_sets) of a 64-bit hostile guest that ends
     with status 0 and is followed by resetcheck64; vm0_lines(0) gives the
-    guest's own lines. `bochs`: under Bochs VT-x (vmx_tests.BochsBoot)."""
+    guest's own lines. `bochs`: under Bochs VT-x (vmx_tests.BochsBoot);
+    with `nrip` the SVM image under Bochs ryzen (NRIP save) instead."""
     def make_case(label, switches):
         def run():
             hc = healthy(bochs=bochs, wide=True)
             if bochs:
                 import vmx_tests  # not at the top: it imports this module
-                b = vmx_tests.BochsBoot(label, [guest(name), hc[0]], append=switches)
+                b = vmx_tests.BochsBoot(label, [guest(name), hc[0]], append=switches,
+                                        cpu=vmx_tests.NRIP_CPU if nrip else None,
+                                        kernel=vmx_tests.SVM_IMAGE if nrip else None)
                 path = name + ".elf"
             else:
                 b = Boot(label, [guest(name), hc[0]], append=switches)
@@ -1718,6 +1721,41 @@ def t_exit_trace():
     return None
 
 
+# Where r10/r11 may appear in the hypervisor's code (vmm/light.h): the light
+# loops and exit stubs, which keep the guest's values there, and the
+# interrupt stub, which saves and restores them. __image_start is the
+# multiboot header, data that objdump decodes as code.
+FIXED_REGS_CODE = re.compile(r"^(svm_light_loop|vmx_light_loop|vmx_exit_stub)")
+FIXED_REG = re.compile(r"%r1[01][dwb]?\b")
+
+
+def t_fixed_regs():
+    """No hypervisor code but the exit stubs touches r10 or r11 (-ffixed-r10
+    -ffixed-r11, Makefile): the light loop keeps the guest's values in them
+    across every light handler, so an object built without the flags or
+    assembly that clobbers them would hand a guest the host's values."""
+    for elf in ("build/lightpath64.elf", "build/lightpath-vmx64.elf"):
+        out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", os.path.join(ROOT, elf)],
+                             capture_output=True, text=True, check=True).stdout
+        fn, stubs, bad = None, 0, []
+        for line in out.splitlines():
+            m = re.match(r"^[0-9a-f]+ <(.+)>:$", line)
+            if m:
+                fn = m.group(1)
+                continue
+            if not FIXED_REG.search(line):
+                continue
+            insn = line.split("\t")[-1].strip()
+            if FIXED_REGS_CODE.match(fn or ""):
+                stubs += 1
+            elif not ((fn == "idt_common" and re.match(r"^(push|pop)\s+%r1[01]$", insn))
+                      or fn == "__image_start"):
+                bad.append("%s: %s" % (fn, insn))
+        check(not bad, "%s: r10/r11 used outside the exit stubs: %s" % (elf, "; ".join(bad[:5])))
+        check(stubs >= 4, "%s: the light loops do not keep r10/r11 (%d uses)" % (elf, stubs))
+    return None
+
+
 def t_bench_parser():
     sample = os.path.join(ROOT, "tests", "integration", "sample-bench.log")
     text = serial_log.read(sample)
@@ -1969,6 +2007,7 @@ def all_tests():
     t.append((1, "console-key", t_console_key))
     t.append((1, "iso", t_iso))
     t.append((1, "exit-trace", t_exit_trace))
+    t.append((1, "fixed-regs", t_fixed_regs))
     t.append((1, "spec-on", t_spec("", SPEC_ON_EPYC)))
     t.append((1, "smp-4", t_smp("4", "4", "lightpath: 4 CPUs found (ACPI MADT), 4 started")))
     t.append((1, "smp-1", t_smp("1", "1", "lightpath: 1 CPU found (ACPI MADT), 1 started")))

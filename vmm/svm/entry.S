@@ -1,5 +1,6 @@
 /* The SVM light loop: VMRUN, store the guest GPRs a C function may clobber
- * (the caller-saved ones) plus rbx (a CPUID/hypercall operand), call the
+ * (rcx-r9; r10 and r11 no hypervisor C code uses) plus rbx (a CPUID and
+ * hypercall operand), call the
  * handler for this exit code, and VMRUN again while it returns the vcpu
  * (vmm/light.h). RAX and RSP live in the VMCB.
  *

@@ -15,6 +15,8 @@ $(BUILD)/lightpath-vmx64.elf: $(VMX_OBJS) boot/linker.ld
 $(BUILD)/lightpath-vmx.elf: $(BUILD)/lightpath-vmx64.elf
 	$(OBJCOPY) -I elf64-x86-64 -O elf32-i386 $< $@
 
+$(VMX_OBJS): Makefile vmm/vmx/rules.mk
+
 $(BUILD)/hv-vmx/%.c.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(VMX_CFLAGS) -c $< -o $@

@@ -450,52 +450,6 @@ static bool mem_touches(const struct mem_access *m, uint64_t gpa)
 	return false;
 }
 
-/* Little-endian loads and stores of 1, 2, 4 or 8 bytes at any alignment. */
-static inline uint64_t load_le(const void *p, unsigned size)
-{
-	switch (size) {
-	case 1:
-		return *(const uint8_t *)p;
-	case 2: {
-		uint16_t v;
-		__builtin_memcpy(&v, p, 2);
-		return v;
-	}
-	case 4: {
-		uint32_t v;
-		__builtin_memcpy(&v, p, 4);
-		return v;
-	}
-	default: {
-		uint64_t v;
-		__builtin_memcpy(&v, p, 8);
-		return v;
-	}
-	}
-}
-
-static inline void store_le(void *p, uint64_t v, unsigned size)
-{
-	switch (size) {
-	case 1:
-		*(uint8_t *)p = (uint8_t)v;
-		break;
-	case 2: {
-		uint16_t x = (uint16_t)v;
-		__builtin_memcpy(p, &x, 2);
-		break;
-	}
-	case 4: {
-		uint32_t x = (uint32_t)v;
-		__builtin_memcpy(p, &x, 4);
-		break;
-	}
-	default:
-		__builtin_memcpy(p, &v, 8);
-		break;
-	}
-}
-
 /* A split access (it crosses a page): piece by piece through a buffer, an
  * MMIO piece byte by byte. */
 static enum emul_status mem_rw_split(struct emul_ctx *ctx, struct mem_access *m, uint64_t *val,
@@ -546,9 +500,9 @@ static inline enum emul_status mem_rw(struct emul_ctx *ctx, struct mem_access *m
 	void *host = m->part[0].host;
 	if (host) {
 		if (write)
-			store_le(host, *val, size);
+			emul_store_le(host, *val, size);
 		else
-			*val = load_le(host, size);
+			*val = emul_load_le(host, size);
 		return EMUL_DONE;
 	}
 	uint64_t d = write ? *val & size_mask(size) : 0;
@@ -926,33 +880,41 @@ static enum emul_status exec_string(struct emul_ctx *ctx, const struct x86_insn 
 		switch (cls) {
 		case X86_CLASS_MOVS:
 			for (; k < n; k++, so += pstep, doff += pstep)
-				store_le(dc.host + doff, load_le(sc.host + so, size), size);
+				emul_store_le(dc.host + doff, emul_load_le(sc.host + so, size), size);
 			break;
 		case X86_CLASS_STOS:
 			v = ctx->gpr[X86_RAX];
 			for (; k < n; k++, doff += pstep)
-				store_le(dc.host + doff, v, size);
+				emul_store_le(dc.host + doff, v, size);
 			break;
 		case X86_CLASS_LODS:
 			/* Only the last element stays in rAX. */
 			if (n) {
 				k = n;
 				so += (int64_t)(n - 1) * pstep;
-				reg_write(ctx, X86_RAX, false, size, load_le(sc.host + so, size));
+				reg_write(ctx, X86_RAX, false, size, emul_load_le(sc.host + so, size));
 			}
 			break;
 		case X86_CLASS_INS:
+			if (ctx->pio_rep) {
+				rc = ctx->pio_rep(ctx, port, dc.host + doff, pstep, size, n, false, &k);
+				break;
+			}
 			for (; k < n; k++, doff += pstep) {
 				v = 0;
 				rc = ctx->pio(ctx, port, &v, size, false);
 				if (rc)
 					break;
-				store_le(dc.host + doff, v, size);
+				emul_store_le(dc.host + doff, v, size);
 			}
 			break;
 		default: /* OUTS */
+			if (ctx->pio_rep) {
+				rc = ctx->pio_rep(ctx, port, sc.host + so, pstep, size, n, true, &k);
+				break;
+			}
 			for (; k < n; k++, so += pstep) {
-				v = load_le(sc.host + so, size);
+				v = emul_load_le(sc.host + so, size);
 				rc = ctx->pio(ctx, port, &v, size, true);
 				if (rc)
 					break;

@@ -33,6 +33,11 @@
  *                     accept any GPA (unbacked: read all-ones, drop writes).
  *       pio           port I/O dispatch (ctx, port, &data, size 1/2/4,
  *                     is_write), same return contract.
+ *       pio_rep       optional: a run of REP INS/OUTS elements of one port
+ *                     and RAM (ctx, port, host, step, size, n, is_write,
+ *                     &done), element by element as `pio` would do them,
+ *                     so the caller finds the port's device once per run;
+ *                     NULL: the emulator calls `pio` per element.
  *       opaque        anything (the vcpu); callbacks reach it through ctx.
  *       rep_max       REP iterations per call, 0 = EMUL_REP_MAX (256).
  *
@@ -158,6 +163,61 @@ typedef int (*emul_mmio_fn)(struct emul_ctx *ctx, uint64_t gpa, uint64_t *data,
 			    unsigned size, bool is_write);
 typedef int (*emul_pio_fn)(struct emul_ctx *ctx, uint16_t port, uint64_t *data,
 			   unsigned size, bool is_write);
+/* n elements of `size` bytes between `port` and RAM at host, host + step,
+ * ... (step is negative with DF set), in order: OUTS writes each element
+ * read from RAM to the port, INS stores each value read from the port. Stops
+ * at the first element whose access does not return 0 (that element is not
+ * done, nothing of it stored) and returns that result, else 0; *done is the
+ * number of elements done. */
+typedef int (*emul_pio_rep_fn)(struct emul_ctx *ctx, uint16_t port, uint8_t *host,
+			       int64_t step, unsigned size, uint64_t n, bool is_write,
+			       uint64_t *done);
+
+/* Little-endian loads and stores of 1, 2, 4 or 8 bytes at any alignment. */
+static inline uint64_t emul_load_le(const void *p, unsigned size)
+{
+	switch (size) {
+	case 1:
+		return *(const uint8_t *)p;
+	case 2: {
+		uint16_t v;
+		__builtin_memcpy(&v, p, 2);
+		return v;
+	}
+	case 4: {
+		uint32_t v;
+		__builtin_memcpy(&v, p, 4);
+		return v;
+	}
+	default: {
+		uint64_t v;
+		__builtin_memcpy(&v, p, 8);
+		return v;
+	}
+	}
+}
+
+static inline void emul_store_le(void *p, uint64_t v, unsigned size)
+{
+	switch (size) {
+	case 1:
+		*(uint8_t *)p = (uint8_t)v;
+		break;
+	case 2: {
+		uint16_t x = (uint16_t)v;
+		__builtin_memcpy(p, &x, 2);
+		break;
+	}
+	case 4: {
+		uint32_t x = (uint32_t)v;
+		__builtin_memcpy(p, &x, 4);
+		break;
+	}
+	default:
+		__builtin_memcpy(p, &v, 8);
+		break;
+	}
+}
 
 struct emul_ctx {
 	uint64_t gpr[16];          /* enum x86_gpr order */
@@ -171,6 +231,7 @@ struct emul_ctx {
 	emul_gpa_ptr_fn gpa_ptr;
 	emul_mmio_fn mmio;
 	emul_pio_fn pio;
+	emul_pio_rep_fn pio_rep;   /* optional */
 	void *opaque;
 };
 

@@ -146,6 +146,28 @@ static int emul_pio_cb(struct emul_ctx *c, uint16_t port, uint64_t *data, unsign
 	return vm_port_access(c->opaque, port, data, size, is_write);
 }
 
+/* A run of REP INS/OUTS elements (emul_pio_rep_fn): the port's device is
+ * found once, not per element. */
+static int emul_pio_rep_cb(struct emul_ctx *c, uint16_t port, uint8_t *host, int64_t step,
+			   unsigned size, uint64_t n, bool is_write, uint64_t *done)
+{
+	struct vcpu *v = c->opaque;
+	const struct io_range *r = vm_port_range(v->vm, port);
+	uint64_t k = 0;
+	int rc = 0;
+	for (; k < n; k++, host += step) {
+		uint64_t d = is_write ? emul_load_le(host, size) : 0;
+		rc = r ? r->fn(v, port, &d, size, is_write, r->opaque)
+		       : vm_port_unclaimed(v, &d, is_write);
+		if (rc)
+			break;
+		if (!is_write)
+			emul_store_le(host, d, size);
+	}
+	*done = k;
+	return rc;
+}
+
 static void emul_ctx_load(struct vcpu *v, struct emul_ctx *c)
 {
 	const struct guest_regs *r = &v->regs;
@@ -166,6 +188,7 @@ static void emul_ctx_load(struct vcpu *v, struct emul_ctx *c)
 	c->gpa_ptr = emul_gpa_ptr;
 	c->mmio = emul_mmio_cb;
 	c->pio = emul_pio_cb;
+	c->pio_rep = emul_pio_rep_cb;
 	c->opaque = v;
 }
 

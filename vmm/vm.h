@@ -244,6 +244,14 @@ static inline int vm_port_access(struct vcpu *v, uint16_t port, uint64_t *data, 
 	return vm->io[idx].fn(v, port, data, size, is_write, vm->io[idx].opaque);
 }
 
+/* The device range of `port`, as vm_port_access finds it, or NULL when
+ * nobody claimed the port (vm_port_unclaimed answers). */
+static inline const struct io_range *vm_port_range(const struct vm *vm, uint16_t port)
+{
+	unsigned idx = vm->port_map[port] & ~VM_PORT_SLOW;
+	return idx ? &vm->io[idx] : 0;
+}
+
 /* The VM lock, for VMs of several vCPUs only (struct vm's lock). */
 static inline void vm_lock(struct vm *vm)
 {

@@ -30,6 +30,8 @@ static unsigned port_in_count;
 static uint16_t last_port;
 static unsigned pio_calls;
 static int pio_rc;                  /* what the port callback returns */
+static unsigned pio_rc_from;        /* ... from the call after this many */
+static unsigned pio_rep_runs;       /* calls of cb_pio_rep */
 
 enum pmode { PM_OFF, PM_32, PM_PAE, PM_LONG };
 static enum pmode pmode;
@@ -77,7 +79,7 @@ static int cb_pio(struct emul_ctx *c, uint16_t port, uint64_t *data, unsigned si
 	assert_true(size == 1 || size == 2 || size == 4);
 	last_port = port;
 	pio_calls++;
-	if (pio_rc)
+	if (pio_rc && pio_calls > pio_rc_from)
 		return pio_rc;
 	if (write) {
 		memcpy(port_out + port_out_len, data, size);
@@ -90,6 +92,27 @@ static int cb_pio(struct emul_ctx *c, uint16_t port, uint64_t *data, unsigned si
 		*data = v;
 	}
 	return 0;
+}
+
+/* ctx.pio_rep as the hypervisor does it: cb_pio per element of the run. */
+static int cb_pio_rep(struct emul_ctx *c, uint16_t port, uint8_t *host, int64_t step,
+		      unsigned size, uint64_t n, bool write, uint64_t *done)
+{
+	assert_true(host >= ram && host + size <= ram + RAM_SIZE);
+	assert_true(step == (int64_t)size || step == -(int64_t)size);
+	pio_rep_runs++;
+	uint64_t k = 0;
+	int rc = 0;
+	for (; k < n; k++, host += step) {
+		uint64_t d = write ? emul_load_le(host, size) : 0;
+		rc = cb_pio(c, port, &d, size, write);
+		if (rc)
+			break;
+		if (!write)
+			emul_store_le(host, d, size);
+	}
+	*done = k;
+	return rc;
 }
 
 static uint64_t alloc_table(void)
@@ -168,6 +191,8 @@ static void setup(enum pmode pm, bool cs64)
 	port_in_count = 0;
 	pio_calls = 0;
 	pio_rc = 0;
+	pio_rc_from = 0;
+	pio_rep_runs = 0;
 	last_port = 0;
 	pmode = pm;
 	next_table = 0x100000;
@@ -510,6 +535,68 @@ static void test_string_io(void **state)
 	/* Not INS/OUTS at RIP */
 	CODE(0x89, 0x08);
 	assert_int_equal(emul_string_io(&ctx, NULL, &res), EMUL_RETRY);
+}
+
+/* REP INS/OUTS with ctx.pio_rep: the elements after the first go to it in
+ * runs, with the same results as element by element, downwards with DF set,
+ * and a device that stops the VM mid-run keeps the elements before it. */
+static void test_string_io_runs(void **state)
+{
+	(void)state;
+	setup(PM_LONG, true);
+	ctx.pio_rep = cb_pio_rep;
+	/* rep outsb: 6 bytes */
+	CODE(0xf3, 0x6e);
+	memcpy(ram + DATA_GPA, "abcdef", 6);
+	ctx.gpr[X86_RSI] = DATA_GPA;
+	ctx.gpr[X86_RCX] = 6;
+	ctx.gpr[X86_RDX] = 0x80;
+	struct io_intercept io = { .port = 0x80, .size = 1, .in = false, .string = true,
+				   .rep = true };
+	assert_int_equal(emul_string_io(&ctx, &io, &res), EMUL_DONE);
+	assert_int_equal(port_out_len, 6);
+	assert_memory_equal(port_out, "abcdef", 6);
+	assert_int_equal(pio_calls, 6);
+	assert_int_equal(pio_rep_runs, 1);
+	assert_int_equal(ctx.gpr[X86_RCX], 0);
+	assert_int_equal(ctx.gpr[X86_RSI], DATA_GPA + 6);
+	assert_int_equal(ctx.rip, CODE_GPA + 2);
+
+	/* rep insw with DF set: 3 words stored downwards from DATA + 0x204 */
+	CODE(0xf3, 0x66, 0x6d);
+	ctx.rip = CODE_GPA;
+	ctx.rflags |= EMUL_RFLAGS_DF;
+	ctx.gpr[X86_RDI] = DATA_GPA + 0x204;
+	ctx.gpr[X86_RCX] = 3;
+	ctx.gpr[X86_RDX] = 0x60;
+	io = (struct io_intercept){ .port = 0x60, .size = 2, .in = true, .string = true,
+				    .rep = true };
+	assert_int_equal(emul_string_io(&ctx, &io, &res), EMUL_DONE);
+	static const uint8_t down[] = { 0x14, 0x15, 0x12, 0x13, 0x10, 0x11 };
+	assert_memory_equal(ram + DATA_GPA + 0x200, down, 6);
+	assert_int_equal(ctx.gpr[X86_RDI], DATA_GPA + 0x1fe);
+	assert_int_equal(ctx.gpr[X86_RCX], 0);
+	ctx.rflags &= ~EMUL_RFLAGS_DF;
+
+	/* rep outsb of 8 bytes; the device ends the VM at the 4th: three done */
+	CODE(0xf3, 0x6e);
+	ctx.rip = CODE_GPA;
+	memcpy(ram + DATA_GPA, "ABCDEFGH", 8);
+	ctx.gpr[X86_RSI] = DATA_GPA;
+	ctx.gpr[X86_RCX] = 8;
+	ctx.gpr[X86_RDX] = 0x80;
+	port_out_len = 0;
+	pio_calls = 0;
+	pio_rc = 1;
+	pio_rc_from = 3;
+	io = (struct io_intercept){ .port = 0x80, .size = 1, .in = false, .string = true,
+				    .rep = true };
+	assert_int_equal(emul_string_io(&ctx, &io, &res), EMUL_VM_END);
+	assert_int_equal(port_out_len, 3);
+	assert_memory_equal(port_out, "ABC", 3);
+	assert_int_equal(ctx.gpr[X86_RSI], DATA_GPA + 3);
+	assert_int_equal(ctx.gpr[X86_RCX], 5);
+	assert_int_equal(ctx.rip, CODE_GPA);
 }
 
 /* IN/OUT through emul_port_io (io=emulate): register semantics, RIP, the
@@ -1060,6 +1147,7 @@ int main(void)
 		cmocka_unit_test(test_rep_stos_bounded),
 		cmocka_unit_test(test_rep_movs_df),
 		cmocka_unit_test(test_string_io),
+		cmocka_unit_test(test_string_io_runs),
 		cmocka_unit_test(test_port_io),
 		cmocka_unit_test(test_real_mode),
 		cmocka_unit_test(test_paging_modes),

@@ -320,36 +320,45 @@ void vm_console_switch(struct vm *vm)
 
 #define TIMER_MIN_PERIOD_US 50u
 
-/* When a timer is due in host TSC: a device timer counts in the VM's time,
- * which is the host's plus the offset, or (polling) advances only at exits:
- * then guest_clock_after_exit runs it, and it has no host deadline (0). */
-static uint64_t timer_host_deadline(const struct vm *vm, const struct vm_timer *t)
+/* When a device timer due at `deadline` in the VM's time is due in host
+ * TSC: the VM's time is the host's plus the offset, or (polling) advances
+ * only at exits: then guest_clock_after_exit runs it, and it has no host
+ * deadline (0). Monotonic in `deadline`, so the earliest device timer is
+ * also the earliest in host time. */
+static uint64_t guest_deadline_to_host(const struct vm *vm, uint64_t deadline)
 {
-	if (t->host_clock)
-		return t->deadline_tsc;
 	if (vm->clock.polling)
 		return 0;
 	int64_t off = vm->clock.offset;   /* 0 or less: the time polling hid */
-	uint64_t h = t->deadline_tsc - (uint64_t)off;
-	if (off < 0 && h < t->deadline_tsc)
+	if (!off)                         /* no polling yet: the common case */
+		return deadline;
+	uint64_t h = deadline - (uint64_t)off;
+	if (off < 0 && h < deadline)
 		return UINT64_MAX;   /* beyond the host TSC's range: never */
-	if ((off > 0 && h > t->deadline_tsc) || !h)
+	if ((off > 0 && h > deadline) || !h)
 		return 1;   /* before the host TSC's start: due */
 	return h;
 }
 
+/* The host timer for the VM's earliest timer: the earliest of each clock
+ * found first, the VM's one converted once. */
 void vm_timers_reprogram(struct vm *vm)
 {
 	uint64_t next = 0, next_guest = UINT64_MAX;
 	for (unsigned i = 0; i < vm->nr_timers; i++) {
 		const struct vm_timer *t = vm->timers[i];
-		if (!t->host_clock && t->deadline_tsc < next_guest)
-			next_guest = t->deadline_tsc;
-		uint64_t h = timer_host_deadline(vm, t);
+		uint64_t d = t->deadline_tsc;   /* never 0: vm_timer_arm */
+		if (!t->host_clock)
+			next_guest = d < next_guest ? d : next_guest;
+		else if (!next || d < next)
+			next = d;
+	}
+	vm->clock_poll.next_deadline = next_guest;
+	if (next_guest != UINT64_MAX) {
+		uint64_t h = guest_deadline_to_host(vm, next_guest);
 		if (h && (!next || h < next))
 			next = h;
 	}
-	vm->clock_poll.next_deadline = next_guest;
 	timer_program(next);
 }
 

@@ -31,8 +31,8 @@ would run that handler to its next exit in one step.
 timer_irq is traced from the host timer's exit to the guest handler's first
 instruction. Every stop of the CPU for gdb lets icount's clock jump ahead,
 so none may fall between the arming and that exit: the trace starts in
-lightpath's host-interrupt handler, and the exit stub's 14 instructions
-before it (every exit's) are added. `make bench`'s figure also counts the
+lightpath's host-interrupt handler, and the exit stub's instructions before
+it (every exit's, counted in the image's disassembly) are added. `make bench`'s figure also counts the
 guest's wait from the deadline to the exit.
 """
 import argparse
@@ -57,8 +57,6 @@ GUEST_ELF = {"32": os.path.join(ROOT, "build", "guests", "bench32.elf"),
 SITES_SECTION = ".lp_bench_sites"
 VMRUN_LEN = 3          # 0f 01 d8
 RDTSC = b"\x0f\x31"
-# the exit stub's instructions from the exit to the light handler's call
-STUB_IN = 14
 MAX_STEPS = 20000      # the longest bracket (pio_rep_outsb, bench64) is ~5000
 # QEMU's single-step flags (gdb "maintenance packet Qqemu.sstep=N"): 7, its
 # default, steps with interrupts and timers held.
@@ -139,6 +137,29 @@ def disassembly(elf, x86_64):
         if sep and head.strip() and all(c in "0123456789abcdef" for c in head.strip()):
             text[int(head, 16)] = " ".join(insn.split())
     return text
+
+
+def stub_in_count(spec_off):
+    """The exit stub's instructions from the exit (after VMRUN) to the light
+    handler's call, that one included, in the light loop of the config
+    (spec=off: svm_light_loop; spec=on on QEMU's EPYC: the full return-stack
+    overwrite), read from the image so that it follows the stub."""
+    loop = "svm_light_loop" if spec_off else "svm_light_loop_rsb_full"
+    sym = Symbols(HOST_ELF)
+    text = disassembly(HOST_ELF, True)
+    addrs = sorted(a for a in text if sym.name(a) in (loop, loop + "_vmrun"))
+    i = addrs.index(next(a for a in addrs if text[a] == "vmrun")) + 1
+    n = 0
+    while i < len(addrs):
+        insn = text[addrs[i]]
+        n += 1
+        if insn.startswith("call *"):
+            return n
+        # the exit code in the table: taken; the return-stack overwrite's
+        # calls go to the next call, past an INT3
+        m = re.match(r"(?:jbe|call)\s+([0-9a-f]+)", insn)
+        i = addrs.index(int(m.group(1), 16)) if m else i + 1
+    raise TraceError("no light-handler call after VMRUN in %s" % loop)
 
 
 GDB_SCRIPT = r'''
@@ -424,7 +445,7 @@ def describe_timer(res, bits, config, opts, listing, measured):
     # the guest's wait: the path is the one from the last exit
     starts = [i for i in range(1, len(trace)) if trace[i][1] == "h" and trace[i - 1][1] == "g"]
     shown = trace[starts[-1]:] if starts else trace
-    stub_in = 0 if starts else STUB_IN
+    stub_in = 0 if starts else stub_in_count("spec=off" in opts)
     lines = ["exit_trace: timer_irq, bench%s, config %s (%s)" % (bits, config, opts),
              "  from the host timer's exit to the guest handler's first instruction: %d traced%s"
              " + the handler's RDTSC = %d; `make bench` without gdb (min of 20): %s, which also "

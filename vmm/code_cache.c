@@ -30,11 +30,21 @@ bool code_cache_fill(struct vcpu *v)
 	return true;
 }
 
-const uint8_t *code_cache_at_rip(struct vcpu *v, const struct guest_paging *pg, uint64_t rip)
+/* The miss: out of line and reached by a tail call, so that the hit keeps
+ * nothing across a call and saves no register. */
+static __attribute__((noinline)) const uint8_t *code_cache_refill_at(struct vcpu *v, uint64_t lin,
+								   uint64_t cr3, uint64_t cr0)
 {
-	uint64_t lin = vendor_cs_base(v) + rip, off;
-	if (code_cache_peek(v, lin, pg->cr3, pg->cr0, &off) ||
-	    (code_cache_fill(v) && code_cache_peek(v, lin, pg->cr3, pg->cr0, &off)))
+	uint64_t off;
+	if (code_cache_fill(v) && code_cache_peek(v, lin, cr3, cr0, &off))
 		return v->code_host + off;
 	return 0;
+}
+
+const uint8_t *code_cache_at_rip(struct vcpu *v, uint64_t cr3, uint64_t cr0, uint64_t rip)
+{
+	uint64_t lin = vendor_cs_base(v) + rip, off;
+	if (code_cache_peek(v, lin, cr3, cr0, &off))
+		return v->code_host + off;
+	return code_cache_refill_at(v, lin, cr3, cr0);
 }

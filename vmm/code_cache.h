@@ -28,8 +28,10 @@ static inline bool code_cache_peek(const struct vcpu *v, uint64_t lin, uint64_t 
 }
 
 /* The guest's code at CS:RIP through the cache, refilled once (a guest page
- * walk, still no world switch); 0 when it cannot be read so. */
-const uint8_t *code_cache_at_rip(struct vcpu *v, const struct guest_paging *pg, uint64_t rip);
+ * walk, still no world switch); 0 when it cannot be read so. CR3 and CR0
+ * are the guest's (the cache's key): values, not a struct guest_paging, so
+ * that a caller need not build one in memory. */
+const uint8_t *code_cache_at_rip(struct vcpu *v, uint64_t cr3, uint64_t cr0, uint64_t rip);
 
 /* Forgets the cached page. */
 void code_cache_reset(struct vcpu *v);

@@ -62,7 +62,7 @@ static void inject_completes_hlt(struct vcpu *v)
 	struct guest_paging pg;
 	vendor_guest_paging(v, &pg);
 	uint64_t rip = vendor_guest_rip(v);
-	const uint8_t *p = code_cache_at_rip(v, &pg, rip);
+	const uint8_t *p = code_cache_at_rip(v, pg.cr3, pg.cr0, rip);
 	if (!p || *p != 0xf4)
 		return;
 	rip += 1;

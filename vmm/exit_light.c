@@ -274,17 +274,31 @@ ALWAYS_INLINE uint64_t *light_gpr(struct vcpu *v, unsigned n)
  * fault already gave the address, so only the length and the register
  * are read. Returns false, having changed nothing, if the encoding is
  * another or the device wants the heavy path. */
+/* What the light MMIO decode needs of the guest's mode, as bits: passed in
+ * a register, where a struct guest_paging handed to the out-of-line 16-bit
+ * path had to be built in memory on every access. */
+#define CODE_CS_LONG 1u   /* 64-bit code */
+#define CODE_CS_32   2u   /* CS.D */
+#define CODE_LMA     4u   /* EFER.LMA: RIP is 64 bits wide */
+
+static inline unsigned light_code_mode(const struct guest_paging *pg)
+{
+	return (pg->cs_long ? CODE_CS_LONG : 0) | (pg->cs_32 ? CODE_CS_32 : 0) |
+	       ((pg->efer & EFER_LMA) ? CODE_LMA : 0);
+}
+
 ALWAYS_INLINE bool light_mmio_mov(struct vcpu *v, const bool shared, const struct io_range *r,
-				  uint64_t gpa, const struct guest_paging *pg, uint64_t rip,
+				  uint64_t gpa, unsigned mode, uint64_t rip,
 				  const uint8_t *p, const unsigned size)
 {
 	unsigned len = 0, rex = 0;
-	if ((p[len] & 0xf0) == 0x40 && pg->cs_long)
+	if ((p[len] & 0xf0) == 0x40 && (mode & CODE_CS_LONG))
 		rex = p[len++];
 	uint8_t op = p[len], modrm = p[len + 1];
 	unsigned mod = modrm >> 6, rm = modrm & 7;
 	/* 32-bit or 64-bit addressing only (no 16-bit code, no 67 prefix) */
-	if ((op != 0x89 && op != 0x8b) || (rex & 8) || mod == 3 || !(pg->cs_long || pg->cs_32))
+	if ((op != 0x89 && op != 0x8b) || (rex & 8) || mod == 3 ||
+	    !(mode & (CODE_CS_LONG | CODE_CS_32)))
 		return false;
 	len += 2;
 	if (rm == 4)
@@ -303,7 +317,7 @@ ALWAYS_INLINE bool light_mmio_mov(struct vcpu *v, const bool shared, const struc
 	if (!is_write)                    /* a 32-bit load zero-extends, a 16-bit one merges */
 		*reg = size == 4 ? (uint32_t)data : (*reg & ~0xffffull) | (uint16_t)data;
 	rip += len;
-	vendor_set_rip(v, (pg->efer & EFER_LMA) ? rip : (rip & 0xffffffffull));
+	vendor_set_rip(v, (mode & CODE_LMA) ? rip : (rip & 0xffffffffull));
 	exit_insn_completed(v);
 	return true;
 }
@@ -312,12 +326,12 @@ ALWAYS_INLINE bool light_mmio_mov(struct vcpu *v, const bool shared, const struc
  * driver's doorbell (Linux's iowrite16) and 16-bit register accesses. */
 static __attribute__((noinline, cold)) bool light_mmio_word(struct vcpu *v, const bool shared,
 							       const struct io_range *r, uint64_t gpa,
-							       const struct guest_paging *pg,
-							       uint64_t rip, const uint8_t *p)
+							       unsigned mode, uint64_t rip,
+							       const uint8_t *p)
 {
 	if (gpa & 1)
 		return false;
-	return light_mmio_mov(v, shared, r, gpa, pg, rip + 1, p + 1, 2);   /* after the prefix */
+	return light_mmio_mov(v, shared, r, gpa, mode, rip + 1, p + 1, 2);   /* after the prefix */
 }
 
 /* A nested page fault on a light MMIO device (the local APIC, the I/O APIC,
@@ -339,13 +353,14 @@ ALWAYS_INLINE bool light_mmio_access_as(struct vcpu *v, const bool shared)
 	struct guest_paging pg;
 	vendor_guest_paging(v, &pg);
 	uint64_t rip = vendor_guest_rip(v);
-	const uint8_t *p = code_cache_at_rip(v, &pg, rip);
+	const uint8_t *p = code_cache_at_rip(v, pg.cr3, pg.cr0, rip);
 	if (!p)
 		return false;
-	if (!(f.gpa & 3) && light_mmio_mov(v, shared, r, f.gpa, &pg, rip, p, 4))
+	unsigned mode = light_code_mode(&pg);
+	if (!(f.gpa & 3) && light_mmio_mov(v, shared, r, f.gpa, mode, rip, p, 4))
 		return true;
 	/* (a 0x66 prefix is no opcode the 32-bit decode takes: nothing was done) */
-	return p[0] == 0x66 && light_mmio_word(v, shared, r, f.gpa, &pg, rip, p);
+	return p[0] == 0x66 && light_mmio_word(v, shared, r, f.gpa, mode, rip, p);
 }
 
 static __attribute__((noinline)) bool light_mmio_access(struct vcpu *v)

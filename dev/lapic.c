@@ -160,7 +160,8 @@ static uint32_t x2apic_ldr(uint32_t id)
 
 /* ---- priority and delivery ---- */
 
-uint32_t lapic_ppr(const struct lapic *a)
+/* (inline: the injection path's highest_pending needs it without a call) */
+static inline __attribute__((always_inline)) uint32_t ppr(const struct lapic *a)
 {
 	int isrv = highest_isr(a);
 	uint32_t isr_class = isrv < 0 ? 0 : ((uint32_t)isrv & 0xf0);
@@ -168,6 +169,11 @@ uint32_t lapic_ppr(const struct lapic *a)
 	if ((tpr & 0xf0) >= isr_class)
 		return tpr & 0xff;
 	return isr_class;
+}
+
+uint32_t lapic_ppr(const struct lapic *a)
+{
+	return ppr(a);
 }
 
 void lapic_regs_move(struct lapic *a, uint32_t *page)
@@ -253,7 +259,7 @@ static inline __attribute__((always_inline)) int highest_pending(struct lapic *a
 	int v = lapic_highest_vec(a, LAPIC_IRR);
 	if (v < 0)
 		return -1;
-	if (((uint32_t)v & 0xf0) <= (lapic_ppr(a) & 0xf0))
+	if (((uint32_t)v & 0xf0) <= (ppr(a) & 0xf0))
 		return -1;
 	return v;
 }

@@ -418,8 +418,10 @@ static void vm_timers_fired(struct vm *vm)
 bool vm_timers_run(struct vm *vm)
 {
 	bool any = false;
-	uint64_t host = rdtsc(), guest = clock_now(&vm->clock);
-	uint64_t min_gap = tsc_hz() / (1000000 / TIMER_MIN_PERIOD_US);
+	/* one TSC read for both clocks: the host's and the VM's same instant */
+	uint64_t host = rdtsc();
+	uint64_t guest = vm->clock.polling ? vm->clock.vt : host + (uint64_t)vm->clock.offset;
+	uint64_t min_gap = vm->timer_min_gap;
 	vm->timers_firing = true;   /* a fire() that (re)arms a timer: reprogrammed below */
 	for (unsigned i = 0; i < vm->nr_timers;) {
 		struct vm_timer *t = vm->timers[i];
@@ -462,6 +464,7 @@ static unsigned vm_pci_functions(const struct vm *vm)
 
 static void vm_create_devices(struct vm *vm)
 {
+	vm->timer_min_gap = tsc_hz() / (1000000 / TIMER_MIN_PERIOD_US);
 	guest_clock_init(vm);          /* first: the timer devices keep its address */
 	platform_create(vm);
 }

@@ -188,6 +188,7 @@ struct vm {
 	struct vm_timer *timers[VM_MAX_TIMERS];  /* armed ones */
 	unsigned nr_timers;
 	bool timers_firing;      /* vm_timers_run is firing: it programs the host timer once, after */
+	uint64_t timer_min_gap;  /* TIMER_MIN_PERIOD_US in TSC ticks (vm.c), set at creation */
 	struct vm_timer test_timer; /* LP_HC_TIMER */
 
 	struct vcpu *vcpu;          /* the boot vCPU, vcpus[0] */

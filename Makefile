@@ -6,10 +6,11 @@ CC         := gcc
 OBJCOPY    := objcopy
 
 WARN       := -Wall -Wextra -Werror
-# -ffixed-r10/r11: no hypervisor C code uses r10 or r11, so the light loop
-# keeps the guest's r10 and r11 in the CPU across every light handler, as it
-# keeps rbp and r12-r15 (vmm/light.h); the exit stub need not store and load
-# them. Assembly that runs inside the loop (interrupt stubs) saves them.
+# -ffixed-r10/r11: no hypervisor C code uses r10 or r11 (nor does its
+# assembly, the exit stubs aside), so the light loop keeps the guest's r10
+# and r11 in the CPU across every light handler and interrupt, as it keeps
+# rbp and r12-r15 (vmm/light.h); the exit stub need not store and load them
+# (test fixed-regs checks the images).
 HV_CFLAGS  := -std=gnu11 -O2 $(WARN) -ffreestanding -fno-pic -fno-pie -mno-red-zone \
               -mgeneral-regs-only -mcmodel=small -fno-stack-protector -fno-asynchronous-unwind-tables \
               -ffixed-r10 -ffixed-r11 \

@@ -531,7 +531,8 @@ static void deadline_arm(struct lapic *a, uint64_t now)
 	 * service counts; one beyond its range never fires. */
 	uint64_t guest_now = now + (uint64_t)a->tsc_offset;
 	if (a->tsc_deadline <= guest_now) {
-		vm_timer_cancel(&a->timer);
+		if (a->timer.armed)   /* not when it fired: vm_timers_run disarmed it */
+			vm_timer_cancel(&a->timer);
 		a->tsc_deadline = 0;
 		timer_deliver(a);
 		return;
@@ -540,16 +541,11 @@ static void deadline_arm(struct lapic *a, uint64_t now)
 	vm_timer_arm(&a->timer, ahead > UINT64_MAX - now ? UINT64_MAX : now + ahead);
 }
 
-static void timer_fire(struct vm_timer *t, uint64_t now)
+/* A one-shot or periodic count's expiry (out of line: the deadline's path
+ * in timer_fire then saves no register). */
+static __attribute__((noinline)) void timer_fire_count(struct vm_timer *t, struct lapic *a,
+							unsigned mode, uint64_t now)
 {
-	struct lapic *a = t->opaque;
-	unsigned mode = LAPIC_TIMER_MODE(a->lvt[LVT_TIMER]);
-
-	if (mode == LAPIC_TIMER_TSCDEADLINE) {
-		if (a->tsc_deadline)
-			deadline_arm(a, now); /* delivers if due, re-arms if early */
-		return;
-	}
 	if (!a->timer_running)
 		return;
 	uint64_t period = timer_period(a);
@@ -570,6 +566,19 @@ static void timer_fire(struct vm_timer *t, uint64_t now)
 	a->timer_late = late > LAPIC_MAX_LATE ? LAPIC_MAX_LATE : (uint32_t)late;
 	timer_send_late(a, false);
 	vm_timer_arm(t, a->timer_start + tsc_for_ticks(a, (k + 1) * period));
+}
+
+static void timer_fire(struct vm_timer *t, uint64_t now)
+{
+	struct lapic *a = t->opaque;
+	unsigned mode = LAPIC_TIMER_MODE(a->lvt[LVT_TIMER]);
+
+	if (mode == LAPIC_TIMER_TSCDEADLINE) {
+		if (a->tsc_deadline)
+			deadline_arm(a, now); /* delivers if due, re-arms if early */
+		return;
+	}
+	timer_fire_count(t, a, mode, now);
 }
 
 static uint32_t timer_current_at(const struct lapic *a, uint64_t now)

@@ -97,13 +97,8 @@ int pc_intr_pending(struct lapic *a, struct pic8259 *pic, bool *from_pic)
 	return v;
 }
 
-int pc_intr_take(struct lapic *a, struct pic8259 *pic)
+int pc_pic_take(struct lapic *a, struct pic8259 *pic)
 {
-	if (!a->cpu_delivers) {
-		int v = lapic_take_highest(a);
-		if (v >= 0)
-			return v;
-	}
 	if (!lapic_pic_intr_allowed(a) || pic_pending_vector(pic) < 0)
 		return -1;
 	return pic_ack(pic);

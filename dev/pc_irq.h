@@ -70,6 +70,16 @@ int pc_intr_pending(struct lapic *a, struct pic8259 *pic, bool *from_pic);
  * one pass: LAPIC IRR -> ISR, or the 8259's INTA cycle. Returns the vector
  * to inject (for the 8259 it may differ from what was pending: a spurious
  * IRQ7/15 if the request went away), or -1 if none is deliverable. */
-int pc_intr_take(struct lapic *a, struct pic8259 *pic);
+int pc_pic_take(struct lapic *a, struct pic8259 *pic);   /* its 8259 half */
+static inline int pc_intr_take(struct lapic *a, struct pic8259 *pic)
+{
+	/* inline: the injection path calls it once per interrupt */
+	if (!a->cpu_delivers) {
+		int v = lapic_take_highest(a);
+		if (v >= 0)
+			return v;
+	}
+	return pc_pic_take(a, pic);
+}
 
 #endif

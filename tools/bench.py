@@ -159,6 +159,7 @@ _LINE = r"bench: mode=(?P<mode>\S+) exit=(?P<exit>\S+) n=(?P<n>\d+) min=(?P<min>
         r"mean=(?P<mean>\d+(?:\.\d+)?)\s*$"
 _DONE = r"bench: mode=(?P<mode>\S+) done\s*$"
 _FAILED = re.compile(r"bench: check FAILED")
+_NOTE = re.compile(r"bench: note: .*")
 _OPTIONS = re.compile(r"^lightpath: options: (?P<opts>.*?)\s*$")
 
 
@@ -324,6 +325,11 @@ def check_log(name, text, log, opts, n, modes, exits):
         res = parse_bench(text, n=n, modes=modes, exits=exits)
     except BenchError as e:
         raise BenchError("%s: %s (serial log %s)" % (name, e, os.path.relpath(log, ROOT)))
+    # what the guests noticed without failing (an interrupt delivered twice)
+    for line in serial_log.lines(text):
+        m = _NOTE.search(line)
+        if m:
+            print("  %s: %s" % (name, m.group(0)), flush=True)
     try:
         check_config_bits(text, opts)
     except BenchError as e:

@@ -155,6 +155,26 @@ static void check(bool ok, const char *what)
 	}
 }
 
+/* A handler that must run once per event ran `runs` times for `events`.
+ * Fewer fails the bench (an interrupt was lost). More is reported, not
+ * failed: QEMU 7.2 (TCG) delivers an event that VMRUN injected a second
+ * time when it leaves its execution loop (a host timer's exit request, the
+ * end of an icount budget) before the guest's next intercepted instruction
+ * (docs/BENCHMARKS.md, "QEMU delivers an injected interrupt twice"); the
+ * bracket it lands in is longer, the minimum is not. */
+static void check_runs(uint32_t runs, uint32_t events, const char *what)
+{
+	if (runs < events) {
+		char msg[112];
+		snprintf(msg, sizeof(msg), "%s ran %u times for %u events", what, (unsigned)runs,
+			 (unsigned)events);
+		check(false, msg);
+	} else if (runs > events) {
+		rt_printf("bench: note: %s ran %u times for %u events (an interrupt delivered "
+			  "more than once)\n", what, (unsigned)runs, (unsigned)events);
+	}
+}
+
 /* One measured bracket; returns the raw TSC delta. */
 static inline uint32_t measure(enum exit_type t)
 {
@@ -385,7 +405,7 @@ static __attribute__((noinline)) void apic_rows(uint32_t n)
 	sti();
 	run(EX_SELF_IPI, n);
 	cli();
-	check(self_ipis == n + 1, "the self-IPI handler did not run once per WRMSR");
+	check_runs(self_ipis, n + 1, "the self-IPI handler");
 }
 
 /* A guest-owned MSR's write (see the top of this file), on every host.
@@ -579,8 +599,8 @@ IPI_TEXT static int ipi_main(uint32_t n)
 	}
 	run(EX_IPI_ROUNDTRIP, n);
 	cli();
-	check(pings == n + 2 && echoes == n + 2,
-	      "vCPU 1 did not see each ping once, or vCPU 0 each echo once");
+	check_runs(pings, n + 2, "vCPU 1's ping handler");
+	check_runs(echoes, n + 2, "vCPU 0's echo handler");
 	print_results(mode, n);
 	return failed ? 1 : 0;
 }
@@ -780,14 +800,12 @@ TIMER_TEXT static void timer_rows(uint32_t n)
 	gate_set(gate, (uintptr_t)timer_entry);
 	wrmsr(MSR_X2APIC_LVTT, LVTT_TSCDL | VEC_TIMER);
 
-	uint32_t early = 0, twice = 0;
+	uint32_t early = 0;
 	r->min = ~0u;
 	r->sum = 0;
 	for (uint32_t i = 0; i <= n; i++) {	/* i = 0: the warm-up, not counted */
 		uint64_t deadline, t = timer_once(&deadline);
 		wrmsr(MSR_X2APIC_EOI, 0);
-		if (timer_irqs != i + 1)
-			twice++;
 		if (t < deadline) {
 			early++;
 			continue;
@@ -806,8 +824,7 @@ TIMER_TEXT static void timer_rows(uint32_t n)
 	for (int i = 0; i < 2 * (int)TIMER_DELTA; i++)
 		asm volatile("pause");
 	cli();
-	check(timer_irqs == n + 1, "timer_irq: the handler did not run exactly once per deadline");
-	check(!twice, "timer_irq: an arming's handler ran more than once");
+	check_runs(timer_irqs, n + 1, "timer_irq: the deadline's handler");
 	check(!early, "timer_irq: the handler ran before the TSC reached the deadline");
 	check(rdmsr(MSR_TSC_DEADLINE) == 0, "timer_irq: IA32_TSC_DEADLINE not 0 after the timer fired");
 

@@ -286,6 +286,18 @@ try:
             guest = True
         if guest and a in closing:
             break
+        if guest and p["row"] == "timer_irq":
+            # an earlier host interrupt (another of lightpath's timers) went
+            # back to the guest's wait: single steps hold QEMU's timers, so
+            # run to the next host-interrupt exit and trace from there
+            for h in p["host_intr"]:
+                gdb.execute("break *0x%x" % h, to_string=True)
+            gdb.execute("continue", to_string=True)
+            gdb.execute("delete", to_string=True)
+            a = pc()
+            guest = False
+            trace = [[a, "h"]]
+            continue
         trace.append([a, "g" if guest else "h"])
         if len(trace) > p["max_steps"]:
             raise Exception("no closing RDTSC within %d instructions" % p["max_steps"])

@@ -48,10 +48,12 @@ void vcpu_state_leave(struct vcpu *v)
  * shadow (an INTR exit with RIP at the HLT, shadow 0, whose timer then fired
  * the guest's one-shot); injected at the HLT, the handler returned to it and
  * the guest halted with its wake-up already handled (the irqonce guest
- * under host load, issue 11 item 8). Only those two exits leave RIP at a
- * HLT the guest has not run yet (an exit that completed an instruction
- * moved RIP on; a HLT there is the guest's to run, after the interrupt, as
- * on a CPU), so the code byte is read only after them: it cost every other
+ * under host load, issue 11 item 8). Only exits of those two kinds leave
+ * RIP at a HLT the guest has not run yet (an exit that completed an
+ * instruction moved RIP on; a HLT there is the guest's to run, after the
+ * interrupt, as on a CPU), so the code byte is read only after the rows
+ * counted as `intr` and `vintr` (host interrupts and VT-x's preemption
+ * timer; interrupt, NMI and TPR windows and SVM's IRET): it cost every other
  * injection about 58 instructions (self_ipi under tools/bench.py, on a
  * throwaway build without the check). */
 static void inject_completes_hlt(struct vcpu *v)

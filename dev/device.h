@@ -87,9 +87,15 @@ struct guest_clock *dev_clock(struct dev_host *h);
  * intercepts). */
 uint64_t clock_read_slow(struct guest_clock *c, uint64_t host);
 
+/* The VM's time when the host TSC reads `host`. */
+static inline uint64_t clock_at(const struct guest_clock *c, uint64_t host)
+{
+	return c->polling ? c->vt : host + (uint64_t)c->offset;
+}
+
 static inline uint64_t clock_now(const struct guest_clock *c)
 {
-	return c->polling ? c->vt : platform_tsc() + (uint64_t)c->offset;
+	return clock_at(c, platform_tsc());
 }
 
 /* The read half of clock_access for a device's light read path: false when

@@ -419,8 +419,7 @@ bool vm_timers_run(struct vm *vm)
 {
 	bool any = false;
 	/* one TSC read for both clocks: the host's and the VM's same instant */
-	uint64_t host = rdtsc();
-	uint64_t guest = vm->clock.polling ? vm->clock.vt : host + (uint64_t)vm->clock.offset;
+	uint64_t host = rdtsc(), guest = clock_at(&vm->clock, host);
 	uint64_t min_gap = vm->timer_min_gap;
 	vm->timers_firing = true;   /* a fire() that (re)arms a timer: reprogrammed below */
 	for (unsigned i = 0; i < vm->nr_timers;) {

@@ -232,25 +232,21 @@ int vm_port_unclaimed(struct vcpu *v, uint64_t *data, bool is_write) __attribute
 /* One port access as a device sees it (the heavy path and the emulator; the
  * light path tests VM_PORT_SLOW itself): *data in/out. Returns IO_OK,
  * IO_VM_END or negative. */
-static inline int vm_port_access(struct vcpu *v, uint16_t port, uint64_t *data, unsigned size,
-				 bool is_write)
-{
-	struct vm *vm = v->vm;
-	unsigned idx = vm->port_map[port];
-	if (__builtin_expect(idx & VM_PORT_SLOW, 0)) {
-		idx &= ~VM_PORT_SLOW;
-		if (!idx)
-			return vm_port_unclaimed(v, data, is_write);
-	}
-	return vm->io[idx].fn(v, port, data, size, is_write, vm->io[idx].opaque);
-}
-
-/* The device range of `port`, as vm_port_access finds it, or NULL when
- * nobody claimed the port (vm_port_unclaimed answers). */
+/* The device range of `port`, or NULL when nobody claimed the port
+ * (vm_port_unclaimed answers it). */
 static inline const struct io_range *vm_port_range(const struct vm *vm, uint16_t port)
 {
 	unsigned idx = vm->port_map[port] & ~VM_PORT_SLOW;
-	return idx ? &vm->io[idx] : 0;
+	return __builtin_expect(idx != 0, 1) ? &vm->io[idx] : 0;
+}
+
+static inline int vm_port_access(struct vcpu *v, uint16_t port, uint64_t *data, unsigned size,
+				 bool is_write)
+{
+	const struct io_range *r = vm_port_range(v->vm, port);
+	if (!r)
+		return vm_port_unclaimed(v, data, is_write);
+	return r->fn(v, port, data, size, is_write, r->opaque);
 }
 
 /* The VM lock, for VMs of several vCPUs only (struct vm's lock). */

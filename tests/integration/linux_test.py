@@ -171,6 +171,20 @@ def check(cond, reason):
 
 
 @contextlib.contextmanager
+def killed_on_failure(g):
+    """Any failure inside kills g's emulator; a GuestError becomes the
+    test's Fail."""
+    try:
+        yield
+    except lpguest.GuestError as e:
+        g.kill()
+        raise Fail(str(e))
+    except BaseException:
+        g.kill()
+        raise
+
+
+@contextlib.contextmanager
 def shell_session(name, direct, mode="lightpath", prompt_timeout=PROMPT_TIMEOUT, **guest_args):
     """Builds the guest, boots it (under lightpath, or plain QEMU with
     --direct; mode "bochs": the VT-x image under Bochs) with lp.test=1 to
@@ -186,7 +200,7 @@ def shell_session(name, direct, mode="lightpath", prompt_timeout=PROMPT_TIMEOUT,
                       timeout=prompt_timeout + 300, say=say, **guest_args)
     say("  %s: %s" % (name, g.command_line()))
     g.start()
-    try:
+    with killed_on_failure(g):
         g.boot_to_shell(prompt_timeout)
         check("lightpath-linux: test mode (lp.test=1)" in g.text,
               "/init did not see lp.test=1 on the kernel command line")
@@ -194,12 +208,6 @@ def shell_session(name, direct, mode="lightpath", prompt_timeout=PROMPT_TIMEOUT,
         # console: keep only emergencies there from now on (dmesg keeps all).
         g.run("dmesg -n 1")
         yield g
-    except lpguest.GuestError as e:
-        g.kill()
-        raise Fail(str(e))
-    except BaseException:
-        g.kill()
-        raise
 
 
 def dmesg_lines(g, name, cmd):
@@ -714,7 +722,7 @@ def run_net_test(direct):
     vm_a, vm_b = 0, 1
     names = {vm_a: "A (vm0, %s)" % NET_VMS[0][1], vm_b: "B (vm1, %s)" % NET_VMS[1][1]}
     g.start()
-    try:
+    with killed_on_failure(g):
         for vm, (tag, ip, mac) in ((vm_a, NET_VMS[0]), (vm_b, NET_VMS[1])):
             # a VM's unfinished line (its prompt) reaches the console only
             # while it has the input: give it the input, then wait
@@ -794,12 +802,6 @@ def run_net_test(direct):
                       "vm%d: %s" % (vm, line))
             else:
                 rc = g.poweroff()
-    except lpguest.GuestError as e:
-        g.kill()
-        raise Fail(str(e))
-    except BaseException:
-        g.kill()
-        raise
     say("  %s: QEMU exited %d after %.1f s" % (NAME_NET, rc, g.t_end))
     own = serial_log.lightpath_lines(g.text)
     for vm in (vm_a, vm_b):

@@ -72,13 +72,14 @@ void kmain(uint32_t magic, uint32_t info)
 		power_off(LP_STATUS_HV_ERROR);
 	}
 	kprintf("lightpath: options: light=%s svm.vmload=%s vmx.tpr=%s vmx.apicv=%s dr=%s pmu=%s "
-		"msr=%s io=%s spec=%s unclaimed=%s clock=%s mem=%u stats=%s\n",
+		"msr=%s io=%s spec=%s unclaimed=%s clock=%s timer=%s mem=%u stats=%s\n",
 		options.light ? "on" : "off", options.vmload_lazy ? "lazy" : "always",
 		options.vmx_tpr_shadow ? "shadow" : "exit", options.vmx_apicv ? "on" : "off",
 		options.dr_lazy ? "lazy" : "always", options.pmu_lazy ? "lazy" : "always",
 		options.msr_lazy ? "lazy" : "always", options.io_fast ? "fast" : "emulate",
 		options.spec ? "on" : "off", options.unclaimed_pc ? "pc" : "stop",
-		options.clock_poll ? "poll" : "host", options.mem_mb, options.stats ? "on" : "off");
+		options.clock_poll ? "poll" : "host", options.timer_lead ? "lead" : "exact",
+		options.mem_mb, options.stats ? "on" : "off");
 
 	uint64_t reserved = (uint64_t)(uintptr_t)__image_end;
 	if (boot_info.highest_used > reserved)

@@ -43,6 +43,7 @@ static const struct option_desc option_table[] = {
 	SWITCH("spec", spec, "on", "off"),
 	SWITCH("unclaimed", unclaimed_pc, "pc", "stop"),
 	SWITCH("clock", clock_poll, "poll", "host"),
+	SWITCH("timer", timer_lead, "lead", "exact"),
 	{ "mem", OPT_MIB, offsetof(struct lp_options, mem_mb), NULL, NULL },
 	{ "stats", OPT_STATS, offsetof(struct lp_options, stats), NULL, NULL },
 	{ "vm.timeout", OPT_SECONDS, offsetof(struct lp_options, vm_timeout_s), NULL, NULL },
@@ -64,6 +65,7 @@ void options_defaults(struct lp_options *opt)
 	opt->spec = true;
 	opt->unclaimed_pc = true;
 	opt->clock_poll = true;
+	opt->timer_lead = true;
 	opt->mem_mb = MEM_MB_DEFAULT;
 	opt->stats = true;
 	opt->stats_cost = false;

@@ -22,6 +22,8 @@ struct lp_options {
 	bool io_fast;      /* io=fast|emulate      seed 004 */
 	bool spec;         /* spec=on|off: speculative-execution hygiene on the exit path */
 	bool clock_poll;   /* clock=poll|host: guest time while polling (vmm/guest_clock.h) */
+	bool timer_lead;   /* timer=lead|exact: a VM's timers run ahead of their deadline and
+			      the vCPU waits for it before entering (vmm/timer_lead.h) */
 	bool unclaimed_pc; /* unclaimed=pc|stop: guest-physical addresses nobody claims */
 	unsigned mem_mb;   /* mem=N: guest RAM per VM in MiB (4..1024), default 64 */
 	bool stats;        /* stats=on|off|cost|sites|all: print the exit table when a VM ends */

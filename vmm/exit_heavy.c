@@ -579,5 +579,6 @@ void exit_heavy(struct vcpu *v)
 		if (p & VCPU_PENDING_STEP)   /* a trap outranks NMIs and interrupts */
 			vendor_single_step_trap(v);
 		exit_inject_interrupts(v);
+		vm_timer_lead_wait(v->vm);   /* last: the guest runs next */
 	}
 }

@@ -46,6 +46,7 @@ static COLD light_ret light_recheck(struct vcpu *v, unsigned reason)
 		return light_handled_leave(v, reason);   /* (the DRs are the heavy path's) */
 	v->pending = 0;
 	exit_inject_interrupts(v);
+	vm_timer_lead_wait(v->vm);   /* last: the guest runs next */
 	return light_resume(v);
 }
 

@@ -169,7 +169,9 @@ void vcpu_state_leave(struct vcpu *v);
 /* Interrupt delivery: injects a waiting NMI, and the platform's next vector,
  * when the guest can take them, or asks for an exit when it can (NMI and
  * interrupt windows). An interrupt injected with RIP at a HLT completes the
- * HLT (exit_heavy.c, inject_completes_hlt). */
+ * HLT (exit_heavy.c, inject_completes_hlt). Its callers enter the guest
+ * next, after vm_timer_lead_wait (a timer fired ahead of its deadline is
+ * not seen by the guest before the deadline). */
 void exit_inject_interrupts(struct vcpu *v);
 /* Queues the test facility's vector (LP_HC_RAISE_IRQ, LP_HC_TIMER); returns
  * negative if one is still queued. */

@@ -10,6 +10,7 @@
 #include "core/timer.h"
 #include "core/tsc.h"
 #include "dev/pc_irq.h"
+#include "dev/tick_math.h"
 #include "lib/printf.h"
 #include "lib/string.h"
 #include "vmm/cpu_state.h"
@@ -356,6 +357,11 @@ void vm_timers_reprogram(struct vm *vm)
 	vm->clock_poll.next_deadline = next_guest;
 	if (next_guest != UINT64_MAX) {
 		uint64_t h = guest_deadline_to_host(vm, next_guest);
+		if (h && vm->timer_lead.on && h != UINT64_MAX) {   /* timer=lead: ahead of it */
+			uint64_t lead = vm->timer_lead.lead;
+			vm->timer_lead.programmed = lead;
+			h = h > lead ? h - lead : 1;
+		}
 		if (h && (!next || h < next))
 			next = h;
 	}
@@ -421,13 +427,20 @@ bool vm_timers_run(struct vm *vm)
 	/* one TSC read for both clocks: the host's and the VM's same instant */
 	uint64_t host = rdtsc(), guest = clock_at(&vm->clock, host);
 	uint64_t min_gap = vm->timer_min_gap;
+	/* timer=lead: a device timer due within the lead fires now, as at its
+	 * deadline (vmm/timer_lead.h) */
+	uint64_t lead = vm->clock.polling ? 0 : timer_lead_window(&vm->timer_lead);
 	vm->timers_firing = true;   /* a fire() that (re)arms a timer: reprogrammed below */
 	for (unsigned i = 0; i < vm->nr_timers;) {
 		struct vm_timer *t = vm->timers[i];
 		uint64_t now = t->host_clock ? host : guest;
 		if (t->deadline_tsc > now) {
-			i++;
-			continue;
+			if (t->host_clock || t->deadline_tsc - now > lead) {
+				i++;
+				continue;
+			}
+			now = t->deadline_tsc;
+			timer_lead_fired_early(&vm->timer_lead, now);
 		}
 		t->armed = false;
 		timer_unlink(vm, t);      /* fire() may re-arm it */
@@ -442,12 +455,40 @@ bool vm_timers_run(struct vm *vm)
 		i = 0;
 		if (!t->host_clock && !vm->clock.polling)
 			guest = clock_now(&vm->clock);   /* fire() may have ended polling */
+		if (vm->clock.polling)   /* or started it: the VM's time stops at exits */
+			lead = 0;
 	}
 	vm->timers_firing = false;
 	vm_timers_reprogram(vm);
 	if (any)   /* a device timer may have raised an interrupt */
 		vm_timers_fired(vm);
 	return any;
+}
+
+void vm_timer_lead_wait_slow(struct vm *vm)
+{
+	struct timer_lead *l = &vm->timer_lead;
+	if (vm->clock.polling) {   /* its time moves only at exits now: nothing to wait for */
+		l->release = 0;
+		return;
+	}
+	uint64_t wait = timer_lead_arrived(l, clock_now(&vm->clock));
+	/* the VM's time is the host's plus an offset that cannot change here:
+	 * wait in host ticks, never longer than the lead's bound */
+	uint64_t until = rdtsc() + (wait < l->max ? wait : l->max);
+	while (rdtsc() < until)
+		asm volatile("pause" ::: "memory");
+}
+
+void vm_timer_lead_print_stats(const struct vm *vm)
+{
+	const struct timer_lead *l = &vm->timer_lead;
+	if (!l->early)
+		return;
+	kprintf("  timer lead: %lu timers fired ahead of their deadline; %lu waits (%lu us in all), "
+		"%lu found the deadline passed; lead %lu ns\n", l->early, l->waits,
+		muldiv64(l->waited, 1000000, tsc_hz()), l->late,
+		muldiv64(l->lead, 1000000000ull, tsc_hz()));
 }
 
 uint64_t platform_tsc_hz(void)
@@ -464,6 +505,14 @@ static unsigned vm_pci_functions(const struct vm *vm)
 static void vm_create_devices(struct vm *vm)
 {
 	vm->timer_min_gap = tsc_hz() / (1000000 / TIMER_MIN_PERIOD_US);
+	_Static_assert(TIMER_LEAD_MAX_NS < TIMER_MIN_PERIOD_US * 1000 / 2,
+		       "a timer re-armed by its early fire must not be due within the lead");
+	vm->timer_lead = (struct timer_lead){
+		.on = vm->opt->timer_lead && vm->nr_vcpus == 1,
+		.lead = muldiv64(TIMER_LEAD_START_NS, tsc_hz(), 1000000000ull),
+		.max = muldiv64(TIMER_LEAD_MAX_NS, tsc_hz(), 1000000000ull),
+		.margin = muldiv64(TIMER_LEAD_MARGIN_NS, tsc_hz(), 1000000000ull) + 1,
+	};
 	guest_clock_init(vm);          /* first: the timer devices keep its address */
 	platform_create(vm);
 }

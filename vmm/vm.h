@@ -15,6 +15,7 @@
 #include "vmm/light.h"
 #include "vmm/loader.h"
 #include "vmm/msr_map.h"
+#include "vmm/timer_lead.h"
 #include "vmm/vmconfig.h"
 #include "arch_vcpu.h"   /* the backend's: -Ivmm/svm or -Ivmm/vmx */
 
@@ -189,6 +190,7 @@ struct vm {
 	unsigned nr_timers;
 	bool timers_firing;      /* vm_timers_run is firing: it programs the host timer once, after */
 	uint64_t timer_min_gap;  /* TIMER_MIN_PERIOD_US in TSC ticks (vm.c), set at creation */
+	struct timer_lead timer_lead;  /* timer=lead (vmm/timer_lead.h) */
 	struct vm_timer test_timer; /* LP_HC_TIMER */
 
 	struct vcpu *vcpu;          /* the boot vCPU, vcpus[0] */
@@ -311,6 +313,16 @@ bool vm_timers_run(struct vm *vm);
 /* Programs the host timer for the next deadline (after the VM's clock
  * changed its offset or stopped polling). */
 void vm_timers_reprogram(struct vm *vm);
+/* Before the vCPU enters, after the injection: with a timer fired ahead of
+ * its deadline (timer=lead), wait until the VM's time reaches it. */
+void vm_timer_lead_wait_slow(struct vm *vm);
+/* The lead's line of the VM's statistics (none if no timer fired early). */
+void vm_timer_lead_print_stats(const struct vm *vm);
+static inline void vm_timer_lead_wait(struct vm *vm)
+{
+	if (__builtin_expect(vm->timer_lead.release != 0, 0))
+		vm_timer_lead_wait_slow(vm);
+}
 
 /* Ends the VM with `status` (the first end stands); `why` goes in its end
  * line. Devices reach it through dev_vm_end. */

@@ -27,6 +27,7 @@ static void assert_options_equal(const struct lp_options *a, const struct lp_opt
 	assert_int_equal(a->spec, b->spec);
 	assert_int_equal(a->unclaimed_pc, b->unclaimed_pc);
 	assert_int_equal(a->clock_poll, b->clock_poll);
+	assert_int_equal(a->timer_lead, b->timer_lead);
 	assert_int_equal(a->mem_mb, b->mem_mb);
 	assert_int_equal(a->stats, b->stats);
 	assert_int_equal(a->stats_cost, b->stats_cost);
@@ -116,6 +117,7 @@ static const struct switch_case switches[] = {
 	{ "spec=off", "spec=on", offsetof(struct lp_options, spec), LP_CONFIG_SPEC },
 	{ "unclaimed=stop", "unclaimed=pc", offsetof(struct lp_options, unclaimed_pc), 0 },
 	{ "clock=host", "clock=poll", offsetof(struct lp_options, clock_poll), 0 },
+	{ "timer=exact", "timer=lead", offsetof(struct lp_options, timer_lead), 0 },
 	{ "stats=off", "stats=on", offsetof(struct lp_options, stats), 0 },
 };
 
@@ -286,7 +288,7 @@ static void test_unknown_key(void **state)
 	struct lp_options o;
 	assert_true(parse(&o, "foo=1") < 0);
 	assert_string_equal(err, "unknown boot option 'foo=1' (accepted: light= "
-			    "svm.vmload= vmx.tpr= vmx.apicv= dr= pmu= msr= io= spec= unclaimed= clock= mem= stats= vm.timeout= "
+			    "svm.vmload= vmx.tpr= vmx.apicv= dr= pmu= msr= io= spec= unclaimed= clock= timer= mem= stats= vm.timeout= "
 			    "cpus=)");
 	/* Prefixes and case variants of real keys are not keys. */
 	assert_true(parse(&o, "lightx=on") < 0);
@@ -303,7 +305,7 @@ static void test_missing_equals(void **state)
 	struct lp_options o;
 	assert_true(parse(&o, "light=on stats") < 0);
 	assert_string_equal(err, "missing '=value' in boot option 'stats' (accepted: "
-			    "light= svm.vmload= vmx.tpr= vmx.apicv= dr= pmu= msr= io= spec= unclaimed= clock= mem= stats= vm.timeout= "
+			    "light= svm.vmload= vmx.tpr= vmx.apicv= dr= pmu= msr= io= spec= unclaimed= clock= timer= mem= stats= vm.timeout= "
 			    "cpus=)");
 	/* The leading path is skipped only once. */
 	assert_true(parse(&o, "/boot/lightpath.elf light") < 0);

@@ -102,6 +102,7 @@ CONFIGS = (
     ("pmu-off", "pmu=always"),
     ("msr-off", "msr=always"),
     ("io-off", "io=emulate"),
+    ("lead-off", "timer=exact"),   # not a seed switch: all-off keeps timer=lead
     ("spec-off", "spec=off"),
     ("all-off", " ".join("%s=%s" % (k, off) for k, _, off in SWITCHES)),
 )
@@ -464,7 +465,7 @@ def table(results, configs, mode, fmt="text", exits=LP_EXITS):
 def config_color(name):
     """A config's bar colour, the same in every backend's picture: matplotlib's
     default cycle without its grey, and all-off near black."""
-    palette = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C9", "0.15", "C8")
+    palette = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "gold", "C9", "0.15", "C8")
     return palette[[c for c, _ in CONFIGS + (APICV_OFF,)].index(name)]
 
 

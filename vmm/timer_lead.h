@@ -15,9 +15,11 @@
  * Only in a VM of one vCPU (no other vCPU can read a device that fired
  * early while this one waits) and while the VM's time is the host's (while
  * the guest polls its clocks its time advances only at exits). The lead
- * adapts, as KVM's does: a wait that found the deadline already passed by
- * `late` lengthens it by that and a margin, a wait of more than twice the
- * margin shortens it by a quarter of the excess. It never exceeds `max`,
+ * adapts, as KVM's does: a timer that fired `late` past its deadline (the
+ * host timer came later than the lead: a slow host interrupt, a long exit)
+ * or a wait that found the deadline already passed by `late` lengthens it
+ * by that and a margin; a wait of more than twice the margin shortens it
+ * by a quarter of the excess. It never exceeds `max`,
  * below half the shortest period vm_timers_run lets a timer re-arm with, so
  * that a timer re-armed by its early fire is never due within the lead of
  * the same run, and a guest cannot make a wait longer than `max`. */
@@ -41,6 +43,7 @@ struct timer_lead {
 	uint64_t early;     /* timers fired ahead of their deadline */
 	uint64_t waits;     /* waits that had time to spare */
 	uint64_t late;      /* waits that found the deadline passed */
+	uint64_t missed;    /* timers that fired past their deadline */
 	uint64_t waited;    /* ticks waited in all */
 };
 
@@ -62,6 +65,20 @@ static inline void timer_lead_fired_early(struct timer_lead *l, uint64_t deadlin
 		l->release = deadline;
 }
 
+/* The lead, `more` ticks longer (at most max). */
+static inline void timer_lead_lengthen(struct timer_lead *l, uint64_t more)
+{
+	uint64_t room = l->max - l->lead;   /* more may be any 64-bit value */
+	l->lead = more >= room || more + l->margin >= room ? l->max : l->lead + more + l->margin;
+}
+
+/* A device timer fired `late` ticks past its deadline, the lead on. */
+static inline void timer_lead_fired_late(struct timer_lead *l, uint64_t late)
+{
+	l->missed++;
+	timer_lead_lengthen(l, late);
+}
+
 /* The vCPU is about to enter at VM time `now`, with l->release set: how
  * many ticks it must wait (0: the deadline has passed), the lead adapted
  * to what this exit found. */
@@ -70,9 +87,8 @@ static inline uint64_t timer_lead_arrived(struct timer_lead *l, uint64_t now)
 	uint64_t release = l->release;
 	l->release = 0;
 	if (now >= release) {
-		uint64_t more = now - release + l->margin;
 		l->late++;
-		l->lead = more > l->max - l->lead ? l->max : l->lead + more;
+		timer_lead_lengthen(l, now - release);
 		return 0;
 	}
 	uint64_t spare = release - now;

@@ -441,6 +441,8 @@ bool vm_timers_run(struct vm *vm)
 			}
 			now = t->deadline_tsc;
 			timer_lead_fired_early(&vm->timer_lead, now);
+		} else if (lead && !t->host_clock) {
+			timer_lead_fired_late(&vm->timer_lead, now - t->deadline_tsc);
 		}
 		t->armed = false;
 		timer_unlink(vm, t);      /* fire() may re-arm it */
@@ -483,11 +485,11 @@ void vm_timer_lead_wait_slow(struct vm *vm)
 void vm_timer_lead_print_stats(const struct vm *vm)
 {
 	const struct timer_lead *l = &vm->timer_lead;
-	if (!l->early)
+	if (!l->early && !l->missed)
 		return;
-	kprintf("  timer lead: %lu timers fired ahead of their deadline; %lu waits (%lu us in all), "
-		"%lu found the deadline passed; lead %lu ns\n", l->early, l->waits,
-		muldiv64(l->waited, 1000000, tsc_hz()), l->late,
+	kprintf("  timer lead: %lu timers fired ahead of their deadline, %lu past it; %lu waits "
+		"(%lu us in all), %lu found the deadline passed; lead %lu ns\n", l->early, l->missed,
+		l->waits, muldiv64(l->waited, 1000000, tsc_hz()), l->late,
 		muldiv64(l->lead, 1000000000ull, tsc_hz()));
 }
 

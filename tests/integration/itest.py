@@ -80,6 +80,14 @@ SWITCH_CONFIGS = (
     ("light-off", "light=off"),
     ("all-off", ALL_OFF),
 )
+# The timer guests also run with timer=exact (the default, timer=lead, fires
+# a VM's timers ahead of their deadline: vmm/timer_lead.h): the same results.
+TIMER_EXACT_GUESTS = TIMERS_GUESTS + HPET_GUESTS + INTR_GUESTS + CPUMSR_GUESTS + \
+                     ("irqonce32", "irqonce64")
+TIMER_LEAD_LINE = (r"^\s+timer lead: (\d+) timers fired ahead of their deadline, (\d+) past it; "
+                   r"(\d+) waits \((\d+) us in all\), (\d+) found the deadline passed; "
+                   r"lead (\d+) ns$")
+TIMER_LEAD_MAX_NS = 10000   # vmm/timer_lead.h
 # The hostile-guest cases (issue 10) also run with the heavy paths forced.
 HOSTILE_SWITCHES = ("hostile-opts", "light=off io=emulate dr=always")
 # Self-tests that also run under HOSTILE_SWITCHES (the interrupt paths forced heavy).
@@ -293,6 +301,35 @@ def t_switched(name, cfg, opts):
             diff = [l for l in oks if l not in base] + ["(missing) " + l for l in base if l not in oks]
             raise Fail("guest-visible results differ from the default options run: %s"
                        % ("; ".join(diff[:3]) or "order differs"))
+        return b
+    return run
+
+
+def t_timer_exact(name):
+    """timer=exact: the results of the default run, and no timer fired early."""
+    switched = t_switched(name, "timer-exact", "timer=exact")
+    def run():
+        b = switched()
+        b.expect_not(r"^\s+timer lead: ", "a 'timer lead:' line under timer=exact")
+        return b
+    return run
+
+
+def t_timer_lead(name):
+    """The default timer=lead: the self-test passes (its checks that no
+    interrupt comes before its time included), and its VM fired timers
+    ahead of their deadline, with a lead within the bound. Under -icount:
+    in real-time TCG the host timer comes tens of microseconds late, past
+    any lead (the timers then count as fired past their deadline)."""
+    def run():
+        b = Boot("timer-lead-" + name, [guest(name)], icount=True)
+        selftest_result(b, name, known=QEMU_SVM_KNOWN)
+        expect_status(b, min(b.excused, 1))
+        m = b.expect(TIMER_LEAD_LINE, "'timer lead: ...' in vm0's statistics")
+        early, waits, late, lead_ns = (int(m.group(i)) for i in (1, 3, 5, 6))
+        check(early > 0 and waits + late > 0, "no timer fired early: %s" % m.group(0).strip())
+        check(waits + late <= early, "more waits than early fires: %s" % m.group(0).strip())
+        check(lead_ns <= TIMER_LEAD_MAX_NS, "lead above its bound: %s" % m.group(0).strip())
         return b
     return run
 
@@ -1303,11 +1340,12 @@ def both_switch_sets(prefix, name, make_case):
             (1, "%s%s-%s" % (prefix, name, cfg), make_case("%s-%s" % (name, cfg), opts))]
 
 
-def guest64_then_resetcheck(name, vm0_lines, bochs=False, nrip=False):
+def guest64_then_resetcheck(name, vm0_lines, bochs=False, nrip=False, icount=False):
     """make_case (for both_switch_sets) of a 64-bit hostile guest that ends
     with status 0 and is followed by resetcheck64; vm0_lines(0) gives the
     guest's own lines. `bochs`: under Bochs VT-x (vmx_tests.BochsBoot);
-    with `nrip` the SVM image under Bochs ryzen (NRIP save) instead."""
+    with `nrip` the SVM image under Bochs ryzen (NRIP save) instead;
+    `icount`: QEMU with -icount (the guest's TSC counts instructions)."""
     def make_case(label, switches):
         def run():
             hc = healthy(bochs=bochs, wide=True)
@@ -1318,7 +1356,7 @@ def guest64_then_resetcheck(name, vm0_lines, bochs=False, nrip=False):
                                         kernel=vmx_tests.SVM_IMAGE if nrip else None)
                 path = name + ".elf"
             else:
-                b = Boot(label, [guest(name), hc[0]], append=switches)
+                b = Boot(label, [guest(name), hc[0]], append=switches, icount=icount)
                 path = guest(name)
             expect_exact_lines(b, [loaded(0, path, 64, path, "ELF64")] + vm0_lines(0) +
                                [r"lightpath: vm0: ended with status 0 \(isa-debug-exit\)",
@@ -2034,6 +2072,10 @@ def all_tests():
     for g in SWITCHED_GUESTS:
         for cfg, opts in SWITCH_CONFIGS:
             t.append((2, "switch-%s-%s" % (g, cfg), t_switched(g, cfg, opts)))
+    for g in TIMER_EXACT_GUESTS:
+        t.append((2, "switch-%s-timer-exact" % g, t_timer_exact(g)))
+    for g in ("hpet32", "hpet64", "intr32", "intr64"):
+        t.append((1, "timer-lead-" + g, t_timer_lead(g)))
     for g in CPUMSR_GUESTS:   # pmu=always and the heavy paths around the MSR handlers
         t.append((2, "switch-%s-all-off" % g, t_switched(g, "all-off", ALL_OFF)))
     for g in MMIO_GUESTS:

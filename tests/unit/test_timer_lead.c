@@ -92,6 +92,23 @@ static void test_adapts_both_ways(void **state)
 	assert_true(l.lead < before && before - l.lead <= 1000 / 4);
 }
 
+/* A timer that fired past its deadline (the host timer later than the
+ * lead) lengthens the lead by that, up to the bound, whatever the value. */
+static void test_fired_late(void **state)
+{
+	(void)state;
+	struct timer_lead l = fresh(500);
+	timer_lead_fired_late(&l, 2000);
+	assert_int_equal(l.missed, 1);
+	assert_int_equal(l.lead, 500 + 2000 + MARGIN);
+	timer_lead_fired_late(&l, UINT64_MAX);
+	assert_int_equal(l.lead, MAX);
+	l.lead = MAX - 1;
+	timer_lead_fired_late(&l, 0);
+	assert_int_equal(l.lead, MAX);
+	assert_int_equal(l.release, 0);   /* nothing to wait for */
+}
+
 /* Several timers fired early in one run: the wait is for the latest. */
 static void test_waits_for_the_latest(void **state)
 {
@@ -123,6 +140,7 @@ int main(void)
 		cmocka_unit_test(test_settles_on_the_path),
 		cmocka_unit_test(test_bounded),
 		cmocka_unit_test(test_adapts_both_ways),
+		cmocka_unit_test(test_fired_late),
 		cmocka_unit_test(test_waits_for_the_latest),
 		cmocka_unit_test(test_off),
 	};

@@ -81,7 +81,8 @@ KVM_PATH = {
 _ENV = {
     "kernel": re.compile(r"^compare: init: kernel (\S+)\s*$"),
     "cpu_model": re.compile(r"^compare: init: cpu\s*(.*?)\s*$"),
-    "kvm_amd": re.compile(r"^compare: init: kvm_amd (npt=\S* nrips=\S*)\s*$"),
+    "kvm_amd": re.compile(r"^compare: init: kvm_amd (npt=\S* nrips=\S*"
+                          r"(?: kvm\.lapic_timer_advance_ns=\S*)?)\s*$"),
 }
 _MITIGATION = re.compile(r"^compare: init: mitigation (\S+): (.*?)\s*$")
 # Optional in parse_kvm (logs from before /init printed them); check_pair
@@ -362,7 +363,12 @@ Read these numbers with their caveats:
   which a flat guest does not need (460 to 570 fewer on the four decoded rows).
 - **timer_irq is a latency**, not a round trip: from the TSC-deadline expiry the guest armed
   (x2APIC, IA32_TSC_DEADLINE = RDTSC + 4000, then PAUSE with IF=1) to the RDTSC that is its
-  handler's first instruction, at the vector's IDT entry.
+  handler's first instruction, at the vector's IDT entry. Both sides fire the timer ahead
+  of the deadline and wait for it before entering the guest: KVM by its
+  `kvm.lapic_timer_advance_ns` (the value above; -1 is its default, a per-vCPU lead it tunes
+  itself), lightpath by `timer=lead`, its default (README, "Boot options"). lightpath's
+  `lead-off` column (`timer=exact`) in the tables above is the same latency with the
+  host timer at the deadline.
 - **A minimal VMM.** kvmrun has no in-kernel irqchip, no timers and one vCPU, except
   for `timer_irq`: that row comes from a second run of each guest (`timer=1`; only its
   `timer_irq` counts) with `kvmrun --irqchip`, KVM's in-kernel local APIC and its

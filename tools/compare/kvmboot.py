@@ -230,7 +230,7 @@ done
 # the command line is printed above already.
 dmesg | grep -iE 'mitigat|vulnerab|spectre|retbleed|speculat|srso' | grep -v 'ommand line:' |
 	sed 's/^/compare: init: dmesg: /'
-echo "compare: init: kvm_amd npt=$(cat /sys/module/kvm_amd/parameters/npt 2>/dev/null) nrips=$(cat /sys/module/kvm_amd/parameters/nrips 2>/dev/null)"
+echo "compare: init: kvm_amd npt=$(cat /sys/module/kvm_amd/parameters/npt 2>/dev/null) nrips=$(cat /sys/module/kvm_amd/parameters/nrips 2>/dev/null) kvm.lapic_timer_advance_ns=$(cat /sys/module/kvm/parameters/lapic_timer_advance_ns 2>/dev/null)"
 if [ ! -c /dev/kvm ]; then
 	echo "compare: init: error: no /dev/kvm after loading kvm_amd"
 fi

@@ -695,7 +695,10 @@ timer (x2APIC, IA32_TSC_DEADLINE = RDTSC + 4000) and spins on PAUSE with IF=1; t
 handler's first instruction, at the vector's IDT entry, is RDTSC, and the row is that TSC
 minus the deadline: lightpath noticing the expiry (its host timer's interrupt and the exit
 it causes), delivering the vector and entering the guest, plus the guest's interrupt
-delivery, in instructions.
+delivery, in instructions. With `timer=lead`, the default, the host timer comes a lead
+before the deadline and lightpath does that work then, waiting for the deadline before it
+enters the guest: the row is what remains after the wait. `lead-off` (`timer=exact`) is
+the whole path after the deadline.
 
 The world switch itself counts 0, and VMRUN, VMLOAD and VMSAVE count 1 each, like any
 other instruction, however expensive they are on silicon. So these figures compare code

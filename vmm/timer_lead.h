@@ -18,11 +18,12 @@
  * adapts, as KVM's does: a timer that fired `late` past its deadline (the
  * host timer came later than the lead: a slow host interrupt, a long exit)
  * or a wait that found the deadline already passed by `late` lengthens it
- * by that and a margin; a wait of more than twice the margin shortens it
- * by a quarter of the excess. It never exceeds `max`,
- * below half the shortest period vm_timers_run lets a timer re-arm with, so
- * that a timer re-armed by its early fire is never due within the lead of
- * the same run, and a guest cannot make a wait longer than `max`. */
+ * by that and a margin, unless `late` exceeds the bound; a wait of more
+ * than twice the margin shortens it by a quarter of the excess. It never
+ * exceeds `max`, below half the shortest period vm_timers_run lets a timer
+ * re-arm with, so that a timer re-armed by its early fire is never due
+ * within the lead of the same run, and a guest cannot make a wait longer
+ * than `max`. */
 #ifndef VMM_TIMER_LEAD_H
 #define VMM_TIMER_LEAD_H
 
@@ -65,11 +66,15 @@ static inline void timer_lead_fired_early(struct timer_lead *l, uint64_t deadlin
 		l->release = deadline;
 }
 
-/* The lead, `more` ticks longer (at most max). */
+/* The lead, `more` ticks longer (at most max). Lateness beyond the bound
+ * is not the path's doing (a vCPU that halted or waited on the heavy path
+ * in between, a host timer far off): it changes nothing, as in KVM. */
 static inline void timer_lead_lengthen(struct timer_lead *l, uint64_t more)
 {
-	uint64_t room = l->max - l->lead;   /* more may be any 64-bit value */
-	l->lead = more >= room || more + l->margin >= room ? l->max : l->lead + more + l->margin;
+	if (more > l->max)
+		return;
+	uint64_t room = l->max - l->lead;
+	l->lead = more + l->margin >= room ? l->max : l->lead + more + l->margin;
 }
 
 /* A device timer fired `late` ticks past its deadline, the lead on. */

@@ -428,21 +428,26 @@ bool vm_timers_run(struct vm *vm)
 	uint64_t host = rdtsc(), guest = clock_at(&vm->clock, host);
 	uint64_t min_gap = vm->timer_min_gap;
 	/* timer=lead: a device timer due within the lead fires now, as at its
-	 * deadline (vmm/timer_lead.h) */
+	 * deadline (vmm/timer_lead.h); `ahead` is the VM's time it fires by */
 	uint64_t lead = vm->clock.polling ? 0 : timer_lead_window(&vm->timer_lead);
+	uint64_t ahead = guest + lead;
 	vm->timers_firing = true;   /* a fire() that (re)arms a timer: reprogrammed below */
 	for (unsigned i = 0; i < vm->nr_timers;) {
 		struct vm_timer *t = vm->timers[i];
-		uint64_t now = t->host_clock ? host : guest;
-		if (t->deadline_tsc > now) {
-			if (t->host_clock || t->deadline_tsc - now > lead) {
-				i++;
-				continue;
+		uint64_t due = t->deadline_tsc;
+		if (due > (t->host_clock ? host : ahead)) {
+			i++;
+			continue;
+		}
+		uint64_t now = host;
+		if (!t->host_clock) {
+			now = guest;
+			if (due > guest) {   /* within the lead */
+				now = due;
+				timer_lead_fired_early(&vm->timer_lead, due);
+			} else if (lead) {
+				timer_lead_fired_late(&vm->timer_lead, guest - due);
 			}
-			now = t->deadline_tsc;
-			timer_lead_fired_early(&vm->timer_lead, now);
-		} else if (lead && !t->host_clock) {
-			timer_lead_fired_late(&vm->timer_lead, now - t->deadline_tsc);
 		}
 		t->armed = false;
 		timer_unlink(vm, t);      /* fire() may re-arm it */
@@ -459,6 +464,7 @@ bool vm_timers_run(struct vm *vm)
 			guest = clock_now(&vm->clock);   /* fire() may have ended polling */
 		if (vm->clock.polling)   /* or started it: the VM's time stops at exits */
 			lead = 0;
+		ahead = guest + lead;
 	}
 	vm->timers_firing = false;
 	vm_timers_reprogram(vm);

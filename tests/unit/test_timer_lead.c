@@ -51,19 +51,25 @@ static void test_settles_on_the_path(void **state)
 }
 
 /* A path longer than the bound: the lead stops at the bound, the wait
- * never exceeds it, and the rest is latency. */
+ * never exceeds it, and the rest is latency. Lateness beyond the bound
+ * changes nothing. */
 static void test_bounded(void **state)
 {
 	(void)state;
 	struct timer_lead l = fresh(1000);
 	uint64_t late = 0;
 	for (int i = 0; i < 100; i++) {
-		uint64_t wait = expiry(&l, 1000000 + 100000 * (uint64_t)i, 3 * MAX, &late);
+		uint64_t wait = expiry(&l, 1000000 + 100000 * (uint64_t)i, MAX + 500, &late);
 		assert_true(wait <= MAX);
 		assert_true(l.lead <= MAX);
 	}
 	assert_int_equal(l.lead, MAX);
-	assert_int_equal(late, 2 * MAX);
+	assert_int_equal(late, 500);
+	l = fresh(1000);
+	for (int i = 0; i < 10; i++)
+		expiry(&l, 1000000 + 100000 * (uint64_t)i, 1000 + MAX + 1, &late);
+	assert_int_equal(l.lead, 1000);   /* late by more than the bound: not the path */
+	assert_int_equal(l.late, 10);
 	/* whatever time a wait is asked at, it is no longer than the window */
 	for (uint64_t now = 0; now < 3 * MAX; now += 7) {
 		l = fresh(MAX);
@@ -93,7 +99,8 @@ static void test_adapts_both_ways(void **state)
 }
 
 /* A timer that fired past its deadline (the host timer later than the
- * lead) lengthens the lead by that, up to the bound, whatever the value. */
+ * lead) lengthens the lead by that, up to the bound; by more than the
+ * bound it changes nothing. */
 static void test_fired_late(void **state)
 {
 	(void)state;
@@ -101,7 +108,10 @@ static void test_fired_late(void **state)
 	timer_lead_fired_late(&l, 2000);
 	assert_int_equal(l.missed, 1);
 	assert_int_equal(l.lead, 500 + 2000 + MARGIN);
-	timer_lead_fired_late(&l, UINT64_MAX);
+	timer_lead_fired_late(&l, UINT64_MAX);   /* beyond the bound: not the path */
+	assert_int_equal(l.lead, 500 + 2000 + MARGIN);
+	assert_int_equal(l.missed, 2);
+	timer_lead_fired_late(&l, MAX);
 	assert_int_equal(l.lead, MAX);
 	l.lead = MAX - 1;
 	timer_lead_fired_late(&l, 0);

@@ -476,14 +476,13 @@ bool vm_timers_run(struct vm *vm)
 void vm_timer_lead_wait_slow(struct vm *vm)
 {
 	struct timer_lead *l = &vm->timer_lead;
-	if (vm->clock.polling) {   /* its time moves only at exits now: nothing to wait for */
-		l->release = 0;
-		return;
-	}
-	uint64_t wait = timer_lead_arrived(l, clock_now(&vm->clock));
-	/* the VM's time is the host's plus an offset that cannot change here:
-	 * wait in host ticks, never longer than the lead's bound */
-	uint64_t until = rdtsc() + (wait < l->max ? wait : l->max);
+	/* The early fires compared their deadlines with the host's time plus
+	 * the offset (the lead is 0 while the guest polls its clocks), and the
+	 * offset changes only when polling ends: the same time here, whatever
+	 * polling did since. Waited in host ticks, never longer than the bound. */
+	uint64_t host = rdtsc();
+	uint64_t wait = timer_lead_arrived(l, host + (uint64_t)vm->clock.offset);
+	uint64_t until = host + (wait < l->max ? wait : l->max);
 	while (rdtsc() < until)
 		asm volatile("pause" ::: "memory");
 }

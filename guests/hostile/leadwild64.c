@@ -13,9 +13,9 @@
  *    first, rounded so that the end it gives is never late);
  *  - an HPET comparator, level-triggered to a masked I/O APIC pin: its
  *    status bit, then the main counter >= the comparator;
- *  - the deadline and the comparator armed together within a few
- *    microseconds, so that one exit fires both ahead of their deadlines and
- *    lightpath waits for the later.
+ *  - the deadline and the comparator armed to fall due within 2 us of each
+ *    other either way, so that in some rounds one exit fires both ahead of
+ *    their deadlines and lightpath waits for the later.
  * Then a storm with interrupts on: the deadline's handler re-arms it at a
  * random distance (0 included: due at once) 2000 times; every handler runs
  * at or after its deadline. The itest case checks the VM's `timer lead:`
@@ -112,28 +112,40 @@ static uint64_t hpet_counter(void)
 	return rt_hpet_counter(HPET_BASE);
 }
 
-static void arm(struct armed *a, uint64_t hpet_ticks_per_tsc_q32)
+struct rates {
+	uint64_t hpet_per_tsc_q32;   /* HPET ticks per TSC tick, 32.32 */
+	uint64_t tsc_per_hpet;       /* TSC ticks per HPET tick */
+	uint64_t jitter;             /* 2 us in TSC ticks */
+};
+
+static void arm(struct armed *a, const struct rates *r)
 {
 	uint64_t now = rdtsc();
-	if (a->deadline) {
-		a->tsc_deadline = now + next_rand() % SPREAD;
-		wrmsr(MSR_TSC_DEADLINE, a->tsc_deadline);
-	}
-	if (a->oneshot) {
-		uint32_t count = 1 + (uint32_t)(next_rand() % (SPREAD / 8));
-		a->oneshot_end = rdtsc() + ((count * tsc_per_tick_q16) >> 16);
-		wrmsr(X2APIC_TMICT, count);
-	}
 	if (a->hpet) {
-		uint64_t ticks = ((next_rand() % SPREAD) * hpet_ticks_per_tsc_q32) >> 32;
 		/* the last round's match, if its comparator raced the counter */
 		rt_hpet_write(HPET_BASE, HPET_STATUS, 1u << HPET_TIMER);
-		a->hpet_match = hpet_counter() + HPET_MIN_TICKS + ticks;   /* below 2^32: guest_main */
+		uint64_t counter = hpet_counter();
+		now = rdtsc();
+		uint64_t ticks = HPET_MIN_TICKS + (((next_rand() % SPREAD) * r->hpet_per_tsc_q32) >> 32);
+		a->hpet_match = counter + ticks;   /* below 2^32: see guest_main */
 		rt_hpet_write(HPET_BASE, HPET_TCMP(HPET_TIMER), (uint32_t)a->hpet_match);
 		/* a comparator the counter passed before the write matches only
 		 * after the counter wraps (as on hardware): no match to wait for */
 		a->hpet = hpet_counter() < a->hpet_match;
 		a->hpet_raced = !a->hpet;
+		/* armed together: the deadline within 2 us of the comparator's time
+		 * either way, so that in some rounds one exit fires both ahead */
+		a->tsc_deadline = now + ticks * r->tsc_per_hpet - r->jitter +
+				  next_rand() % (2 * r->jitter + 1);
+	} else {
+		a->tsc_deadline = now + next_rand() % SPREAD;
+	}
+	if (a->deadline)
+		wrmsr(MSR_TSC_DEADLINE, a->tsc_deadline);
+	if (a->oneshot) {
+		uint32_t count = 1 + (uint32_t)(next_rand() % (SPREAD / 8));
+		a->oneshot_end = rdtsc() + ((count * tsc_per_tick_q16) >> 16);
+		wrmsr(X2APIC_TMICT, count);
 	}
 }
 
@@ -193,7 +205,12 @@ int guest_main(void)
 	/* HPET ticks per TSC tick, 32.32 (the HPET's rate, 10^15 / period_fs,
 	 * is below 2^32 Hz) */
 	uint64_t hpet_hz = period_fs ? 1000000000000000ull / period_fs : 0;
-	uint64_t q32 = hpet_hz < (1ull << 32) ? (hpet_hz << 32) / (rt_tsc_per_ms() * 1000) : 0;
+	uint64_t tsc_hz = rt_tsc_per_ms() * 1000;
+	struct rates rates = {
+		.hpet_per_tsc_q32 = hpet_hz < (1ull << 32) ? (hpet_hz << 32) / tsc_hz : 0,
+		.tsc_per_hpet = hpet_hz ? tsc_hz / hpet_hz : 0,
+		.jitter = tsc_hz / 500000,
+	};
 
 	static const struct { const char *what; struct armed a; } kinds[] = {
 		{ "TSC deadline: its vector in the IRR, then RDTSC at or past the deadline",
@@ -210,7 +227,7 @@ int guest_main(void)
 		wrmsr(MSR_X2APIC_LVTT, kinds[k].a.deadline ? VEC_DEADLINE | LVT_TSCDL : VEC_ONESHOT);
 		for (unsigned r = 0; r < ROUNDS; r++) {
 			struct armed a = kinds[k].a;
-			arm(&a, q32);
+			arm(&a, &rates);
 			raced += a.hpet_raced;
 			poll(&a, &early, &lost);
 		}

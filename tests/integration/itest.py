@@ -326,9 +326,8 @@ def t_timer_lead(name):
         selftest_result(b, name, known=QEMU_SVM_KNOWN)
         expect_status(b, min(b.excused, 1))
         m = b.expect(TIMER_LEAD_LINE, "'timer lead: ...' in vm0's statistics")
-        early, waits, late, lead_ns = (int(m.group(i)) for i in (1, 3, 5, 6))
-        check(early > 0 and waits + late > 0, "no timer fired early: %s" % m.group(0).strip())
-        check(waits + late <= early, "more waits than early fires: %s" % m.group(0).strip())
+        early, lead_ns = int(m.group(1)), int(m.group(6))
+        check(early > 0, "no timer fired early: %s" % m.group(0).strip())
         check(lead_ns <= TIMER_LEAD_MAX_NS, "lead above its bound: %s" % m.group(0).strip())
         return b
     return run

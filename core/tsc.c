@@ -3,6 +3,7 @@
 #include <stdbool.h>
 
 #include "core/cpu.h"
+#include "dev/tick_math.h"
 
 #define PIT_HZ 1193182u
 #define CALIBRATE_MS 10u
@@ -69,4 +70,9 @@ void tsc_calibrate(void)
 uint64_t tsc_hz(void)
 {
 	return hz;
+}
+
+uint64_t tsc_from_ns(uint64_t ns)
+{
+	return muldiv64(ns, hz, 1000000000ull);
 }

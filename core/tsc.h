@@ -6,5 +6,7 @@
 
 void tsc_calibrate(void);
 uint64_t tsc_hz(void);
+/* `ns` nanoseconds in TSC ticks (rounded down). */
+uint64_t tsc_from_ns(uint64_t ns);
 
 #endif

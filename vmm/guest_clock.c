@@ -19,11 +19,6 @@ static struct vm *clock_vm(struct guest_clock *c)
 
 #define GAP_NEVER (1ull << 63)   /* a gap no read has (146 years at 2 GHz) */
 
-static uint64_t ns_to_tsc(uint64_t ns)
-{
-	return muldiv64(ns, tsc_hz(), 1000000000ull);
-}
-
 static uint64_t tsc_to_ms(uint64_t t)
 {
 	return muldiv64(t, 1000, tsc_hz());
@@ -118,17 +113,17 @@ void guest_clock_init(struct vm *vm)
 	p->gap_span = 0;
 	/* one polling state per VM: a VM of several vCPUs keeps clock=host */
 	if (vendor_has_tsc_control() && vm->opt->clock_poll && vm->nr_vcpus == 1) {
-		p->gap_min = ns_to_tsc(CLOCK_POLL_GAP_MIN_NS);
-		p->gap_span = ns_to_tsc(CLOCK_POLL_GAP_MAX_NS) - p->gap_min;
+		p->gap_min = tsc_from_ns(CLOCK_POLL_GAP_MIN_NS);
+		p->gap_span = tsc_from_ns(CLOCK_POLL_GAP_MAX_NS) - p->gap_min;
 	}
 	c->gap_min = p->gap_min;
 	c->gap_span = p->gap_span;
 	c->last_read = rdtsc() - p->gap_min - p->gap_span - 1;   /* the first read starts nothing */
-	p->step = ns_to_tsc(CLOCK_POLL_STEP_NS);
+	p->step = tsc_from_ns(CLOCK_POLL_STEP_NS);
 	if (!p->step)
 		p->step = 1;
-	p->idle = ns_to_tsc(CLOCK_POLL_IDLE_NS);
-	p->max_lag = ns_to_tsc(CLOCK_POLL_MAX_LAG_MS * 1000000ull);
+	p->idle = tsc_from_ns(CLOCK_POLL_IDLE_NS);
+	p->max_lag = tsc_from_ns(CLOCK_POLL_MAX_LAG_MS * 1000000ull);
 	vm_timer_init(&p->idle_timer, vm->pc, idle_fire, vm);
 	p->idle_timer.host_clock = true;
 	p->next_deadline = UINT64_MAX;

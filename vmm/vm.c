@@ -516,9 +516,9 @@ static void vm_create_devices(struct vm *vm)
 		       "a timer re-armed by its early fire must not be due within the lead");
 	vm->timer_lead = (struct timer_lead){
 		.on = vm->opt->timer_lead && vm->nr_vcpus == 1,
-		.lead = muldiv64(TIMER_LEAD_START_NS, tsc_hz(), 1000000000ull),
-		.max = muldiv64(TIMER_LEAD_MAX_NS, tsc_hz(), 1000000000ull),
-		.margin = muldiv64(TIMER_LEAD_MARGIN_NS, tsc_hz(), 1000000000ull) + 1,
+		.lead = tsc_from_ns(TIMER_LEAD_START_NS),
+		.max = tsc_from_ns(TIMER_LEAD_MAX_NS),
+		.margin = tsc_from_ns(TIMER_LEAD_MARGIN_NS) + 1,
 	};
 	guest_clock_init(vm);          /* first: the timer devices keep its address */
 	platform_create(vm);

@@ -97,7 +97,21 @@ PREFIX = r"\[vm\d+\] "   # every line of guest output starts with it
 NO_SVM_LINE = "lightpath: this CPU has no AMD SVM with nested paging"
 
 
-_current = threading.local()  # .logs: serial logs of the test running on this thread
+_current = threading.local()  # .logs, .name: serial logs and name of the test running on this thread
+_log_owners = {}               # log path -> the test of this run that wrote it
+_log_owners_lock = threading.Lock()
+
+
+def claim_log(log):
+    """Records that the running test writes `log` (a Bochs boot's emulator
+    directory is named like its log). A second test of the run that would
+    write the same one fails here, every time, rather than racing on the
+    file and the directory when the two happen to run in parallel."""
+    name = getattr(_current, "name", None)
+    with _log_owners_lock:
+        owner = _log_owners.setdefault(log, name)
+    check(owner == name, "%s is also test %s's log: give the two boots distinct names" % (log, owner))
+    getattr(_current, "logs", []).append(log)
 
 
 class Fail(Exception):
@@ -118,6 +132,7 @@ class Boot:
                  kernel=None):
         safe = re.sub(r"[^A-Za-z0-9._=+-]", "_", name)
         self.log = os.path.join("build", "test", safe + ".log")
+        claim_log(self.log)
         cmd = [LP_QEMU, "--timeout", str(timeout), "--log", self.log, "--append", append]
         if kernel:
             cmd += ["--kernel", kernel]
@@ -142,7 +157,6 @@ class Boot:
             self.text = ""
         # split at '\n' only: a guest can print the other line breaks
         self.lines = serial_log.lines(self.text)
-        getattr(_current, "logs", []).append(self.log)
         if p.stderr.strip():
             with open(os.path.join(ROOT, self.log[:-4] + ".stderr"), "w") as f:
                 f.write(p.stderr)
@@ -1350,7 +1364,9 @@ def guest64_then_resetcheck(name, vm0_lines, bochs=False, nrip=False, icount=Fal
             hc = healthy(bochs=bochs, wide=True)
             if bochs:
                 import vmx_tests  # not at the top: it imports this module
-                b = vmx_tests.BochsBoot(label, [guest(name), hc[0]], append=switches,
+                # the VT-x and ryzen runs of one guest must not share a log
+                b = vmx_tests.BochsBoot(("svm-" if nrip else "") + label, [guest(name), hc[0]],
+                                        append=switches,
                                         cpu=vmx_tests.NRIP_CPU if nrip else None,
                                         kernel=vmx_tests.SVM_IMAGE if nrip else None)
                 path = name + ".elf"
@@ -1481,7 +1497,7 @@ def t_console_key():
     log = os.path.join("build", "test", "console-key.log")
     cmd = [LP_QEMU, "--interactive", "--timeout", str(TIMEOUT), "--append", "vm.timeout=30",
            "%s mode=spin" % FOREVER, HELLO3]
-    getattr(_current, "logs", []).append(log)
+    claim_log(log)
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, start_new_session=True)
@@ -1520,7 +1536,7 @@ def t_console_switch():
     log = os.path.join("build", "test", "console-switch.log")
     cmd = [LP_QEMU, "--interactive", "--smp", "2", "--timeout", str(TIMEOUT), "--append",
            "vm.timeout=30", "%s mode=hlt" % FOREVER, "%s mode=hlt" % FOREVER]
-    getattr(_current, "logs", []).append(log)
+    claim_log(log)
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, start_new_session=True)
@@ -2398,6 +2414,50 @@ def plugin_tests(kind):
     return t
 
 
+def run_suite(tests, jobs, title, counts=None):
+    """Runs [(phase, name, fn)] on `jobs` threads, phase by phase, printing
+    each start and PASS/FAIL; `counts`: write 'passed failed' there. 0 when
+    all passed."""
+    lock = threading.Lock()
+    passed = failed = 0
+    total = len(tests)
+    started = [0]
+
+    def run(name, fn):
+        with lock:
+            started[0] += 1
+            print("[%3d/%d] %s ..." % (started[0], total, name), flush=True)
+        t0 = time.monotonic()
+        _current.logs, _current.name = [], name
+        try:
+            fn()
+            return name, None, _current.logs, time.monotonic() - t0
+        except Fail as e:
+            return name, str(e), _current.logs, time.monotonic() - t0
+        except Exception as e:  # a harness bug is still a failure, never a pass
+            return name, "%s: %s" % (type(e).__name__, e), _current.logs, time.monotonic() - t0
+
+    t_start = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for phase in sorted(set(p for p, _, _ in tests)):
+            futs = [pool.submit(run, n, fn) for p, n, fn in tests if p == phase]
+            for fut in concurrent.futures.as_completed(futs):
+                name, err, logs, secs = fut.result()
+                with lock:
+                    if err is None:
+                        passed += 1
+                        print("PASS %s (%.1f s)" % (name, secs), flush=True)
+                    else:
+                        failed += 1
+                        log = " [serial log: %s]" % ", ".join(logs) if logs else ""
+                        print("FAIL %s: %s%s" % (name, err, log), flush=True)
+    print("%s: %d tests in %.0f s" % (title, passed + failed, time.monotonic() - t_start), flush=True)
+    if counts:
+        with open(counts, "w") as f:
+            f.write("%d %d\n" % (passed, failed))
+    return 0 if failed == 0 else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-j", "--jobs", type=int, default=int(os.environ.get("LP_JOBS", "2")))
@@ -2419,45 +2479,7 @@ def main():
             print(name)
         return 0
     os.makedirs(OUT, exist_ok=True)
-
-    lock = threading.Lock()
-    passed = failed = 0
-    total = len(tests)
-    started = [0]
-
-    def run(name, fn):
-        with lock:
-            started[0] += 1
-            print("[%3d/%d] %s ..." % (started[0], total, name), flush=True)
-        t0 = time.monotonic()
-        _current.logs = []
-        try:
-            fn()
-            return name, None, _current.logs, time.monotonic() - t0
-        except Fail as e:
-            return name, str(e), _current.logs, time.monotonic() - t0
-        except Exception as e:  # a harness bug is still a failure, never a pass
-            return name, "%s: %s" % (type(e).__name__, e), _current.logs, time.monotonic() - t0
-
-    t_start = time.monotonic()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for phase in sorted(set(p for p, _, _ in tests)):
-            futs = [pool.submit(run, n, fn) for p, n, fn in tests if p == phase]
-            for fut in concurrent.futures.as_completed(futs):
-                name, err, logs, secs = fut.result()
-                with lock:
-                    if err is None:
-                        passed += 1
-                        print("PASS %s (%.1f s)" % (name, secs), flush=True)
-                    else:
-                        failed += 1
-                        log = " [serial log: %s]" % ", ".join(logs) if logs else ""
-                        print("FAIL %s: %s%s" % (name, err, log), flush=True)
-    print("integration: %d tests in %.0f s" % (passed + failed, time.monotonic() - t_start), flush=True)
-    if args.counts:
-        with open(args.counts, "w") as f:
-            f.write("%d %d\n" % (passed, failed))
-    return 0 if failed == 0 else 1
+    return run_suite(tests, args.jobs, "integration", args.counts)
 
 
 if __name__ == "__main__":

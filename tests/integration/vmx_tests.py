@@ -15,7 +15,6 @@ boot runs under `timeout` (LP_VMX_TIMEOUT seconds, default 120).
 """
 
 import argparse
-import concurrent.futures
 import os
 import re
 import subprocess
@@ -86,6 +85,7 @@ class BochsBoot(itest.Boot):
     def __init__(self, name, modules, append="", cpu=None, timeout=TIMEOUT, kernel=None, cpus=None):
         safe = re.sub(r"[^A-Za-z0-9._=+-]", "_", name)
         self.log = os.path.join("build", "test", "vmx-" + safe + ".log")
+        itest.claim_log(self.log)
         cmd = [LP_BOCHS, "--timeout", str(timeout), "--log", self.log, "--name", "test-" + safe,
                "--append", append]
         if cpu:
@@ -107,7 +107,6 @@ class BochsBoot(itest.Boot):
         except OSError:
             self.text = ""
         self.lines = itest.serial_log.lines(self.text)   # split at '\n' only
-        getattr(itest._current, "logs", []).append(self.log)
 
     def why_rc(self):
         if self.rc == 124 or self.rc == 137:
@@ -634,46 +633,7 @@ def main():
             print(name)
         return 0
     os.makedirs(itest.OUT, exist_ok=True)
-
-    lock = threading.Lock()
-    passed = failed = 0
-    total = len(tests)
-    started = [0]
-
-    def run(name, fn):
-        with lock:
-            started[0] += 1
-            print("[%3d/%d] %s ..." % (started[0], total, name), flush=True)
-        t0 = time.monotonic()
-        itest._current.logs = []
-        try:
-            fn()
-            return name, None, itest._current.logs, time.monotonic() - t0
-        except Fail as e:
-            return name, str(e), itest._current.logs, time.monotonic() - t0
-        except Exception as e:  # a harness bug is still a failure, never a pass
-            return name, "%s: %s" % (type(e).__name__, e), itest._current.logs, time.monotonic() - t0
-
-    t_start = time.monotonic()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for phase in sorted(set(p for p, _, _ in tests)):
-            futs = [pool.submit(run, n, fn) for p, n, fn in tests if p == phase]
-            for fut in concurrent.futures.as_completed(futs):
-                name, err, logs, secs = fut.result()
-                with lock:
-                    if err is None:
-                        passed += 1
-                        print("PASS %s (%.1f s)" % (name, secs), flush=True)
-                    else:
-                        failed += 1
-                        log = " [serial log: %s]" % ", ".join(logs) if logs else ""
-                        print("FAIL %s: %s%s" % (name, err, log), flush=True)
-    print("vmx integration: %d tests in %.0f s" % (passed + failed, time.monotonic() - t_start),
-          flush=True)
-    if args.counts:
-        with open(args.counts, "w") as f:
-            f.write("%d %d\n" % (passed, failed))
-    return 0 if failed == 0 else 1
+    return itest.run_suite(tests, args.jobs, "vmx integration", args.counts)
 
 
 if __name__ == "__main__":

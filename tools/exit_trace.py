@@ -24,7 +24,8 @@ bracket (the TSC difference, which counts the closing RDTSC too): the two
 must differ by exactly one. Only QEMU's SVM without NRIP save is traced:
 Bochs, the other backends' emulator, has no gdb stub in Debian's build.
 
-A VMRUN that injects an event is run to the guest handler's first
+A VMRUN that injects an event (EVENTINJ, or the virtual interrupt lightpath
+injects instead under QEMU's TCG) is run to the guest handler's first
 instruction (from the guest's IDT) with a breakpoint, as QEMU's single step
 would run that handler to its next exit in one step.
 
@@ -184,6 +185,7 @@ def mem(a, n):
 out = {"ok": False}
 EFER_LMA = 1 << 10
 VMCB_EVENTINJ, VMCB_NCR3, VMCB_IDTR_BASE, VMCB_CR3, VMCB_CR0 = 0xa8, 0xb0, 0x488, 0x550, 0x558
+VMCB_INTERCEPT_MISC1, VMCB_INT_CTL = 0x0c, 0x60
 PTE_ADDR, CR0_PG = 0x000ffffffffff000, 1 << 31
 try:
     gdb.execute("maintenance packet Qqemu.sstep=%d" % p["sstep"], to_string=True)
@@ -251,16 +253,28 @@ try:
             else:
                 gpa = table | (lin & 0xfff)
         return mem(npt_gpa(vmcb, gpa), n)
+    def injected_vector(vmcb):
+        """The vector this VMRUN delivers at once: EVENTINJ's, or under QEMU's
+        TCG a virtual interrupt's (V_IRQ without the VINTR intercept, which
+        lightpath injects only where the guest takes it; vmm/svm/arch_exit.h)."""
+        inj = int.from_bytes(mem(vmcb + VMCB_EVENTINJ, 4), "little")
+        if inj >> 31:
+            return inj & 0xff
+        ctl = int.from_bytes(mem(vmcb + VMCB_INT_CTL, 8), "little")
+        misc1 = int.from_bytes(mem(vmcb + VMCB_INTERCEPT_MISC1, 4), "little")
+        if ctl >> 8 & 1 and not misc1 >> 4 & 1:
+            return ctl >> 32 & 0xff
+        return None
     def stepi():
         # QEMU runs a VMRUN that injects an event and the guest's handler up
         # to its next exit as one step: stop at the handler's first
         # instruction (from the guest's IDT) with a breakpoint instead
         vmcb = reg("rax")
-        inj = int.from_bytes(mem(vmcb + VMCB_EVENTINJ, 4), "little") if a in vmruns else 0
-        if inj >> 31:
+        vector = injected_vector(vmcb) if a in vmruns else None
+        if vector is not None:
             idt = int.from_bytes(mem(vmcb + VMCB_IDTR_BASE, 8), "little")
             wide = p["bits"] == "64"
-            g = guest_read(vmcb, idt + (inj & 0xff) * (16 if wide else 8), 16 if wide else 8)
+            g = guest_read(vmcb, idt + vector * (16 if wide else 8), 16 if wide else 8)
             handler = int.from_bytes(g[0:2] + g[6:8] + (g[8:12] if wide else b""), "little")
             gdb.execute("break *0x%x" % handler, to_string=True)
             while True:

@@ -782,8 +782,9 @@ static void dump_interrupt_state(struct vm *vm)
 	bool from_pic, test;
 	int pending = platform_intr_pending(v, &from_pic, &test);
 	int highest_isr = lapic_highest_vec(&v->lapic, LAPIC_ISR);
-	kprintf("lightpath: vm%u: ioapic lines 0x%x, uart ier 0x%x rx %u irq %u, ioapic pin4 0x%lx, "
-		"lapic irr %s isr %d tpr 0x%x, pending vector %d, %s\n", vm->id, pc->ioapic.lines,
+	kprintf("lightpath: vm%u: rip 0x%lx, ioapic lines 0x%x, uart ier 0x%x rx %u irq %u, ioapic pin4 "
+		"0x%lx, lapic irr %s isr %d tpr 0x%x, pending vector %d, %s\n", vm->id,
+		vendor_guest_rip(v), pc->ioapic.lines,
 		pc->uart.ier, pc->uart.rx_count, pc->uart.irq_level, pc->ioapic.rte[4],
 		lapic_irr_nonempty(&v->lapic) ? "set" : "empty", highest_isr, lapic_tpr(&v->lapic), pending,
 		vendor_interrupt_state(v));

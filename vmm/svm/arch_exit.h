@@ -146,16 +146,50 @@ static inline void vendor_inject_exception(struct vcpu *v, unsigned vector, bool
 				(has_err ? SVM_EVTINJ_ERR_VALID | ((uint64_t)err << 32) : 0);
 }
 
+/* How an interrupt goes in. Through EVENTINJ (KVM's way), except under
+ * QEMU's TCG (svm_inject_virq, vmm/svm/cpu.c): it delivers an EVENTINJ
+ * interrupt inside VMRUN but keeps its vector as the CPU's pending
+ * exception, and delivers it a second time, IF or not, if its loop is left
+ * (an icount deadline, input on a chardev) before the guest's next exit or
+ * exception replaces it; a Linux guest then spun forever in its UART
+ * handler on the lock its first run held (docs/SECURITY.md, case 24). There
+ * it goes in as a virtual interrupt: V_IRQ with the vector (V_IGN_TPR, the
+ * highest priority) and no VINTR intercept, which the CPU takes at the
+ * first boundary where IF is 1 and no shadow holds it, i.e. at once, since
+ * lightpath injects only there, and clears V_IRQ as it takes it. An exit
+ * before that (a host interrupt outranks it) leaves it set: the interrupt
+ * is in flight, acknowledged in the emulated APIC already, and nothing else
+ * goes in until it is taken. (Only there: Bochs 2.7's SVM never delivered
+ * such a V_IRQ in the interrupt self-tests, which then hung.) V_IRQ with
+ * the VINTR intercept is the interrupt window (vendor_intr_window). */
+extern bool svm_inject_virq;
+
+static inline bool svm_intr_in_flight(const struct vmcb *vmcb)
+{
+	return (vmcb->int_ctl & SVM_INT_CTL_V_IRQ) && !(vmcb->intercept_misc1 & SVM_INTERCEPT_VINTR);
+}
+
 static inline bool vendor_intr_injectable(struct vcpu *v)
 {
 	const struct vmcb *vmcb = &v->arch.vmcb;
 	return !(vmcb->eventinj & SVM_EVTINJ_VALID) && (vmcb->rflags & RFLAGS_IF) &&
-	       !(vmcb->int_state & SVM_INT_STATE_SHADOW);
+	       !(vmcb->int_state & SVM_INT_STATE_SHADOW) && !svm_intr_in_flight(vmcb);
+}
+
+static inline void svm_intr_set_in_flight(struct vmcb *vmcb, uint8_t vector)
+{
+	vmcb->int_ctl = (vmcb->int_ctl & ~SVM_INT_CTL_V_INTR_VECTOR) | SVM_INT_CTL_V_IRQ |
+			SVM_INT_CTL_V_IGN_TPR | SVM_INT_CTL_V_INTR_PRIO_MAX |
+			((uint64_t)vector << SVM_INT_CTL_V_INTR_VECTOR_SHIFT);
+	vmcb->intercept_misc1 &= ~SVM_INTERCEPT_VINTR;
 }
 
 static inline void vendor_inject_intr(struct vcpu *v, uint8_t vector)
 {
-	v->arch.vmcb.eventinj = SVM_EVTINJ_VALID | SVM_EVTINJ_TYPE_INTR | vector;
+	if (svm_inject_virq)
+		svm_intr_set_in_flight(&v->arch.vmcb, vector);
+	else
+		v->arch.vmcb.eventinj = SVM_EVTINJ_VALID | SVM_EVTINJ_TYPE_INTR | vector;
 }
 
 /* NMIs. With vNMI (CPUID 0x8000000A EDX bit 25, vmm/svm/cpu.c) the CPU keeps
@@ -221,6 +255,8 @@ static inline void vendor_nmi_window(struct vcpu *v, bool want)
 static inline void vendor_intr_window(struct vcpu *v, bool want)
 {
 	struct vmcb *vmcb = &v->arch.vmcb;
+	if (svm_intr_in_flight(vmcb))
+		return;   /* its handler's EOI is the next exit that looks again */
 	if (want) {
 		vmcb->int_ctl |= SVM_INT_CTL_V_IRQ | SVM_INT_CTL_V_IGN_TPR | SVM_INT_CTL_V_INTR_PRIO_MAX;
 		vmcb->intercept_misc1 |= SVM_INTERCEPT_VINTR;
@@ -232,7 +268,7 @@ static inline void vendor_intr_window(struct vcpu *v, bool want)
 
 static inline bool vendor_intr_window_requested(struct vcpu *v)
 {
-	return v->arch.vmcb.int_ctl & SVM_INT_CTL_V_IRQ;
+	return v->arch.vmcb.intercept_misc1 & SVM_INTERCEPT_VINTR;
 }
 
 /* Every change of the TPR exits (CR8 and the APIC's TPR are emulated). */
@@ -251,11 +287,17 @@ static inline void vendor_clear_interrupt_shadow(struct vcpu *v)
 static inline uint64_t vendor_exit_code(struct vcpu *v) { return (uint32_t)v->arch.vmcb.exitcode; }
 
 /* An exit in the middle of delivering an event (EXITINTINFO valid, e.g. a
- * nested page fault on the guest's IDT or stack): deliver it again. */
+ * nested page fault on the guest's IDT or stack): deliver it again; under
+ * QEMU's TCG an interrupt as a virtual one again (svm_inject_virq; QEMU
+ * leaves V_IRQ set when the delivery of one exits, a CPU clears it). */
 static inline bool vendor_heavy_begin(struct vcpu *v)
 {
 	struct vmcb *vmcb = &v->arch.vmcb;
-	if (vmcb->exitintinfo & SVM_EVTINJ_VALID)
+	if (!(vmcb->exitintinfo & SVM_EVTINJ_VALID))
+		return true;
+	if (svm_inject_virq && (vmcb->exitintinfo & SVM_EVTINJ_TYPE_MASK) == SVM_EVTINJ_TYPE_INTR)
+		svm_intr_set_in_flight(vmcb, (uint8_t)vmcb->exitintinfo);
+	else
 		vmcb->eventinj = vmcb->exitintinfo;
 	return true;
 }

@@ -20,6 +20,18 @@ extern svm_light_loop_fn *const svm_light_loops[2][SPEC_ENTRY_VARIANTS];
 
 bool svm_has_nrip;
 bool svm_has_vnmi;
+bool svm_inject_virq;
+
+/* QEMU's TCG says so at CPUID 0x40000000 (behind the hypervisor bit). */
+static bool cpu_is_qemu_tcg(void)
+{
+	uint32_t r[4];
+	cpuid(1, 0, r);
+	if (!(r[2] & (1u << 31)))
+		return false;
+	cpuid(0x40000000, 0, r);
+	return r[1] == 0x54474354u && r[2] == 0x43544743u && r[3] == 0x47435447u;   /* TCGTCGTCGTCG */
+}
 
 const char *vendor_name(void)
 {
@@ -57,8 +69,10 @@ int vendor_cpu_init(const struct lp_options *opt)
 		return -1;
 	}
 	vendor_cpu_virt_on(this_cpu());   /* SVMDIS is clear: checked above */
-	kprintf("lightpath: AMD SVM with nested paging; next RIP from %s\n",
-		svm_has_nrip ? "the CPU (NRIP save)" : "lightpath's own decoding (no NRIP save)");
+	svm_inject_virq = cpu_is_qemu_tcg();
+	kprintf("lightpath: AMD SVM with nested paging; next RIP from %s%s\n",
+		svm_has_nrip ? "the CPU (NRIP save)" : "lightpath's own decoding (no NRIP save)",
+		svm_inject_virq ? "; QEMU's TCG: interrupts go in as virtual interrupts" : "");
 	return 0;
 }
 

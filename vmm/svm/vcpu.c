@@ -204,11 +204,12 @@ int vendor_msr_vmstate(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_writ
 
 const char *vendor_interrupt_state(struct vcpu *v)
 {
-	static char buf[96];
+	static char buf[112];
 	const struct vmcb *vmcb = &v->arch.vmcb;
-	snprintf(buf, sizeof(buf), "rflags.IF %u, shadow %u, eventinj 0x%lx, v_irq %u, vintr %u",
-		 (unsigned)((vmcb->rflags >> 9) & 1), (unsigned)(vmcb->int_state & 1), vmcb->eventinj,
-		 (unsigned)((vmcb->int_ctl >> 8) & 1),
+	snprintf(buf, sizeof(buf), "rflags.IF %u, shadow %u, eventinj 0x%lx, v_irq %u (vector 0x%x), "
+		 "vintr %u", (unsigned)((vmcb->rflags >> 9) & 1), (unsigned)(vmcb->int_state & 1),
+		 vmcb->eventinj, (unsigned)((vmcb->int_ctl >> 8) & 1),
+		 (unsigned)((vmcb->int_ctl & SVM_INT_CTL_V_INTR_VECTOR) >> SVM_INT_CTL_V_INTR_VECTOR_SHIFT),
 		 (unsigned)!!(vmcb->intercept_misc1 & SVM_INTERCEPT_VINTR));
 	return buf;
 }

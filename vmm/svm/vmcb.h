@@ -208,6 +208,8 @@ _Static_assert(offsetof(struct vmcb, g_pat) == 0x668, "g_pat");
 #define SVM_INT_CTL_V_IGN_TPR    (1ull << 20)
 #define SVM_INT_CTL_V_INTR_MASKING (1ull << 24)
 #define SVM_INT_CTL_V_NMI_ENABLE (1ull << 26)
+#define SVM_INT_CTL_V_INTR_VECTOR_SHIFT 32   /* V_INTR_VECTOR: byte 0x64 */
+#define SVM_INT_CTL_V_INTR_VECTOR (0xffull << SVM_INT_CTL_V_INTR_VECTOR_SHIFT)
 /* int_state */
 #define SVM_INT_STATE_SHADOW     (1ull << 0)
 
@@ -218,6 +220,7 @@ _Static_assert(offsetof(struct vmcb, g_pat) == 0x668, "g_pat");
 /* EVENTINJ */
 #define SVM_EVTINJ_VALID         (1ull << 31)
 #define SVM_EVTINJ_ERR_VALID     (1ull << 11)
+#define SVM_EVTINJ_TYPE_MASK     (7ull << 8)
 #define SVM_EVTINJ_TYPE_INTR     (0ull << 8)
 #define SVM_EVTINJ_TYPE_NMI      (2ull << 8)
 #define SVM_EVTINJ_TYPE_EXC      (3ull << 8)

@@ -377,7 +377,7 @@ void heavy_io(struct vcpu *v)
 static bool hlt_wakes(struct vcpu *v, bool if1)
 {
 	bool from_pic, test;
-	return (if1 && (platform_intr_pending(v, &from_pic, &test) >= 0 ||
+	return (if1 && (vendor_intr_in_flight(v) || platform_intr_pending(v, &from_pic, &test) >= 0 ||
 			(v->lapic.cpu_delivers && lapic_highest_pending(&v->lapic) >= 0))) ||
 	       (platform_nmi_pending(v) && !vendor_nmi_blocked(v));
 }

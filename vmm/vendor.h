@@ -151,6 +151,8 @@ struct npf_info {
  *   void vendor_inject_intr(v, vector)
  *   void vendor_intr_window(v, bool want)          exit when IF opens, or not
  *   bool vendor_intr_window_requested(v)
+ *   bool vendor_intr_in_flight(v)                  injected, not yet taken by the
+ *                                                  guest (SVM under QEMU's TCG)
  *   void vendor_apic_sync(v)       after each delivery decision: an exit when
  *                                   the guest lowers its TPR below what IRR
  *                                   holds back, where a TPR change makes none

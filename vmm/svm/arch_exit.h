@@ -176,6 +176,12 @@ static inline bool vendor_intr_injectable(struct vcpu *v)
 	       !(vmcb->int_state & SVM_INT_STATE_SHADOW) && !svm_intr_in_flight(vmcb);
 }
 
+/* (also the vendor interface: heavy_hlt's wake-up) */
+static inline bool vendor_intr_in_flight(struct vcpu *v)
+{
+	return svm_intr_in_flight(&v->arch.vmcb);
+}
+
 static inline void svm_intr_set_in_flight(struct vmcb *vmcb, uint8_t vector)
 {
 	vmcb->int_ctl = (vmcb->int_ctl & ~SVM_INT_CTL_V_INTR_VECTOR) | SVM_INT_CTL_V_IRQ |
@@ -255,12 +261,16 @@ static inline void vendor_nmi_window(struct vcpu *v, bool want)
 static inline void vendor_intr_window(struct vcpu *v, bool want)
 {
 	struct vmcb *vmcb = &v->arch.vmcb;
-	if (svm_intr_in_flight(vmcb))
-		return;   /* its handler's EOI is the next exit that looks again */
 	if (want) {
+		if (svm_intr_in_flight(vmcb)) {
+			/* taken at the guest's next boundary: the exit after it looks
+			 * again (what the EOI would not bring: the 8259's, a test IRQ) */
+			v->pending |= VCPU_PENDING_RECHECK;
+			return;
+		}
 		vmcb->int_ctl |= SVM_INT_CTL_V_IRQ | SVM_INT_CTL_V_IGN_TPR | SVM_INT_CTL_V_INTR_PRIO_MAX;
 		vmcb->intercept_misc1 |= SVM_INTERCEPT_VINTR;
-	} else {
+	} else if (vmcb->intercept_misc1 & SVM_INTERCEPT_VINTR) {   /* (one in flight stays) */
 		vmcb->intercept_misc1 &= ~SVM_INTERCEPT_VINTR;
 		vmcb->int_ctl &= ~SVM_INT_CTL_V_IRQ;
 	}
@@ -287,18 +297,23 @@ static inline void vendor_clear_interrupt_shadow(struct vcpu *v)
 static inline uint64_t vendor_exit_code(struct vcpu *v) { return (uint32_t)v->arch.vmcb.exitcode; }
 
 /* An exit in the middle of delivering an event (EXITINTINFO valid, e.g. a
- * nested page fault on the guest's IDT or stack): deliver it again; under
- * QEMU's TCG an interrupt as a virtual one again (svm_inject_virq; QEMU
- * leaves V_IRQ set when the delivery of one exits, a CPU clears it). */
+ * nested page fault on the guest's IDT or stack): deliver it again. Under
+ * QEMU's TCG an interrupt goes in as a virtual one again; QEMU records a
+ * virtual interrupt whose delivery exits as an exception (type 3) with its
+ * vector, which EVENTINJ must not take (VMRUN refuses a vector above 31),
+ * and leaves V_IRQ set, which a CPU clears. */
 static inline bool vendor_heavy_begin(struct vcpu *v)
 {
 	struct vmcb *vmcb = &v->arch.vmcb;
-	if (!(vmcb->exitintinfo & SVM_EVTINJ_VALID))
+	uint64_t info = vmcb->exitintinfo;
+	if (!(info & SVM_EVTINJ_VALID))
 		return true;
-	if (svm_inject_virq && (vmcb->exitintinfo & SVM_EVTINJ_TYPE_MASK) == SVM_EVTINJ_TYPE_INTR)
-		svm_intr_set_in_flight(vmcb, (uint8_t)vmcb->exitintinfo);
+	uint64_t type = info & SVM_EVTINJ_TYPE_MASK;
+	if (svm_inject_virq && (type == SVM_EVTINJ_TYPE_INTR ||
+				(type == SVM_EVTINJ_TYPE_EXC && (uint8_t)info > 31)))
+		svm_intr_set_in_flight(vmcb, (uint8_t)info);
 	else
-		vmcb->eventinj = vmcb->exitintinfo;
+		vmcb->eventinj = info;
 	return true;
 }
 

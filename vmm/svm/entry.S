@@ -13,8 +13,9 @@
  * DR7 anyway) and removes them right after #VMEXIT, before anything else.
  * Breakpoints on the armed loops or on the rcx slot they touch while armed
  * are left out of the mask (a #DB there could loop), and so are data
- * breakpoints when VMRUN delivers an event (QEMU loses an event whose
- * delivery hits one). */
+ * breakpoints when VMRUN delivers an event, or the guest a virtual
+ * interrupt lightpath injected (QEMU loses an event whose delivery hits
+ * one). */
 #include "asm-offsets.h"   /* generated: build/gen/svm/ */
 #include "vmm/entry_macros.h"
 
@@ -35,8 +36,13 @@
 	mov VMCB_DR7(%rax), %rcx
 	and VCPU_DR7_ARM_MASK(%rax), %rcx
 	testl $SVM_EVTINJ_VALID_BIT, VMCB_EVENTINJ(%rax)
+	jnz 3f
+	/* or a virtual interrupt in flight (V_IRQ, no VINTR intercept: QEMU's TCG) */
+	testl $SVM_INT_CTL_V_IRQ_BIT, VMCB_INT_CTL(%rax)
 	jz 2f
-	and VCPU_DR7_INJECT_MASK(%rax), %rcx
+	testl $SVM_INTERCEPT_VINTR_BIT, VMCB_INTERCEPT_MISC1(%rax)
+	jnz 2f
+3:	and VCPU_DR7_INJECT_MASK(%rax), %rcx
 2:	mov %rcx, %dr7
 	mov VCPU_RCX(%rax), %rcx
 	.endif

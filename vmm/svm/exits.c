@@ -307,7 +307,7 @@ static void svm_heavy_reflect_exception(struct vcpu *v)
 {
 	struct vmcb *vmcb = &v->arch.vmcb;
 	unsigned vector = (unsigned)(vmcb->exitcode - SVM_EXIT_EXCP_BASE);
-	if (!(vmcb->eventinj & SVM_EVTINJ_VALID))
+	if (!(vmcb->eventinj & SVM_EVTINJ_VALID) && !(vmcb->exitintinfo & SVM_EVTINJ_VALID))
 		vendor_inject_exception(v, vector, vector == 17, 0);
 	heavy_host_intr(v);
 }

@@ -199,6 +199,13 @@ static inline bool vendor_intr_window_requested(struct vcpu *v)
 	return v->arch.proc & PROC_INTR_WINDOW_EXITING;
 }
 
+/* An injection goes in at VM entry, whatever happens next: never in flight. */
+static inline bool vendor_intr_in_flight(struct vcpu *v)
+{
+	(void)v;
+	return false;
+}
+
 /* With the TPR shadow a MOV to CR8 changes VTPR without an exit; the CPU
  * exits (TPR below threshold) when VTPR[7:4] drops below the threshold: the
  * class of the interrupt the TPR holds back, or 0. The threshold never

@@ -1383,6 +1383,15 @@ def guest64_then_resetcheck(name, vm0_lines, bochs=False, nrip=False, icount=Fal
     return make_case
 
 
+def bochs_vmx_and_svm(name, vm0_lines):
+    """guest64_then_resetcheck's case under Bochs VT-x (tests "vmx-NAME") and
+    Bochs ryzen, SVM with NRIP save ("bochs-svm-NAME"), each under both
+    switch sets."""
+    return (both_switch_sets("vmx-", name, guest64_then_resetcheck(name, vm0_lines, bochs=True)) +
+            both_switch_sets("bochs-svm-", name,
+                             guest64_then_resetcheck(name, vm0_lines, bochs=True, nrip=True)))
+
+
 def forever_stopped(vm, name, mib, mode, limit, why, forever=FOREVER):
     """The lines of a forever VM that lightpath stops for `why`."""
     return [loaded(vm, name, mib, "%s mode=%s" % (forever, mode)),
@@ -2458,28 +2467,34 @@ def run_suite(tests, jobs, title, counts=None):
     return 0 if failed == 0 else 1
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def suite_main(doc, tests, needed, title):
+    """A suite's command line: -j, -k (with the baselines needed(selected)
+    names), --list, --counts; runs the selected [(phase, name, fn)]."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("-j", "--jobs", type=int, default=int(os.environ.get("LP_JOBS", "2")))
     ap.add_argument("-k", "--match", help="only tests whose name matches this regex")
     ap.add_argument("--list", action="store_true", help="list the tests and exit")
     ap.add_argument("--counts", help="write 'passed failed' to this file")
     args = ap.parse_args()
-
-    tests = all_tests()
     if args.match:
         r = re.compile(args.match)
         sel = [x for x in tests if r.search(x[1])]
-        # a phase-2 switch test needs its guest's phase-1 baseline
-        needed = set("selftest-" + n.split("-")[1] for _, n, _ in sel
-                     if n.startswith("switch-") or n == "hostile-irqstate-" + HOSTILE_SWITCHES[0])
-        tests = [x for x in tests if x in sel or x[1] in needed]
+        keep = needed(sel)
+        tests = [x for x in tests if x in sel or x[1] in keep]
     if args.list:
-        for phase, name, _ in tests:
+        for _, name, _ in tests:
             print(name)
         return 0
     os.makedirs(OUT, exist_ok=True)
-    return run_suite(tests, args.jobs, "integration", args.counts)
+    return run_suite(tests, args.jobs, title, args.counts)
+
+
+def main():
+    def needed(sel):
+        # a phase-2 switch test needs its guest's phase-1 baseline
+        return set("selftest-" + n.split("-")[1] for _, n, _ in sel
+                   if n.startswith("switch-") or n == "hostile-irqstate-" + HOSTILE_SWITCHES[0])
+    return suite_main(__doc__, all_tests(), needed, "integration")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ build/test/vmx-<name>.log) and writes "passed failed" to --counts. Each Bochs
 boot runs under `timeout` (LP_VMX_TIMEOUT seconds, default 120).
 """
 
-import argparse
 import os
 import re
 import subprocess
@@ -611,29 +610,15 @@ def all_tests():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("-j", "--jobs", type=int, default=int(os.environ.get("LP_JOBS", "2")))
-    ap.add_argument("-k", "--match", help="only tests whose name matches this regex")
-    ap.add_argument("--list", action="store_true", help="list the tests and exit")
-    ap.add_argument("--counts", help="write 'passed failed' to this file")
-    args = ap.parse_args()
-
-    tests = all_tests()
-    if args.match:
-        r = re.compile(args.match)
-        sel = [x for x in tests if r.search(x[1])]
-        needed = set()
+    def needed(sel):
+        # a phase-2 switch test needs its guest's phase-1 baselines
+        keep = set()
         if any(n.startswith("vmx-switch-") for _, n, _ in sel):
-            needed = set("vmx-selftest-" + g for g in MULTI_GUESTS)
+            keep = set("vmx-selftest-" + g for g in MULTI_GUESTS)
         if any(n.startswith("nrip-switch-") for _, n, _ in sel):
-            needed |= set("nrip-selftest-" + g for g in MULTI_GUESTS)
-        tests = [x for x in tests if x in sel or x[1] in needed]
-    if args.list:
-        for _, name, _ in tests:
-            print(name)
-        return 0
-    os.makedirs(itest.OUT, exist_ok=True)
-    return itest.run_suite(tests, args.jobs, "vmx integration", args.counts)
+            keep |= set("nrip-selftest-" + g for g in MULTI_GUESTS)
+        return keep
+    return itest.suite_main(__doc__, all_tests(), needed, "vmx integration")
 
 
 if __name__ == "__main__":

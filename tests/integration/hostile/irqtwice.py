@@ -56,8 +56,4 @@ def qemu_tests():
 
 
 def vmx_tests():
-    return (itest.both_switch_sets("vmx-", GUEST,
-                                   itest.guest64_then_resetcheck(GUEST, guest_lines, bochs=True)) +
-            itest.both_switch_sets("bochs-svm-", GUEST,
-                                   itest.guest64_then_resetcheck(GUEST, guest_lines, bochs=True,
-                                                                 nrip=True)))
+    return itest.bochs_vmx_and_svm(GUEST, guest_lines)

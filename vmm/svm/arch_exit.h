@@ -164,8 +164,12 @@ static inline void vendor_inject_exception(struct vcpu *v, unsigned vector, bool
  * the VINTR intercept is the interrupt window (vendor_intr_window). */
 extern bool svm_inject_virq;
 
-static inline bool svm_intr_in_flight(const struct vmcb *vmcb)
+/* V_IRQ as lightpath sets it, for an injection and for a window alike */
+#define SVM_V_IRQ_ANY_TPR (SVM_INT_CTL_V_IRQ | SVM_INT_CTL_V_IGN_TPR | SVM_INT_CTL_V_INTR_PRIO_MAX)
+
+static inline bool vendor_intr_in_flight(struct vcpu *v)
 {
+	const struct vmcb *vmcb = &v->arch.vmcb;
 	return (vmcb->int_ctl & SVM_INT_CTL_V_IRQ) && !(vmcb->intercept_misc1 & SVM_INTERCEPT_VINTR);
 }
 
@@ -173,19 +177,12 @@ static inline bool vendor_intr_injectable(struct vcpu *v)
 {
 	const struct vmcb *vmcb = &v->arch.vmcb;
 	return !(vmcb->eventinj & SVM_EVTINJ_VALID) && (vmcb->rflags & RFLAGS_IF) &&
-	       !(vmcb->int_state & SVM_INT_STATE_SHADOW) && !svm_intr_in_flight(vmcb);
-}
-
-/* (also the vendor interface: heavy_hlt's wake-up) */
-static inline bool vendor_intr_in_flight(struct vcpu *v)
-{
-	return svm_intr_in_flight(&v->arch.vmcb);
+	       !(vmcb->int_state & SVM_INT_STATE_SHADOW) && !vendor_intr_in_flight(v);
 }
 
 static inline void svm_intr_set_in_flight(struct vmcb *vmcb, uint8_t vector)
 {
-	vmcb->int_ctl = (vmcb->int_ctl & ~SVM_INT_CTL_V_INTR_VECTOR) | SVM_INT_CTL_V_IRQ |
-			SVM_INT_CTL_V_IGN_TPR | SVM_INT_CTL_V_INTR_PRIO_MAX |
+	vmcb->int_ctl = (vmcb->int_ctl & ~SVM_INT_CTL_V_INTR_VECTOR) | SVM_V_IRQ_ANY_TPR |
 			((uint64_t)vector << SVM_INT_CTL_V_INTR_VECTOR_SHIFT);
 	vmcb->intercept_misc1 &= ~SVM_INTERCEPT_VINTR;
 }
@@ -262,13 +259,13 @@ static inline void vendor_intr_window(struct vcpu *v, bool want)
 {
 	struct vmcb *vmcb = &v->arch.vmcb;
 	if (want) {
-		if (svm_intr_in_flight(vmcb)) {
+		if (vendor_intr_in_flight(v)) {
 			/* taken at the guest's next boundary: the exit after it looks
 			 * again (what the EOI would not bring: the 8259's, a test IRQ) */
 			v->pending |= VCPU_PENDING_RECHECK;
 			return;
 		}
-		vmcb->int_ctl |= SVM_INT_CTL_V_IRQ | SVM_INT_CTL_V_IGN_TPR | SVM_INT_CTL_V_INTR_PRIO_MAX;
+		vmcb->int_ctl |= SVM_V_IRQ_ANY_TPR;
 		vmcb->intercept_misc1 |= SVM_INTERCEPT_VINTR;
 	} else if (vmcb->intercept_misc1 & SVM_INTERCEPT_VINTR) {   /* (one in flight stays) */
 		vmcb->intercept_misc1 &= ~SVM_INTERCEPT_VINTR;

@@ -101,13 +101,16 @@ static inline uint64_t port_in_result(uint64_t rax, unsigned size, uint64_t d)
 /* Port I/O to the device at io[idx] (present, light or not), RAX as the
  * guest's operand. Returns IO_OK, IO_VM_END or negative. */
 static inline __attribute__((always_inline)) int
-exit_port_io_at(struct vcpu *v, unsigned idx, unsigned port, unsigned size, bool in, uint64_t *rax)
+exit_port_io_at(struct vcpu *v, uint64_t idx, unsigned port, unsigned size, bool in, uint64_t *rax)
 {
-	const struct io_range *r = &v->vm->io[idx];
+	const struct io_range *r = &v->vm->io[idx].r;
 	if (in) {
-		uint64_t d = 0;
-		int ret = r->fn(v, port, &d, size, false, r->opaque);
-		*rax = port_in_result(*rax, size, d);
+		/* size kept beside d, in memory the callee could reach: read back
+		 * after the call, it needs no callee-saved register, so neither
+		 * direction pays for one */
+		struct { uint64_t d, size; } in_op = { 0, size };
+		int ret = r->fn(v, port, &in_op.d, size, false, r->opaque);
+		*rax = port_in_result(*rax, (unsigned)in_op.size, in_op.d);
 		return ret;
 	}
 	uint64_t d = *rax & port_size_mask(size);

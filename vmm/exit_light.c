@@ -145,7 +145,7 @@ static COLD void light_io_unclaimed(struct vcpu *v, uint16_t port, unsigned size
 ALWAYS_INLINE light_ret light_io_port(struct vcpu *v, const unsigned sw,
 				      const struct io_intercept *io, const bool in)
 {
-	unsigned idx = v->vm->port_map[io->port];
+	uint64_t idx = v->vm->port_map[io->port];
 	if (__builtin_expect(idx & VM_PORT_SLOW, 0)) {
 		if (idx != VM_PORT_SLOW)   /* a device that runs on the heavy path only */
 			return light_go_heavy(v, LP_EXIT_IO);

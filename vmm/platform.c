@@ -431,7 +431,7 @@ static void platform_light_shared(struct vm *vm)
 				    vm->mmio[i].fn == hpet_mmio_shared;
 	for (unsigned p = 0; p < 65536; p++) {
 		unsigned idx = vm->port_map[p] & ~VM_PORT_SLOW;
-		if (idx && vm->io[idx].fn != pmtimer_io)
+		if (idx && vm->io[idx].r.fn != pmtimer_io)
 			vm->port_map[p] |= VM_PORT_SLOW;
 	}
 }

@@ -31,7 +31,7 @@ int vm_register_io(struct vm *vm, const struct io_range *r)
 	if (vm->nr_io + 1 >= VM_MAX_IO_RANGES || r->base + r->len > 65536)
 		return -1;
 	unsigned idx = ++vm->nr_io;
-	vm->io[idx] = *r;
+	vm->io[idx].r = *r;
 	for (uint64_t p = r->base; p < r->base + r->len; p++)
 		vm->port_map[p] = (uint8_t)(idx | (r->light ? 0 : VM_PORT_SLOW));
 	return 0;

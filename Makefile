@@ -6,14 +6,14 @@ CC         := gcc
 OBJCOPY    := objcopy
 
 WARN       := -Wall -Wextra -Werror
-# -ffixed-r10/r11: no hypervisor C code uses r10 or r11 (nor does its
-# assembly, the exit stubs aside), so the light loop keeps the guest's r10
-# and r11 in the CPU across every light handler and interrupt, as it keeps
-# rbp and r12-r15 (vmm/light.h); the exit stub need not store and load them
-# (test fixed-regs checks the images).
+# -ffixed-r10/r11/rbx: no hypervisor C code uses r10, r11 or rbx (nor does
+# its assembly, the exit stubs and the light path's rbx accessors aside), so
+# the light loop keeps the guest's r10, r11 and rbx in the CPU across every
+# light handler and interrupt, as it keeps rbp and r12-r15 (vmm/light.h); the
+# exit stub need not store and load them (test fixed-regs checks the images).
 HV_CFLAGS  := -std=gnu11 -O2 $(WARN) -ffreestanding -fno-pic -fno-pie -mno-red-zone \
               -mgeneral-regs-only -mcmodel=small -fno-stack-protector -fno-asynchronous-unwind-tables \
-              -ffixed-r10 -ffixed-r11 \
+              -ffixed-r10 -ffixed-r11 -ffixed-rbx \
               -fno-builtin -nostdinc -isystem $(shell $(CC) -print-file-name=include) -I. -Iinclude -MMD -MP
 HV_LDFLAGS := -nostdlib -static -no-pie -Wl,--build-id=none -Wl,-z,max-page-size=0x1000 -Wl,-T,boot/linker.ld
 

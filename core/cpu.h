@@ -86,9 +86,15 @@ static inline void wrmsr(uint32_t msr, uint64_t v)
 	asm volatile("wrmsr" ::"c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)) : "memory");
 }
 
+/* rbx is the guest's on the light path and no hypervisor code may change it
+ * (-ffixed-rbx, Makefile): CPUID's EBX goes through another register and
+ * rbx gets its value back. */
 static inline void cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
 {
-	asm volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(sub));
+	uint64_t ebx;
+	asm volatile("mov %%rbx, %q1\n\tcpuid\n\txchg %%rbx, %q1"
+		     : "=a"(r[0]), "=&r"(ebx), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(sub));
+	r[1] = (uint32_t)ebx;
 }
 
 /* CPUID leaf 0's vendor string of an Intel CPU ("GenuineIntel" in EBX, EDX, ECX). */

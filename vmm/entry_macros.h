@@ -1,9 +1,9 @@
 /* Pieces both exit stubs share (vmm/svm/entry.S, vmm/vmx/entry.S), as
- * assembler macros. The light loop keeps the guest's rbp and r10-r15 in the
- * CPU (C preserves rbp and r12-r15; r10 and r11 no hypervisor C code uses:
- * -ffixed-r10 -ffixed-r11 in the Makefile) and stores them only on the way to
- * the heavy path; the other GPRs go through struct vcpu on every exit. The
- * vcpu pointer is at (%rsp) inside the loop. */
+ * assembler macros. The light loop keeps the guest's rbx, rbp and r10-r15 in
+ * the CPU (C preserves rbp and r12-r15; rbx, r10 and r11 no hypervisor C code
+ * uses: -ffixed-rbx -ffixed-r10 -ffixed-r11 in the Makefile) and stores them
+ * only on the way to the heavy path; the other GPRs go through struct vcpu on
+ * every exit. The vcpu pointer is at (%rsp) inside the loop. */
 #ifndef VMM_ENTRY_MACROS_H
 #define VMM_ENTRY_MACROS_H
 
@@ -17,6 +17,7 @@
 	push %r14
 	push %r15
 	push \vcpu
+	mov VCPU_RBX(\vcpu), %rbx
 	mov VCPU_RBP(\vcpu), %rbp
 	mov VCPU_R10(\vcpu), %r10
 	mov VCPU_R11(\vcpu), %r11
@@ -26,10 +27,8 @@
 	mov VCPU_R15(\vcpu), %r15
 .endm
 
-/* The guest's GPRs C may clobber (but rax), and rbx (a CPUID and hypercall
- * operand), from and to the vcpu at \vcpu. */
+/* The guest's GPRs C may clobber (but rax), from and to the vcpu at \vcpu. */
 .macro LOAD_GUEST_SCRATCH vcpu
-	mov VCPU_RBX(\vcpu), %rbx
 	mov VCPU_RCX(\vcpu), %rcx
 	mov VCPU_RDX(\vcpu), %rdx
 	mov VCPU_RSI(\vcpu), %rsi
@@ -39,7 +38,6 @@
 .endm
 
 .macro STORE_GUEST_SCRATCH vcpu
-	mov %rbx, VCPU_RBX(\vcpu)
 	mov %rcx, VCPU_RCX(\vcpu)
 	mov %rdx, VCPU_RDX(\vcpu)
 	mov %rsi, VCPU_RSI(\vcpu)
@@ -88,6 +86,7 @@
  * the host's, return from the loop. */
 .macro LIGHT_LOOP_END
 	mov (%rsp), %rax
+	mov %rbx, VCPU_RBX(%rax)
 	mov %rbp, VCPU_RBP(%rax)
 	mov %r10, VCPU_R10(%rax)
 	mov %r11, VCPU_R11(%rax)

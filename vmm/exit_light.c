@@ -17,6 +17,27 @@
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 #define COLD __attribute__((noinline, cold))
 
+/* ---- the guest's rbx, which stays in the CPU on the light path ----
+ * (vmm/light.h; no hypervisor code uses rbx: -ffixed-rbx). Handlers that
+ * hand the guest's registers to code shared with the heavy path, which
+ * keeps rbx in v->regs, copy it there before and back after. */
+
+ALWAYS_INLINE void light_rbx_to_regs(struct vcpu *v)
+{
+	asm volatile("mov %%rbx, %0" : "=m"(v->regs.rbx));
+}
+
+ALWAYS_INLINE void light_rbx_from_regs(struct vcpu *v)
+{
+	asm volatile("mov %0, %%rbx" : : "m"(v->regs.rbx));
+}
+
+/* A CPUID answer's EBX (a 32-bit move zero-extends into rbx). */
+ALWAYS_INLINE void light_rbx_set32(uint32_t ebx)
+{
+	asm volatile("movl %0, %%ebx" : : "rm"(ebx));
+}
+
 /* ---- how a light handler ends ---- */
 
 /* Not handled here: the heavy path handles the exit from scratch. */
@@ -86,7 +107,9 @@ static __attribute__((noinline)) light_ret light_hypercall_other(struct vcpu *v,
 									 uint64_t next,
 									 bool light_off)
 {
+	light_rbx_to_regs(v);   /* arguments and results in RBX */
 	bool leave = exit_hypercall_slow(v, vendor_rax(v));
+	light_rbx_from_regs(v);
 	return light_done_out_of_line(v, LP_EXIT_HYPERCALL, next, leave || light_off);
 }
 
@@ -96,6 +119,7 @@ static __attribute__((noinline)) light_ret light_cpuid_uncached(struct vcpu *v, 
 								bool light_off)
 {
 	exit_do_cpuid_uncached(v);
+	light_rbx_from_regs(v);
 	return light_done_out_of_line(v, LP_EXIT_CPUID, next, light_off);
 }
 
@@ -129,7 +153,10 @@ ALWAYS_INLINE light_ret light_cpuid(struct vcpu *v, const unsigned sw)
 	const uint32_t *out = exit_cpuid_cached(v, (uint32_t)*vendor_rax(v));
 	if (__builtin_expect(!out, 0))
 		return light_cpuid_uncached(v, next, sw & SW_LIGHT_OFF);
-	exit_cpuid_store(v, out);
+	*vendor_rax(v) = out[0];   /* exit_cpuid_store, with RBX in the CPU */
+	light_rbx_set32(out[1]);
+	v->regs.rcx = out[2];
+	v->regs.rdx = out[3];
 	vendor_skip_insn(v, next);
 	exit_insn_completed(v);
 	return light_done(v, LP_EXIT_CPUID, sw);
@@ -378,8 +405,10 @@ static __attribute__((noinline)) bool light_mmio_access_shared(struct vcpu *v)
 ALWAYS_INLINE light_ret light_npf(struct vcpu *v, const unsigned sw, const bool shared)
 {
 	v->stats.exits[LP_EXIT_NPF]++;
+	light_rbx_to_regs(v);   /* the MOV's operand may be RBX (light_gpr) */
 	if (!(shared ? light_mmio_access_shared(v) : light_mmio_access(v)))
 		return light_go_heavy(v, LP_EXIT_NPF);
+	light_rbx_from_regs(v);
 	return light_done(v, LP_EXIT_NPF, sw);
 }
 

@@ -1,12 +1,15 @@
 /* The light-handler protocol: how an exit is handled next to VMRUN/VMRESUME.
  *
  * The exit stub (vmm/<vendor>/entry.S) stores the guest GPRs a C function may
- * clobber (rax-r9 but rsp; on SVM rax stays in the VMCB) into v->regs and
- * calls v->light_table[exit code] (codes past the table share its last slot).
- * rbp and r10-r15 stay in the CPU: light handlers are ordinary C and preserve
- * rbp and r12-r15, and no hypervisor code uses r10 or r11 (-ffixed-r10
- * -ffixed-r11, Makefile); they are stored only when the loop is left, so a
- * light handler cannot reach them (light_gpr). The handler returns a
+ * clobber (rax and rcx-r9 but rsp; on SVM rax stays in the VMCB) into v->regs
+ * and calls v->light_table[exit code] (codes past the table share its last
+ * slot). rbx, rbp and r10-r15 stay in the CPU: light handlers are ordinary C
+ * and preserve rbp and r12-r15, and no hypervisor code uses rbx, r10 or r11
+ * (-ffixed-rbx -ffixed-r10 -ffixed-r11, Makefile); they are stored only when
+ * the loop is left. A light handler reads and writes the guest's rbx in the
+ * CPU (CPUID's answer, the MMIO decode's operand, a hypercall's argument:
+ * light_rbx_*, vmm/exit_light.c); r10 and r11 it cannot reach (light_gpr).
+ * The handler returns a
  * light_ret:
  *   light_resume(v)  the exit is handled: the stub re-enters the guest at once;
  *   light_leave()    the light loop ends: the heavy path (vmm/exit_heavy.c)

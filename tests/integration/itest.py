@@ -1789,31 +1789,74 @@ def t_exit_trace():
 # header, data that objdump decodes as code.
 FIXED_REGS_CODE = re.compile(r"^(svm_light_loop|vmx_light_loop|vmx_exit_stub)")
 FIXED_REG = re.compile(r"%r1[01][dwb]?\b")
+# rbx, which the light loop keeps too (-ffixed-rbx): besides the loops, only
+# CPUID's wrapper (core/cpu.h: rbx kept in another register around CPUID and
+# swapped back) and the light handlers' accessors (vmm/exit_light.c: rbx to or
+# from memory, CPUID's EBX set) may name it; boot_entry32 runs before any VM.
+RBX = re.compile(r"%(rbx|ebx|bx|bl|bh)\b")
+RBX_SAVE = re.compile(r"^mov\s+%rbx,(%r\w+)$")
+RBX_LIGHT = re.compile(r"^(mov\s+%rbx,(0x[0-9a-f]+)?\(%r\w+\)|mov\s+(0x[0-9a-f]+)?\(%r\w+\),%rbx|"
+                       r"mov\s+((0x[0-9a-f]+)?\(%r\w+\)|%e\w+|%r\d+d),%ebx)$")
+
+
+def fixed_regs_bad(out):
+    """(bad uses, stub uses) of r10/r11 and rbx in one image's objdump -d."""
+    fn, stubs, bad = None, 0, []
+    insns = []
+    for line in out.splitlines():
+        m = re.match(r"^[0-9a-f]+ <(.+)>:$", line)
+        if m:
+            fn = m.group(1)
+            continue
+        if "\t" in line:
+            insns.append((fn, line.split("\t")[-1].strip()))
+    for i, (fn, insn) in enumerate(insns):
+        fixed, rbx = FIXED_REG.search(insn), RBX.search(insn)
+        if not fixed and not rbx:
+            continue
+        if FIXED_REGS_CODE.match(fn or ""):
+            stubs += 1
+            continue
+        if fn in ("__image_start", "boot_entry32"):
+            continue
+        if rbx and not fixed:
+            m = RBX_SAVE.match(insn)
+            if m and i + 2 < len(insns) and insns[i + 1][1] == "cpuid" and \
+                    re.match(r"^xchg\s+%rbx," + re.escape(m.group(1)) + "$", insns[i + 2][1]):
+                continue
+            if insn.startswith("xchg") and i >= 2 and insns[i - 1][1] == "cpuid" and \
+                    RBX_SAVE.match(insns[i - 2][1]):
+                continue
+            if (fn or "").startswith("light_") and RBX_LIGHT.match(insn):
+                continue
+        bad.append("%s: %s" % (fn, insn))
+    return bad, stubs
 
 
 def t_fixed_regs():
-    """No hypervisor code but the exit stubs touches r10 or r11 (-ffixed-r10
-    -ffixed-r11, Makefile): the light loop keeps the guest's values in them
-    across every light handler, so an object built without the flags or
-    assembly that clobbers them would hand a guest the host's values."""
+    """No hypervisor code but the exit stubs touches r10 or r11, and rbx only
+    where the light path reads or writes the guest's value or CPUID's wrapper
+    keeps it (-ffixed-r10 -ffixed-r11 -ffixed-rbx, Makefile): the light loop
+    keeps the guest's values in them across every light handler, so an object
+    built without the flags or assembly that clobbers them would hand a guest
+    the host's values. A CPUID in C, a push of rbx, or rbx used as a base
+    register is caught here."""
     for elf in ("build/lightpath64.elf", "build/lightpath-vmx64.elf"):
         out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", os.path.join(ROOT, elf)],
                              capture_output=True, text=True, check=True).stdout
-        fn, stubs, bad = None, 0, []
-        for line in out.splitlines():
-            m = re.match(r"^[0-9a-f]+ <(.+)>:$", line)
-            if m:
-                fn = m.group(1)
-                continue
-            if not FIXED_REG.search(line):
-                continue
-            insn = line.split("\t")[-1].strip()
-            if FIXED_REGS_CODE.match(fn or ""):
-                stubs += 1
-            elif fn != "__image_start":
-                bad.append("%s: %s" % (fn, insn))
-        check(not bad, "%s: r10/r11 used outside the exit stubs: %s" % (elf, "; ".join(bad[:5])))
-        check(stubs >= 4, "%s: the light loops do not keep r10/r11 (%d uses)" % (elf, stubs))
+        bad, stubs = fixed_regs_bad(out)
+        check(not bad, "%s: r10/r11/rbx used outside the exit stubs and accessors: %s"
+              % (elf, "; ".join(bad[:5])))
+        check(stubs >= 6, "%s: the light loops do not keep r10/r11/rbx (%d uses)" % (elf, stubs))
+    # the check itself: a function compiled without -ffixed-rbx is caught
+    sample = ("0000000000100000 <some_fn>:\n  100000:\tpush   %rbx\n"
+              "  100001:\tmov    0x8(%rbx),%rax\n"
+              "0000000000100010 <light_x>:\n  100010:\tmov    %rbx,0x8(%rdi)\n"
+              "0000000000100020 <other>:\n  100020:\tmov    %rbx,%rsi\n  100023:\tcpuid\n"
+              "  100025:\txchg   %rbx,%rsi\n  100028:\tmov    %rbx,%rdx\n")
+    bad, _ = fixed_regs_bad(sample)
+    check(bad == ["some_fn: push   %rbx", "some_fn: mov    0x8(%rbx),%rax", "other: mov    %rbx,%rdx"],
+          "the fixed-register check does not catch what it should: %s" % bad)
     return None
 
 

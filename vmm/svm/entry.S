@@ -1,6 +1,5 @@
 /* The SVM light loop: VMRUN, store the guest GPRs a C function may clobber
- * (rcx-r9; r10 and r11 no hypervisor C code uses) plus rbx (a CPUID and
- * hypercall operand), call the
+ * (rcx-r9; rbx, r10 and r11 no hypervisor C code uses), call the
  * handler for this exit code, and VMRUN again while it returns the vcpu
  * (vmm/light.h). RAX and RSP live in the VMCB.
  *

@@ -1,7 +1,7 @@
 /* The VMX light loop: load the guest GPRs, VMRESUME; on a VM exit the CPU
  * comes to the exit stub (HOST_RIP) with RSP = HOST_RSP, where the vcpu
- * pointer sits. Store the GPRs a C function may clobber (plus rax and rbx,
- * hypercall/CPUID operands), call the handler for the exit reason, and
+ * pointer sits. Store the GPRs a C function may clobber (plus rax, a
+ * hypercall/CPUID operand), call the handler for the exit reason, and
  * VMRESUME again while it returns the vcpu (vmm/light.h). RSP and RIP live
  * in the VMCS. One pair of loop and stub per spec= variant
  * (vmm/spec_ctrl.h): what spec=on adds runs right after the exit, before

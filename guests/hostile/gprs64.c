@@ -1,16 +1,17 @@
 /* gprs64: every general-purpose register a guest has must come back from an
  * exit as it left, except those the instruction defines, and no value of
- * lightpath's may show up in one. lightpath keeps the guest's rbp and r10-r15
- * in the CPU across its light handlers (no hypervisor code uses r10 or r11,
- * vmm/light.h) and stores the others in memory: a host interrupt taken in
+ * lightpath's may show up in one. lightpath keeps the guest's rbx, rbp and
+ * r10-r15 in the CPU across its light handlers (no hypervisor code uses rbx,
+ * r10 or r11, vmm/light.h) and stores the others in memory: a host interrupt taken in
  * lightpath's window, a device model or the emulator that clobbered one, or
  * a heavy exit that lost the registers the light loop kept, would show here.
  *
  * Each case loads all 15 GPRs (not RSP) with distinct 64-bit markers, runs
- * one exit (CPUID, the hypercall, OUT, IN, RDMSR, WRMSR, HLT woken by a
- * timer interrupt, MOVs to and from the local APIC through a light register
- * and through r10/r11, which the light path leaves to the heavy one, and
- * through r10 as the address), stores them all and compares. */
+ * one exit (CPUID, the null hypercall and the statistics one, whose operands
+ * are in RBX, OUT, IN, RDMSR, WRMSR, HLT woken by a timer interrupt, MOVs to
+ * and from the local APIC through a light register, through EBX, through
+ * r10/r11, which the light path leaves to the heavy one, and through r10 as
+ * the address), stores them all and compares. */
 #include "guests/rt/rt.h"
 
 #define APIC_BASE     0xfee00000ull
@@ -104,6 +105,19 @@ static void simple_exits(void)
 	markers();
 	WITH_MARKERS("xor %%eax, %%eax\n\txor %%ecx, %%ecx\n\tcpuid");
 	kept("CPUID leaf 0", B(RAX) | B(RBX) | B(RCX) | B(RDX));
+	uint32_t leaf0_eax, leaf0_ebx, leaf0_ecx = 0, leaf0_edx;
+	asm volatile("cpuid" : "=a"(leaf0_eax), "=b"(leaf0_ebx), "+c"(leaf0_ecx), "=d"(leaf0_edx)
+		     : "a"(0));
+	tap_eq(gpr_out[RBX], leaf0_ebx, "CPUID leaf 0's EBX in RBX (upper half zeroed), as a second CPUID");
+
+	markers();
+	gpr_in[RAX] = LP_HC_STATS;
+	gpr_in[RBX] = LP_STATS_ALL;
+	WITH_MARKERS(HYPERCALL);
+	kept("the statistics hypercall (RBX in and out)", B(RAX) | B(RBX) | B(RCX));
+	tap_ok(gpr_out[RBX] > 0 && gpr_out[RAX] == gpr_out[RBX] + gpr_out[RCX], gpr_out[RBX],
+	       "RAX = RBX + RCX, RBX > 0",
+	       "the statistics hypercall: RAX exits = RBX light + RCX heavy, RBX > 0");
 
 	markers();
 	WITH_MARKERS("xor %%eax, %%eax\n\t" HYPERCALL);
@@ -162,6 +176,13 @@ static void apic_movs(void)
 	WITH_MARKERS("mov %%esi, (%%rdi)\n\tmov (%%rdi), %%edx");
 	kept("MOV ESI to the TPR, MOV the TPR to EDX", B(RDX));
 	tap_eq(gpr_out[RDX], 0x20, "the TPR reads back 0x20 into RDX (upper half zeroed)");
+
+	markers();
+	gpr_in[RDI] = APIC_BASE + LAPIC_TPR;
+	gpr_in[RBX] = (gpr_in[RBX] & ~0xffffffffull) | 0x40;
+	WITH_MARKERS("mov %%ebx, (%%rdi)\n\tmov (%%rdi), %%ebx");
+	kept("MOV EBX to the TPR, MOV the TPR to EBX", B(RBX));
+	tap_eq(gpr_out[RBX], 0x40, "the TPR reads back 0x40 into RBX (upper half zeroed)");
 
 	markers();
 	gpr_in[RDI] = APIC_BASE + LAPIC_TPR;

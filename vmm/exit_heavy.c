@@ -148,6 +148,29 @@ static int emul_pio_cb(struct emul_ctx *c, uint16_t port, uint64_t *data, unsign
 	return vm_port_access(c->opaque, port, data, size, is_write);
 }
 
+/* One run's elements of one size and direction (constants: each copy keeps
+ * only the count, the pointer, the step, the vCPU, the port and the device
+ * across the device's call). Returns how many were done; *rc is the first
+ * non-zero answer. */
+static inline __attribute__((always_inline)) uint64_t
+pio_rep_run(struct vcpu *v, const struct io_range *r, uint16_t port, uint8_t *host, int64_t step,
+	    const unsigned size, uint64_t n, const bool is_write, int *rc)
+{
+	uint64_t left = n;
+	for (; left; left--, host += step) {
+		uint64_t d = is_write ? emul_load_le(host, size) : 0;
+		int ret = r ? r->fn(v, port, &d, size, is_write, r->opaque)
+			    : vm_port_unclaimed(v, &d, is_write);
+		if (ret) {
+			*rc = ret;
+			break;
+		}
+		if (!is_write)
+			emul_store_le(host, d, size);
+	}
+	return n - left;
+}
+
 /* A run of REP INS/OUTS elements (emul_pio_rep_fn): the port's device is
  * found once, not per element. */
 static int emul_pio_rep_cb(struct emul_ctx *c, uint16_t port, uint8_t *host, int64_t step,
@@ -155,18 +178,16 @@ static int emul_pio_rep_cb(struct emul_ctx *c, uint16_t port, uint8_t *host, int
 {
 	struct vcpu *v = c->opaque;
 	const struct io_range *r = vm_port_range(v->vm, port);
-	uint64_t k = 0;
 	int rc = 0;
-	for (; k < n; k++, host += step) {
-		uint64_t d = is_write ? emul_load_le(host, size) : 0;
-		rc = r ? r->fn(v, port, &d, size, is_write, r->opaque)
-		       : vm_port_unclaimed(v, &d, is_write);
-		if (rc)
-			break;
-		if (!is_write)
-			emul_store_le(host, d, size);
+#define PIO_REP_RUN(sz) (is_write ? pio_rep_run(v, r, port, host, step, sz, n, true, &rc) \
+				  : pio_rep_run(v, r, port, host, step, sz, n, false, &rc))
+	switch (size) {
+	case 1: *done = PIO_REP_RUN(1); break;
+	case 2: *done = PIO_REP_RUN(2); break;
+	case 4: *done = PIO_REP_RUN(4); break;
+	default: *done = PIO_REP_RUN(size); break;   /* (INS/OUTS have no other size) */
 	}
-	*done = k;
+#undef PIO_REP_RUN
 	return rc;
 }
 

@@ -343,6 +343,26 @@ static int apic_mmio_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsi
 	return ret;
 }
 
+/* The local APIC page in a VM of one vCPU. The EOI, an xAPIC guest's most
+ * frequent MMIO access (one per interrupt), goes straight to the model's EOI
+ * (lapic_mmio's decode and lapic_write's switch would end there too), as
+ * lapic_eoi_msr does for the x2APIC's; every other access goes through
+ * lapic_mmio. A write can make an interrupt deliverable, as above. */
+static int lapic_mmio_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size,
+			      bool is_write, void *opaque)
+{
+	struct lapic *a = opaque;
+	if (!is_write)
+		return lapic_mmio(v, addr, data, size, is_write, opaque);
+	if (addr == LAPIC_BASE + LAPIC_EOI && size >= 4 && lapic_hw_enabled(a) && !lapic_x2apic(a))
+		lapic_eoi(a);
+	else
+		lapic_mmio(v, addr, data, size, is_write, opaque);   /* (a write is always IO_OK) */
+	if (lapic_irr_nonempty(a) || platform_nmi_pending(v))
+		v->pending |= VCPU_PENDING_RECHECK;
+	return IO_OK;
+}
+
 /* The local APIC page in a VM of several vCPUs, on the light path: a
  * fixed IPI to another vCPU by a MOV to ICR_LO completes there (xAPIC
  * mode); every other access needs the VM lock. */
@@ -726,7 +746,7 @@ void platform_create(struct vm *vm)
 	 * first (an xAPIC guest's EOI, its most frequent MMIO access), then the
 	 * I/O APIC and the HPET, the bench's test device, a disk's BARs last. */
 	lapic_range(&v->lapic, &r[0]);
-	r[0].fn = vm->nr_vcpus > 1 ? lapic_mmio_shared : apic_mmio_checked;
+	r[0].fn = vm->nr_vcpus > 1 ? lapic_mmio_shared : lapic_mmio_checked;
 	add_mmio(vm, &r[0]);
 	ioapic_range(&pc->ioapic, &r[0]);
 	r[0].fn = apic_mmio_checked;

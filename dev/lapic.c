@@ -22,10 +22,19 @@ static void timer_fire(struct vm_timer *t, uint64_t now);
  * bytes apart in the register file) ---- */
 
 /* IRR: another CPU (an IPI from a vCPU there) may set a bit while this
- * vCPU's CPU clears one (virtual-interrupt delivery): a locked OR. */
+ * vCPU's CPU clears one (virtual-interrupt delivery): a locked OR, and one
+ * for irr_words. The model clears IRR bits only in ack(), on the vCPU's own
+ * injection path (with the VM lock in a VM of several vCPUs, as every set
+ * there), which clears the word's irr_words bit with its last bit. */
+static inline void set_irr_word(struct lapic *a, uint32_t *irr, unsigned v)
+{
+	__atomic_or_fetch(irr, 1u << (v & 31), __ATOMIC_RELAXED);
+	__atomic_or_fetch(&a->irr_words, 1u << (v >> 5), __ATOMIC_RELAXED);
+}
+
 static inline void set_irr(struct lapic *a, unsigned v)
 {
-	__atomic_or_fetch(lapic_vec_word_of(a, LAPIC_IRR, v), 1u << (v & 31), __ATOMIC_RELAXED);
+	set_irr_word(a, lapic_vec_word_of(a, LAPIC_IRR, v), v);
 }
 static inline void clr_vec(struct lapic *a, unsigned base, unsigned v)
 {
@@ -44,6 +53,25 @@ int lapic_highest_vec(const struct lapic *a, unsigned base)
 	return -1;
 }
 
+/* The highest set bit of x, not 0 (31 ^ clz: one BSR, where 31 - clz
+ * compiles to three instructions). */
+static inline unsigned high_bit(uint32_t x)
+{
+	return 31u ^ (unsigned)__builtin_clz(x);
+}
+
+/* The highest vector requested: irr_words names the word (a scan where the
+ * CPU changes IRR itself). */
+static inline __attribute__((always_inline)) int highest_irr(const struct lapic *a)
+{
+	if (__builtin_expect(a->cpu_delivers, 0))
+		return lapic_highest_vec(a, LAPIC_IRR);
+	if (!a->irr_words)
+		return -1;
+	unsigned w = high_bit(a->irr_words);
+	return (int)(w * 32 + high_bit(*lapic_vec_word(a, LAPIC_IRR, w)));
+}
+
 /* The highest vector in service: isr_words names the word (a scan where
  * the CPU changes ISR itself). */
 static inline __attribute__((always_inline)) int highest_isr(const struct lapic *a)
@@ -52,8 +80,8 @@ static inline __attribute__((always_inline)) int highest_isr(const struct lapic 
 		return lapic_highest_vec(a, LAPIC_ISR);
 	if (!a->isr_words)
 		return -1;
-	unsigned w = 31 - (unsigned)__builtin_clz(a->isr_words);
-	return (int)(w * 32 + 31 - (unsigned)__builtin_clz(*lapic_vec_word(a, LAPIC_ISR, w)));
+	unsigned w = high_bit(a->isr_words);
+	return (int)(w * 32 + high_bit(*lapic_vec_word(a, LAPIC_ISR, w)));
 }
 
 /* ---- the copies of the model's registers in the register file ---- */
@@ -102,6 +130,7 @@ static void reset_registers(struct lapic *a)
 	/* TPR, ISR, TMR, IRR and the rest of the register file */
 	memset(a->regs, 0, LAPIC_REG_WORDS * sizeof(uint32_t));
 	a->isr_words = 0;
+	a->irr_words = 0;
 	a->changed = LAPIC_CHANGED_TMR | LAPIC_CHANGED_ISR;
 	for (unsigned i = 0; i < LVT_COUNT; i++)
 		a->lvt[i] = LAPIC_LVT_MASKED;
@@ -187,10 +216,13 @@ void lapic_set_cpu_delivers(struct lapic *a, bool on)
 {
 	a->cpu_delivers = on;
 	a->changed = LAPIC_CHANGED_TMR | LAPIC_CHANGED_ISR;
-	a->isr_words = 0;
-	for (unsigned i = 0; i < 8; i++)
+	a->isr_words = a->irr_words = 0;
+	for (unsigned i = 0; i < 8; i++) {
 		if (*lapic_vec_word(a, LAPIC_ISR, i))
 			a->isr_words |= 1u << i;
+		if (*lapic_vec_word(a, LAPIC_IRR, i))
+			a->irr_words |= 1u << i;
+	}
 }
 
 static void timer_send_late(struct lapic *a, bool taken);
@@ -248,7 +280,7 @@ void lapic_accept(struct lapic *a, uint8_t vector, bool level)
 		*tmr = t;
 		a->changed |= LAPIC_CHANGED_TMR;
 	}
-	__atomic_or_fetch(tmr + (LAPIC_IRR - LAPIC_TMR) / 4, bit, __ATOMIC_RELAXED);   /* set_irr */
+	set_irr_word(a, tmr + (LAPIC_IRR - LAPIC_TMR) / 4, vector);
 }
 
 /* (inline: lapic_take_highest pairs them on the injection path) */
@@ -256,7 +288,7 @@ static inline __attribute__((always_inline)) int highest_pending(struct lapic *a
 {
 	if (!lapic_hw_enabled(a))
 		return -1;
-	int v = lapic_highest_vec(a, LAPIC_IRR);
+	int v = highest_irr(a);
 	if (v < 0)
 		return -1;
 	if (((uint32_t)v & 0xf0) <= (ppr(a) & 0xf0))
@@ -267,7 +299,8 @@ static inline __attribute__((always_inline)) int highest_pending(struct lapic *a
 static inline __attribute__((always_inline)) void ack(struct lapic *a, uint8_t vector)
 {
 	uint32_t *isr = lapic_vec_word_of(a, LAPIC_ISR, vector), bit = 1u << (vector & 31);
-	isr[(LAPIC_IRR - LAPIC_ISR) / 4] &= ~bit;
+	if (!(isr[(LAPIC_IRR - LAPIC_ISR) / 4] &= ~bit))
+		a->irr_words &= ~(1u << (vector >> 5));
 	*isr |= bit;
 	a->isr_words |= 1u << (vector >> 5);
 	if (a->timer_late && vector == (uint8_t)a->lvt[LVT_TIMER])

@@ -162,6 +162,8 @@ struct lapic {
 	uint32_t icr_lo, icr_hi;
 	uint32_t isr_words;     /* bit i: ISR word i is not 0 (the highest in service
 				   without a scan of the eight words) */
+	uint32_t irr_words;     /* the same for IRR (not kept either while the CPU
+				   delivers: it clears IRR bits itself) */
 	uint32_t lvt[LVT_COUNT];
 	/* timer */
 	uint32_t timer_init;    /* initial count */
@@ -290,11 +292,15 @@ static inline uint32_t *lapic_vec_word(const struct lapic *a, unsigned base, uns
 }
 
 /* Is any interrupt requested (IRR non-empty)? Cheap: the light path asks it
- * after every write that could make one deliverable. */
+ * after every write that could make one deliverable. irr_words answers,
+ * except while the CPU delivers (and clears IRR bits itself). */
 static inline bool lapic_irr_nonempty(const struct lapic *a)
 {
-	const uint32_t *irr = lapic_vec_word(a, LAPIC_IRR, 0);
-	return (irr[0] | irr[4] | irr[8] | irr[12] | irr[16] | irr[20] | irr[24] | irr[28]) != 0;
+	if (__builtin_expect(a->cpu_delivers, 0)) {
+		const uint32_t *irr = lapic_vec_word(a, LAPIC_IRR, 0);
+		return (irr[0] | irr[4] | irr[8] | irr[12] | irr[16] | irr[20] | irr[24] | irr[28]) != 0;
+	}
+	return a->irr_words != 0;
 }
 
 /* The word of ISR, TMR or IRR that holds `vector` (vector / 32 * 16 bytes

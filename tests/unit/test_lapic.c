@@ -318,6 +318,70 @@ static void test_cpu_delivers(void **state)
 	assert_int_equal(mr(LAPIC_PPR), 0);
 }
 
+/* irr_words, the IRR summary the light path reads instead of the eight
+ * words (lapic_irr_nonempty, the highest pending vector), must follow IRR
+ * through every way the model sets and clears it. */
+static void check_irr_words(void)
+{
+	uint32_t words = 0;
+	int highest = -1;
+	for (unsigned i = 0; i < 8; i++) {
+		uint32_t w = apic.regs[(LAPIC_IRR >> 2) + 4 * i];
+		if (w) {
+			words |= 1u << i;
+			highest = (int)(i * 32 + 31 - (unsigned)__builtin_clz(w));
+		}
+	}
+	assert_int_equal(apic.irr_words, words);
+	assert_int_equal(lapic_irr_nonempty(&apic), words != 0);
+	int pending = lapic_highest_pending(&apic);
+	assert_true(pending < 0 || pending == highest);
+}
+
+static void test_irr_words_follow_irr(void **state)
+{
+	(void)state;
+	enable();
+	check_irr_words();
+	uint32_t rnd = 12345;
+	for (unsigned i = 0; i < 2000; i++) {
+		rnd = rnd * 1103515245u + 12345u;
+		unsigned op = (rnd >> 16) % 8, vec = 16 + (rnd >> 8) % 240;
+		switch (op) {
+		case 0: case 1: case 2:
+			lapic_accept(&apic, (uint8_t)vec, op == 2);   /* edge or level */
+			break;
+		case 3: case 4:
+			lapic_take_highest(&apic);
+			break;
+		case 5:
+			mw(LAPIC_EOI, 0);
+			break;
+		case 6:
+			mw(LAPIC_TPR, (rnd >> 4) & 0xf0);
+			break;
+		default:
+			if ((rnd >> 12) % 16 == 0) {   /* now and then: a disable clears IRR */
+				assert_int_equal(msr_w(MSR_APIC_BASE, 0xfee00100ull), 0);
+				assert_int_equal(msr_w(MSR_APIC_BASE, 0xfee00900ull), 0);
+				enable();
+			} else {
+				mw(LAPIC_LVT_ERROR, 0xe5);   /* an illegal vector's error interrupt */
+				lapic_accept(&apic, 3, false);
+			}
+		}
+		check_irr_words();
+	}
+	/* the CPU clears IRR bits while it delivers; the summary is rebuilt when
+	 * the model delivers again */
+	lapic_accept(&apic, 0x61, false);
+	lapic_accept(&apic, 0x22, false);
+	lapic_set_cpu_delivers(&apic, true);
+	apic.regs[(LAPIC_IRR + 0x30) >> 2] &= ~(1u << 1);   /* 0x61 delivered by the CPU */
+	lapic_set_cpu_delivers(&apic, false);
+	check_irr_words();
+}
+
 /* Late periodic expiries under virtual-interrupt delivery: nobody calls
  * lapic_ack, so the timer vector's EOI (an EOI-exit the backend asks for
  * while any wait) sends the next one. */
@@ -875,6 +939,7 @@ int main(void)
 		cmocka_unit_test_setup(test_register_file_is_the_page, setup),
 		cmocka_unit_test_setup(test_write_after_cpu_store, setup),
 		cmocka_unit_test_setup(test_cpu_delivers, setup),
+		cmocka_unit_test_setup(test_irr_words_follow_irr, setup),
 		cmocka_unit_test_setup(test_x2apic_reserved_bits, setup),
 		cmocka_unit_test_setup(test_cpu_delivers_late_timer, setup),
 		cmocka_unit_test_setup(test_timer_oneshot, setup),

@@ -26,15 +26,15 @@ static void timer_fire(struct vm_timer *t, uint64_t now);
  * for irr_words. The model clears IRR bits only in ack(), on the vCPU's own
  * injection path (with the VM lock in a VM of several vCPUs, as every set
  * there), which clears the word's irr_words bit with its last bit. */
-static inline void set_irr_word(struct lapic *a, uint32_t *irr, unsigned v)
+static inline void set_irr_bit(struct lapic *a, uint32_t *irr, uint32_t bit, unsigned word)
 {
-	__atomic_or_fetch(irr, 1u << (v & 31), __ATOMIC_RELAXED);
-	__atomic_or_fetch(&a->irr_words, 1u << (v >> 5), __ATOMIC_RELAXED);
+	__atomic_or_fetch(irr, bit, __ATOMIC_RELAXED);
+	__atomic_or_fetch(&a->irr_words, 1u << word, __ATOMIC_RELAXED);
 }
 
 static inline void set_irr(struct lapic *a, unsigned v)
 {
-	set_irr_word(a, lapic_vec_word_of(a, LAPIC_IRR, v), v);
+	set_irr_bit(a, lapic_vec_word_of(a, LAPIC_IRR, v), 1u << (v & 31), v >> 5);
 }
 static inline void clr_vec(struct lapic *a, unsigned base, unsigned v)
 {
@@ -273,14 +273,11 @@ void lapic_accept(struct lapic *a, uint8_t vector, bool level)
 	/* TMR before IRR: a vector in IRR always has its trigger mode (one
 	 * address for both words: this is the light path's self-IPI) */
 	uint32_t *tmr = lapic_vec_word_of(a, LAPIC_TMR, vector), bit = 1u << (vector & 31);
-	uint32_t old = *tmr, t = old & ~bit;
-	if (level)
-		t |= bit;
-	if (__builtin_expect(t != old, 0)) {
-		*tmr = t;
+	if (__builtin_expect(((*tmr & bit) != 0) != level, 0)) {   /* the trigger mode changed */
+		*tmr ^= bit;
 		a->changed |= LAPIC_CHANGED_TMR;
 	}
-	set_irr_word(a, tmr + (LAPIC_IRR - LAPIC_TMR) / 4, vector);
+	set_irr_bit(a, tmr + (LAPIC_IRR - LAPIC_TMR) / 4, bit, vector >> 5u);
 }
 
 /* (inline: lapic_take_highest pairs them on the injection path) */

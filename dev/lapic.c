@@ -60,28 +60,28 @@ static inline unsigned high_bit(uint32_t x)
 	return 31u ^ (unsigned)__builtin_clz(x);
 }
 
-/* The highest vector requested: irr_words names the word (a scan where the
- * CPU changes IRR itself). */
-static inline __attribute__((always_inline)) int highest_irr(const struct lapic *a)
+/* The highest vector in IRR or ISR (`base`), whose summary (irr_words or
+ * isr_words: a bit per word that is not 0) names the word; a scan where the
+ * CPU changes IRR and ISR itself. */
+static inline __attribute__((always_inline)) int highest_in(const struct lapic *a, unsigned base,
+							     const uint32_t *words)
 {
 	if (__builtin_expect(a->cpu_delivers, 0))
-		return lapic_highest_vec(a, LAPIC_IRR);
-	if (!a->irr_words)
+		return lapic_highest_vec(a, base);
+	if (!*words)
 		return -1;
-	unsigned w = high_bit(a->irr_words);
-	return (int)(w * 32 + high_bit(*lapic_vec_word(a, LAPIC_IRR, w)));
+	unsigned w = high_bit(*words);
+	return (int)(w * 32 + high_bit(*lapic_vec_word(a, base, w)));
 }
 
-/* The highest vector in service: isr_words names the word (a scan where
- * the CPU changes ISR itself). */
+static inline __attribute__((always_inline)) int highest_irr(const struct lapic *a)
+{
+	return highest_in(a, LAPIC_IRR, &a->irr_words);
+}
+
 static inline __attribute__((always_inline)) int highest_isr(const struct lapic *a)
 {
-	if (__builtin_expect(a->cpu_delivers, 0))
-		return lapic_highest_vec(a, LAPIC_ISR);
-	if (!a->isr_words)
-		return -1;
-	unsigned w = high_bit(a->isr_words);
-	return (int)(w * 32 + high_bit(*lapic_vec_word(a, LAPIC_ISR, w)));
+	return highest_in(a, LAPIC_ISR, &a->isr_words);
 }
 
 /* ---- the copies of the model's registers in the register file ---- */

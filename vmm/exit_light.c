@@ -279,7 +279,9 @@ ALWAYS_INLINE light_ret light_intr_window(struct vcpu *v, const unsigned sw)
 
 /* The guest GPR `n` (x86 encoding order) where the light path has it: rbp
  * and r10-r15 are still in the CPU there, so they are not reachable (0: the
- * heavy path, which has them all, does the access). */
+ * heavy path, which has them all, does the access). rbx's slot is valid
+ * only because light_npf copies rbx into v->regs before the decode and back
+ * after it. */
 ALWAYS_INLINE uint64_t *light_gpr(struct vcpu *v, unsigned n)
 {
 	struct guest_regs *r = &v->regs;

@@ -30,9 +30,10 @@
 #define VM_LINE_QUIET_POLLS 20    /* 100 ms of console polls */
 
 /* Guest GPRs the exit stub moves. On SVM, RAX and RSP live in the VMCB.
- * In the light loop only rbx, rcx, rdx and rdi are valid here; the others
- * stay in the CPU (handlers preserve them) and are stored on the
- * way out to the heavy path. */
+ * In the light loop only rcx, rdx, rsi, rdi, r8 and r9 (and rax on VT-x)
+ * are valid here; rbx, rbp and r10-r15 stay in the CPU and are stored on
+ * the way out to the heavy path (a light handler that needs rbx here copies
+ * it in and back: light_rbx_*, vmm/exit_light.c). */
 struct guest_regs {
 	uint64_t rax, rbx, rcx, rdx, rsi, rdi, rbp;
 	uint64_t r8, r9, r10, r11, r12, r13, r14, r15;

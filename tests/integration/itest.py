@@ -1812,6 +1812,13 @@ def fixed_regs_bad(out):
             insns.append((fn, line.split("\t")[-1].strip()))
     for i, (fn, insn) in enumerate(insns):
         fixed, rbx = FIXED_REG.search(insn), RBX.search(insn)
+        if insn == "cpuid" and fn not in ("__image_start", "boot_entry32"):
+            # CPUID writes EBX without naming it: only inside the wrapper
+            m = RBX_SAVE.match(insns[i - 1][1]) if i else None
+            if not (m and i + 1 < len(insns) and
+                    re.match(r"^xchg\s+%rbx," + re.escape(m.group(1)) + "$", insns[i + 1][1])):
+                bad.append("%s: cpuid outside core/cpu.h's wrapper" % fn)
+            continue
         if not fixed and not rbx:
             continue
         if FIXED_REGS_CODE.match(fn or ""):
@@ -1853,9 +1860,11 @@ def t_fixed_regs():
               "  100001:\tmov    0x8(%rbx),%rax\n"
               "0000000000100010 <light_x>:\n  100010:\tmov    %rbx,0x8(%rdi)\n"
               "0000000000100020 <other>:\n  100020:\tmov    %rbx,%rsi\n  100023:\tcpuid\n"
-              "  100025:\txchg   %rbx,%rsi\n  100028:\tmov    %rbx,%rdx\n")
+              "  100025:\txchg   %rbx,%rsi\n  100028:\tmov    %rbx,%rdx\n"
+              "0000000000100030 <bare>:\n  100030:\tcpuid\n")
     bad, _ = fixed_regs_bad(sample)
-    check(bad == ["some_fn: push   %rbx", "some_fn: mov    0x8(%rbx),%rax", "other: mov    %rbx,%rdx"],
+    check(bad == ["some_fn: push   %rbx", "some_fn: mov    0x8(%rbx),%rax", "other: mov    %rbx,%rdx",
+                  "bare: cpuid outside core/cpu.h's wrapper"],
           "the fixed-register check does not catch what it should: %s" % bad)
     return None
 

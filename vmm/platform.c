@@ -218,6 +218,14 @@ static void add_mmio(struct vm *vm, const struct io_range *r)
 		panic("vm%u: too many MMIO ranges", vm->id);
 }
 
+/* After a write that can make an interrupt (or an NMI) deliverable: the
+ * hazard check at the end of the exit then injects it. */
+static inline void recheck_if_deliverable(struct vcpu *v)
+{
+	if (lapic_irr_nonempty(&v->lapic) || platform_nmi_pending(v))
+		v->pending |= VCPU_PENDING_RECHECK;
+}
+
 /* x2APIC MSRs, IA32_APIC_BASE, IA32_TSC_DEADLINE: the local APIC decides. An
  * EOI, a self-IPI (an NMI too) or a TPR change can make an interrupt
  * deliverable: the hazard check at the end of the exit then injects it. */
@@ -230,8 +238,8 @@ static int lapic_msr_handler(struct vcpu *v, uint32_t msr, uint64_t *val, bool i
 		vendor_apic_mode_changed(v);
 		v->pending |= VCPU_PENDING_RECHECK;   /* a disable cleared IRR and TPR */
 	}
-	if (is_write && (lapic_irr_nonempty(&v->lapic) || platform_nmi_pending(v)))
-		v->pending |= VCPU_PENDING_RECHECK;
+	if (is_write)
+		recheck_if_deliverable(v);
 	return 0;
 }
 
@@ -244,8 +252,7 @@ static int lapic_eoi_msr(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_wr
 	if (!is_write || *val || !lapic_x2apic(&v->lapic))
 		return lapic_msr_handler(v, msr, val, is_write);
 	lapic_eoi(&v->lapic);
-	if (lapic_irr_nonempty(&v->lapic) || platform_nmi_pending(v))
-		v->pending |= VCPU_PENDING_RECHECK;
+	recheck_if_deliverable(v);
 	return 0;
 }
 
@@ -270,8 +277,7 @@ static int lapic_tsc_deadline_msr(struct vcpu *v, uint32_t msr, uint64_t *val, b
 	if (!is_write)
 		return lapic_msr_handler(v, msr, val, is_write);
 	lapic_tsc_deadline_write(&v->lapic, *val);
-	if (lapic_irr_nonempty(&v->lapic) || platform_nmi_pending(v))
-		v->pending |= VCPU_PENDING_RECHECK;
+	recheck_if_deliverable(v);
 	return 0;
 }
 
@@ -285,8 +291,7 @@ static bool eoi_light(struct vcpu *v)
 {
 	if (!lapic_eoi_edge(&v->lapic))
 		return false;
-	if (lapic_irr_nonempty(&v->lapic) || platform_nmi_pending(v))
-		v->pending |= VCPU_PENDING_RECHECK;
+	recheck_if_deliverable(v);
 	return true;
 }
 
@@ -338,8 +343,8 @@ static int apic_mmio_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsi
 {
 	int ret = (addr & ~0xfffull) == LAPIC_BASE ? lapic_mmio(v, addr, data, size, is_write, opaque)
 						   : ioapic_mmio(v, addr, data, size, is_write, opaque);
-	if (is_write && (lapic_irr_nonempty(&v->lapic) || platform_nmi_pending(v)))
-		v->pending |= VCPU_PENDING_RECHECK;
+	if (is_write)
+		recheck_if_deliverable(v);
 	return ret;
 }
 
@@ -358,8 +363,7 @@ static int lapic_mmio_checked(struct vcpu *v, uint64_t addr, uint64_t *data, uns
 		lapic_eoi(a);
 	else
 		lapic_mmio(v, addr, data, size, is_write, opaque);   /* (a write is always IO_OK) */
-	if (lapic_irr_nonempty(a) || platform_nmi_pending(v))
-		v->pending |= VCPU_PENDING_RECHECK;
+	recheck_if_deliverable(v);   /* (a is v's own APIC: a VM of one vCPU) */
 	return IO_OK;
 }
 

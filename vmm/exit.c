@@ -7,12 +7,21 @@
 #include "vmm/platform.h"
 #include "vmm/vcpu_exit.h"
 
-/* LP_HC_TIMER expiry: the vector becomes a pending virtual interrupt. */
+/* LP_HC_TIMER expiry: the vector becomes a pending virtual interrupt. The
+ * vCPU has one slot for such a vector: while an earlier one (a RAISE_IRQ
+ * not yet delivered, e.g. with IF=0) holds it, the timer tries again a
+ * little later instead of dropping its interrupt, which a guest halted for
+ * it would never see. vcpu_notify wakes the vCPU wherever it runs. */
 static void test_timer_fire(struct vm_timer *t, uint64_t now)
 {
-	(void)now;
 	struct vm *vm = dev_host_vm(t->host);
-	exit_raise_test_irq(vm->vcpu, (uint8_t)(uintptr_t)t->opaque);
+	struct vcpu *v = vm->vcpu;
+	if (__atomic_load_n(&v->test_irq, __ATOMIC_ACQUIRE)) {
+		vm_timer_arm(t, now + vm->timer_min_gap);
+		return;
+	}
+	__atomic_store_n(&v->test_irq, (uint8_t)(uintptr_t)t->opaque, __ATOMIC_RELEASE);
+	vcpu_notify(v);
 }
 
 bool exit_hypercall_slow(struct vcpu *v, uint64_t *rax)
@@ -63,8 +72,13 @@ bool exit_hypercall_slow(struct vcpu *v, uint64_t *rax)
 			*rax = (uint64_t)-LP_EINVAL;
 			return false;
 		}
-		vm_timer_init(&vm->test_timer, vm->pc, test_timer_fire, (void *)(uintptr_t)vec);
-		vm->test_timer.host_clock = true;
+		/* one timer, re-armed in place: initialising an armed timer would
+		 * leave it in the VM's list twice */
+		if (!vm->test_timer.fire) {
+			vm_timer_init(&vm->test_timer, vm->pc, test_timer_fire, 0);
+			vm->test_timer.host_clock = true;
+		}
+		vm->test_timer.opaque = (void *)(uintptr_t)vec;
 		vm_timer_arm(&vm->test_timer, rdtsc() + us * (platform_tsc_hz() / 1000000));
 		*rax = 0;
 		return false;

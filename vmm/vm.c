@@ -127,8 +127,18 @@ void vm_end(struct vm *vm, unsigned status, const char *why)
 		vcpu_notify(vm->vcpus[i]);   /* every light loop must stop now */
 	/* An ended VM has no timers (vm_timer_arm refuses them): a heavy-path
 	 * wait for the next timer, such as a blocking HLT, ends too. */
-	while (vm->nr_timers)
-		vm_timer_cancel(vm->timers[0]);
+	vm_timers_cancel_all(vm);
+}
+
+/* Empties the VM's timer list in one pass: each entry is disarmed by the
+ * list, not looked up, so the loop ends whatever state the timers are in. */
+void vm_timers_cancel_all(struct vm *vm)
+{
+	for (unsigned i = 0; i < vm->nr_timers; i++)
+		vm->timers[i]->armed = false;
+	vm->nr_timers = 0;
+	if (!vm->timers_firing)
+		vm_timers_reprogram(vm);
 }
 
 void vcpu_notify(struct vcpu *t)
@@ -878,8 +888,7 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	vcpu_life(v);
 	vendor_vcpu_release(v);
 	vcpus_wait_finished(vm);
-	while (vm->nr_timers)
-		vm_timer_cancel(vm->timers[0]);
+	vm_timers_cancel_all(vm);
 	console_lock();              /* its last lines and table together */
 	vm_line_flush(vm);           /* its unfinished line; kprintf ends it */
 	report_end(vm);

@@ -320,6 +320,8 @@ bool vm_timers_run(struct vm *vm);
 /* Programs the host timer for the next deadline (after the VM's clock
  * changed its offset or stopped polling). */
 void vm_timers_reprogram(struct vm *vm);
+/* Disarms every timer of the VM (its end). */
+void vm_timers_cancel_all(struct vm *vm);
 /* Before the vCPU enters, after the injection: with a timer fired ahead of
  * its deadline (timer=lead), wait until the VM's time reaches it. */
 void vm_timer_lead_wait_slow(struct vm *vm);

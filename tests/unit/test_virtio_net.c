@@ -272,10 +272,15 @@ static void test_frames_wait_for_buffers_and_overflow(void **state)
 	assert_int_equal(B.interrupts, 1);
 	for (unsigned k = 0; k < 10; k++)
 		rx_buffers(&B, QSIZE - 2);                   /* (the ring has room for those) */
-	assert_int_equal(B.port.stats.delivered, 2 + 10 * (QSIZE - 2));
-	for (unsigned k = 0; k < NET_INBOX_FRAMES && net_port_pending(&B.port); k++)
+	/* (the port counts frames out of its inbox: one more waits staged) */
+	assert_int_equal(B.n.stats.rx_frames, 2 + 10 * (QSIZE - 2));
+	assert_int_equal(B.port.stats.delivered, 2 + 10 * (QSIZE - 2) + 1);
+	assert_int_equal(B.n.staged_len, 64);
+	for (unsigned k = 0; k < NET_INBOX_FRAMES && virtio_net_rx_waiting(&B.n); k++)
 		rx_buffers(&B, QSIZE - 2);
+	assert_false(virtio_net_rx_waiting(&B.n));
 	assert_false(net_port_pending(&B.port));
+	assert_int_equal(B.n.stats.rx_frames, NET_INBOX_FRAMES);
 	assert_int_equal(B.port.stats.delivered, NET_INBOX_FRAMES);
 	assert_int_equal(rx_frame(&B, used_idx(&B, VIRTIO_NET_RX) - 1u)[63],
 			 (uint8_t)(NET_INBOX_FRAMES - 1));   /* the last frame the inbox took */
@@ -349,7 +354,9 @@ static void test_hostile_receive_buffers(void **state)
 	deliver(&B);
 	assert_int_equal(used_idx(&B, VIRTIO_NET_RX), 4);
 	assert_int_equal(B.n.stats.rx_bad, 2);
-	assert_true(net_port_pending(&B.port));   /* the frame waits for a sound buffer */
+	assert_true(virtio_net_rx_waiting(&B.n));   /* the frame waits for a sound buffer */
+	assert_int_equal(B.n.staged_len, 100);      /* out of the inbox, in no ring */
+	assert_false(net_port_pending(&B.port));
 }
 
 static void test_attach_refusals(void **state)

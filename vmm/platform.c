@@ -637,6 +637,9 @@ void platform_print_stats(struct vm *vm)
 			"disk, %lu unsupported, %lu broken rings; %lu resets, %lu undefined accesses\n",
 			b->stats.out_of_range, b->stats.bad_requests, b->stats.ro_writes,
 			b->stats.unsupported, b->stats.queue_errors, b->t.resets, b->t.bad_accesses);
+		if (b->t.budget_stops)
+			kprintf("  disk: %lu doorbell turns stopped at their budget (%u descriptors, %u KiB)\n",
+				b->t.budget_stops, VQ_DOORBELL_BUDGET, VIRTIO_DOORBELL_BYTES >> 10);
 	}
 	if (vm->net) {
 		const struct virtio_net *n = &pc->net;
@@ -652,6 +655,9 @@ void platform_print_stats(struct vm *vm)
 			"%lu undefined accesses\n", n->stats.tx_bad, n->stats.rx_bad,
 			n->stats.rx_short, p->stats.inbox_full, n->stats.queue_errors, n->t.resets,
 			n->t.bad_accesses);
+		if (n->t.budget_stops)
+			kprintf("  net: %lu doorbell turns stopped at their budget (%u descriptors, %u KiB)\n",
+				n->t.budget_stops, VQ_DOORBELL_BUDGET, VIRTIO_DOORBELL_BYTES >> 10);
 	}
 }
 
@@ -696,11 +702,14 @@ void platform_take_kicks(struct vm *vm)
 	struct dev_host *pc = vm->pc;
 	if (vm->disk && pc->blk.t.more)
 		virtio_pci_resume(&pc->blk.t);
-	if (pc->net_port) {
-		if (pc->net.t.more)
-			virtio_pci_resume(&pc->net.t);
-		if (virtio_net_rx_waiting(&pc->net))
-			virtio_net_receive(&pc->net);
+	if (pc->net_port) {   /* one receive turn, whether marked or woken */
+		struct virtio_net *n = &pc->net;
+		bool rx = (n->t.more >> VIRTIO_NET_RX & 1) || virtio_net_rx_waiting(n);
+		n->t.more &= ~(1u << VIRTIO_NET_RX);
+		if (n->t.more)
+			virtio_pci_resume(&n->t);
+		if (rx)
+			virtio_net_receive(n);
 	}
 }
 

@@ -106,14 +106,18 @@ void virtio_net_receive(struct virtio_net *n)
 	struct virtqueue *vq = &n->t.q[VIRTIO_NET_RX].vq;
 	vq_budget_refill(vq);
 	int r = 1;
+	uint64_t bytes = 0;
 	/* one frame at a time: out of the inbox under its lock, then into a
 	 * buffer without it */
 	while (r == 1 && (n->staged_len || (n->staged_len = net_port_take(n->port, n->staged)))) {
 		r = net_rx_deliver(n);
-		if (r == 1)
+		if (r == 1) {
+			bytes += VIRTIO_NET_HDR_BYTES + n->staged_len;
 			n->staged_len = 0;
+		}
 	}
 	virtio_pci_used(&n->t, VIRTIO_NET_RX);   /* (nothing if nothing was given back) */
+	virtio_pci_turn_done(&n->t, VIRTIO_NET_RX, bytes);
 	if (r == VQ_MORE)
 		virtio_pci_more(&n->t, VIRTIO_NET_RX);
 }

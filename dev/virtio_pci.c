@@ -258,6 +258,7 @@ static __attribute__((noinline)) bool serve_chains(struct virtio_pci *t, unsigne
 	}
 	if (pushed)
 		virtio_pci_used(t, q);
+	virtio_pci_turn_done(t, q, bytes);
 	if (more)
 		virtio_pci_more(t, q);
 	return ok;
@@ -269,6 +270,16 @@ bool virtio_pci_serve(struct virtio_pci *t, unsigned q, struct vq_seg *segs, uns
 	if (vq_idle(&t->q[q].vq))   /* a doorbell for nothing new */
 		return true;
 	return serve_chains(t, q, segs, max_segs, serve);
+}
+
+void virtio_pci_turn_done(struct virtio_pci *t, unsigned q, uint64_t bytes)
+{
+	const struct virtqueue *vq = &t->q[q].vq;
+	uint64_t descs = vq->budget_full - vq->budget;
+	if (descs > t->longest_turn_descs)
+		t->longest_turn_descs = descs;
+	if (bytes > t->longest_turn_bytes)
+		t->longest_turn_bytes = bytes;
 }
 
 void virtio_pci_more(struct virtio_pci *t, unsigned q)

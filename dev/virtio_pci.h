@@ -145,6 +145,8 @@ struct virtio_pci {
 	uint32_t more;
 	void (*resume_later)(struct virtio_pci *t);
 	uint64_t budget_stops;          /* doorbells that stopped at a budget */
+	/* the longest turn yet: descriptors walked, bytes of chains served */
+	uint64_t longest_turn_descs, longest_turn_bytes;
 };
 
 /* What one doorbell may do besides the descriptors it walks
@@ -190,6 +192,9 @@ bool virtio_pci_serve(struct virtio_pci *t, unsigned q, struct vq_seg *segs, uns
 /* Queue q's work stopped at its budget with chains left: it is marked in
  * t->more and resume_later is asked for a turn. */
 void virtio_pci_more(struct virtio_pci *t, unsigned q);
+/* A turn on queue q ended having served `bytes` of chains: the longest
+ * turn's figures follow (the descriptors from the queue's budget). */
+void virtio_pci_turn_done(struct virtio_pci *t, unsigned q, uint64_t bytes);
 /* The turn resume_later arranged: each queue marked in t->more (live ones)
  * gets the device's kick again, with a fresh budget. */
 void virtio_pci_resume(struct virtio_pci *t);

@@ -56,10 +56,11 @@
 
 /* Descriptors a device walks per doorbell (every one read counts: chain
  * links, empty ones, the one that points to an indirect table, the table's
- * entries). A full ring of Linux's chains fits (virtio-net: 256 chains of
- * at most 3 without offloads; virtio-blk: 128 chains of at most 129); a
+ * entries). Every chain a driver may make on lightpath's queues fits one
+ * (at most 256 entries and one 1024-entry table), and a full ring of
+ * Linux's virtio-net chains too (256 of at most 3 without offloads); a
  * hostile ring of 256 chains of 255 empty descriptors and a 1024-entry
- * table (about 327,000) does not. Past it vq_pop answers VQ_MORE and the
+ * table (256 x 1279) does not. Past it vq_pop answers VQ_MORE and the
  * device resumes at its next turn (docs/VIRTIO.md). */
 #define VQ_DOORBELL_BUDGET 2048u
 

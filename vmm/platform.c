@@ -638,8 +638,10 @@ void platform_print_stats(struct vm *vm)
 			b->stats.out_of_range, b->stats.bad_requests, b->stats.ro_writes,
 			b->stats.unsupported, b->stats.queue_errors, b->t.resets, b->t.bad_accesses);
 		if (b->t.budget_stops)
-			kprintf("  disk: %lu doorbell turns stopped at their budget (%u descriptors, %u KiB)\n",
-				b->t.budget_stops, VQ_DOORBELL_BUDGET, VIRTIO_DOORBELL_BYTES >> 10);
+			kprintf("  disk: %lu doorbell turns stopped at their budget (%u descriptors, %u KiB); "
+				"the longest turn: %lu descriptors, %lu KiB\n", b->t.budget_stops,
+				VQ_DOORBELL_BUDGET, VIRTIO_DOORBELL_BYTES >> 10, b->t.longest_turn_descs,
+				b->t.longest_turn_bytes >> 10);
 	}
 	if (vm->net) {
 		const struct virtio_net *n = &pc->net;
@@ -656,8 +658,10 @@ void platform_print_stats(struct vm *vm)
 			n->stats.rx_short, p->stats.inbox_full, n->stats.queue_errors, n->t.resets,
 			n->t.bad_accesses);
 		if (n->t.budget_stops)
-			kprintf("  net: %lu doorbell turns stopped at their budget (%u descriptors, %u KiB)\n",
-				n->t.budget_stops, VQ_DOORBELL_BUDGET, VIRTIO_DOORBELL_BYTES >> 10);
+			kprintf("  net: %lu doorbell turns stopped at their budget (%u descriptors, %u KiB); "
+				"the longest turn: %lu descriptors, %lu KiB\n", n->t.budget_stops,
+				VQ_DOORBELL_BUDGET, VIRTIO_DOORBELL_BYTES >> 10, n->t.longest_turn_descs,
+				n->t.longest_turn_bytes >> 10);
 	}
 }
 

@@ -11,8 +11,8 @@
  *  - flood: sends broadcasts on the link for ever, so that a frame is
  *    always waiting for the walker.
  * Before the doorbell budget, each frame made the walker's device walk the
- * whole ring, about 327,000 descriptors, holding the one lock every link
- * shared: a VM alone on another link sent 7 times fewer frames. Now a turn
+ * whole ring, 256 x 1279 descriptors, holding the one lock every link
+ * shared: a VM alone on another link sent several times fewer frames. Now a turn
  * walks at most VQ_DOORBELL_BUDGET descriptors, no lock is held while it
  * walks, and links share no lock. Both VMs are stopped by their time limit
  * (`timeout =`); the harness runs a healthy pair on another link beside

@@ -25,7 +25,7 @@
 
 #define BLK_DEVFN  ((3u << 3) | 0)
 #define SECTOR     512u
-#define MAX_SECTORS 128u
+#define MAX_SECTORS 2048u   /* 1 MiB: each chain's copy a long window for the sibling */
 #define ICR_LO     0x300u
 #define ICR_HI     0x310u
 #define ICR_BUSY   (1u << 12)
@@ -64,7 +64,7 @@ static void icr(uint32_t dest, uint32_t lo)
 int guest_main(void)
 {
 	tap_begin("vqrefill");
-	unsigned sectors = (unsigned)rt_arg_u64("sectors", 64);
+	unsigned sectors = (unsigned)rt_arg_u64("sectors", MAX_SECTORS);
 	if (sectors > MAX_SECTORS)
 		sectors = MAX_SECTORS;
 	tap_eq(cfg_rd(BLK_DEVFN, 0, 4), 0x10421af4u, "00:03.0 is virtio-blk (1af4:1042)");

@@ -1257,7 +1257,7 @@ def budget_stops(b, vm, dev):
 VQREFILL_SECTORS = 2048
 
 
-def t_hostile_vqrefill(limit=15):
+def t_hostile_vqrefill(label, append, limit=15):
     """A VM of two vCPUs with a disk (guests/hostile/vqrefill.c) rings its
     doorbell once while its second vCPU keeps the ring full for ever; beside
     it a VM with its own disk runs guests/selftest/virtio.c (QEMU -smp 3).
@@ -1266,21 +1266,22 @@ def t_hostile_vqrefill(limit=15):
     self-test passes, the attacker is stopped by its time limit, its disk
     served more than a ring of requests (the sibling did refill) and
     stopped at a budget at least once."""
+    label = "hostile-" + label   # (its files and log)
     def run():
         # 1 MiB: each request reads all of it, a long copy during which the
         # sibling has time to refill (the sibling must keep up for the old
         # doorbell to never end; a short copy often let the ring run dry)
-        disk_a = write_test_file("vqrefill-attacker.img", bytes(VQREFILL_SECTORS * 512))
-        disk_h = virtio_disk("vqrefill-healthy.img")
-        att = write_test_file("vqrefill-attacker.cfg", "# lightpath vm\nname = vqrefill\n"
+        disk_a = write_test_file("%s-attacker.img" % label, bytes(VQREFILL_SECTORS * 512))
+        disk_h = virtio_disk("%s-healthy.img" % label)
+        att = write_test_file("%s-attacker.cfg" % label, "# lightpath vm\nname = vqrefill\n"
                               "kernel = vqrefill.elf\nmemory = 32\ncpus = 2\ntimeout = %d\n"
-                              "disk = vqrefill-attacker.img\n" % limit)
-        hea = write_test_file("vqrefill-healthy.cfg", "# lightpath vm\nname = healthy\n"
+                              "disk = %s-attacker.img\n" % (limit, label))
+        hea = write_test_file("%s-healthy.cfg" % label, "# lightpath vm\nname = healthy\n"
                               "kernel = virtio.elf\nmemory = 32\ntimeout = 120\n"
-                              "disk = vqrefill-healthy.img\n")
-        b = Boot("hostile-vqrefill", [att, guest("vqrefill", "sectors=%d" % VQREFILL_SECTORS), hea,
-                                      guest("virtio", "sectors=%d ro=0" % VIRTIO_SECTORS),
-                                      disk_a, disk_h], smp="3", timeout=120)
+                              "disk = %s-healthy.img\n" % label)
+        b = Boot(label, [att, guest("vqrefill", "sectors=%d" % VQREFILL_SECTORS), hea,
+                         guest("virtio", "sectors=%d ro=0" % VIRTIO_SECTORS),
+                         disk_a, disk_h], append=append, smp="3", timeout=120)
         b.expect(r"^\[vm0\] vqrefill: ringing the doorbell; the sibling refills the ring for ever$")
         b.expect(r"^lightpath: vm0: stopped: time limit of %d s reached$" % limit,
                  "the attacker stopped by its time limit; %s" % b.why_rc())
@@ -1301,7 +1302,7 @@ def t_hostile_vqrefill(limit=15):
     return run
 
 
-def t_hostile_rxwalk(limit=30, frames=20):
+def t_hostile_rxwalk(label, append, limit=30, frames=20):
     """guests/hostile/rxwalk.c: on link evil, a walker whose receive ring
     is 256 chains of 1279 descriptors (refused after the whole walk, so a
     frame waits and the next chain is walked) and a flooder that keeps a
@@ -1312,27 +1313,28 @@ def t_hostile_rxwalk(limit=30, frames=20):
     passes) and ends while the walker still runs (ping's end is logged
     before the walker's time-limit stop), both attackers are stopped by
     their time limit, and the walker's device stopped at its budget."""
+    label = "hostile-" + label   # (its files and log)
     def run():
         num = lambda mac: "0x" + mac.replace(":", "")
         macs = dict(NET_MACS, walk="52:54:00:00:00:11", flood="52:54:00:00:00:12")
         mods = []
         for role in ("walk", "flood"):   # (one image per VM: a kernel = names one module)
-            elf = "build/test/rxwalk-%s.elf" % role
+            elf = "build/test/%s-%s.elf" % (label, role)
             shutil.copyfile(os.path.join(ROOT, GUESTS, "rxwalk.elf"), os.path.join(ROOT, elf))
-            cfg = write_test_file("rxwalk-%s.cfg" % role, "# lightpath vm\nname = %s\n"
-                                  "kernel = rxwalk-%s.elf\nmemory = 32\ntimeout = %d\n"
-                                  "net = evil,mac=%s\n" % (role, role, limit, macs[role]))
+            cfg = write_test_file("%s-%s.cfg" % (label, role), "# lightpath vm\nname = %s\n"
+                                  "kernel = %s-%s.elf\nmemory = 32\ntimeout = %d\n"
+                                  "net = evil,mac=%s\n" % (role, label, role, limit, macs[role]))
             mods += [cfg, "%s role=%s me=%s" % (elf, role, num(macs[role]))]
         for role in ("ping", "echo"):
             peer = NET_MACS["echo" if role == "ping" else "ping"]
-            elf = "build/test/rxwalk-%s.elf" % role
+            elf = "build/test/%s-%s.elf" % (label, role)
             shutil.copyfile(os.path.join(ROOT, GUESTS, "virtionet.elf"), os.path.join(ROOT, elf))
-            cfg = write_test_file("rxwalk-%s.cfg" % role, "# lightpath vm\nname = %s\n"
-                                  "kernel = rxwalk-%s.elf\nmemory = 32\ntimeout = 120\n"
-                                  "net = link0,mac=%s\n" % (role, role, NET_MACS[role]))
+            cfg = write_test_file("%s-%s.cfg" % (label, role), "# lightpath vm\nname = %s\n"
+                                  "kernel = %s-%s.elf\nmemory = 32\ntimeout = 120\n"
+                                  "net = link0,mac=%s\n" % (role, label, role, NET_MACS[role]))
             mods += [cfg, "%s role=%s n=%d me=%s peer=%s other=%s" % (
                 elf, role, frames, num(NET_MACS[role]), num(peer), num(NET_MACS["other"]))]
-        b = Boot("hostile-rxwalk", mods, smp="4", timeout=240)
+        b = Boot(label, mods, append=append, smp="4", timeout=240)
         b.expect(r"^\[vm0\] rxwalk: walker: 256 chains of 1279 descriptors on the receive ring, "
                  r"for ever$")
         for vm in (2, 3):
@@ -2232,8 +2234,8 @@ def all_tests():
     t.append((1, "virtio-smp2-rw", t_virtio(False, label="virtio-smp2", cpus=2)))
     t.append((1, "virtionet", t_virtionet()))
     t.append((1, "net-same-mac", t_virtionet_same_mac()))
-    t.append((1, "hostile-vqrefill", t_hostile_vqrefill()))
-    t.append((1, "hostile-rxwalk", t_hostile_rxwalk()))
+    t += both_switch_sets("hostile-", "vqrefill", t_hostile_vqrefill)
+    t += both_switch_sets("hostile-", "rxwalk", t_hostile_rxwalk)
     t.append((1, "bad-linux-truncated", t_bad_linux_truncated))
     t.append((1, "bad-linux-old-protocol", t_bad_linux_old_protocol))
     t.append((1, "bad-linux-small-memory", t_bad_linux_small_memory))

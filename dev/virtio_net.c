@@ -117,9 +117,8 @@ void virtio_net_receive(struct virtio_net *n)
 		}
 	}
 	virtio_pci_used(&n->t, VIRTIO_NET_RX);   /* (nothing if nothing was given back) */
-	virtio_pci_turn_done(&n->t, VIRTIO_NET_RX, bytes);
 	if (r == VQ_MORE)
-		virtio_pci_more(&n->t, VIRTIO_NET_RX);
+		virtio_pci_more(&n->t, VIRTIO_NET_RX, bytes);
 }
 
 static void net_kick(struct virtio_pci *t, unsigned q)

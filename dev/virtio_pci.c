@@ -258,9 +258,8 @@ static __attribute__((noinline)) bool serve_chains(struct virtio_pci *t, unsigne
 	}
 	if (pushed)
 		virtio_pci_used(t, q);
-	virtio_pci_turn_done(t, q, bytes);
 	if (more)
-		virtio_pci_more(t, q);
+		virtio_pci_more(t, q, bytes);
 	return ok;
 }
 
@@ -272,7 +271,7 @@ bool virtio_pci_serve(struct virtio_pci *t, unsigned q, struct vq_seg *segs, uns
 	return serve_chains(t, q, segs, max_segs, serve);
 }
 
-void virtio_pci_turn_done(struct virtio_pci *t, unsigned q, uint64_t bytes)
+void virtio_pci_more(struct virtio_pci *t, unsigned q, uint64_t bytes)
 {
 	const struct virtqueue *vq = &t->q[q].vq;
 	uint64_t descs = vq->budget_full - vq->budget;
@@ -280,10 +279,6 @@ void virtio_pci_turn_done(struct virtio_pci *t, unsigned q, uint64_t bytes)
 		t->longest_turn_descs = descs;
 	if (bytes > t->longest_turn_bytes)
 		t->longest_turn_bytes = bytes;
-}
-
-void virtio_pci_more(struct virtio_pci *t, unsigned q)
-{
 	t->budget_stops++;
 	t->more |= 1u << q;
 	if (t->resume_later)

@@ -145,7 +145,8 @@ struct virtio_pci {
 	uint32_t more;
 	void (*resume_later)(struct virtio_pci *t);
 	uint64_t budget_stops;          /* doorbells that stopped at a budget */
-	/* the longest turn yet: descriptors walked, bytes of chains served */
+	/* the longest turn that stopped at its budget: descriptors walked,
+	 * bytes of chains served */
 	uint64_t longest_turn_descs, longest_turn_bytes;
 };
 
@@ -189,12 +190,11 @@ typedef uint32_t virtio_serve_fn(struct virtio_pci *t, int r, const struct vq_se
  * called). */
 bool virtio_pci_serve(struct virtio_pci *t, unsigned q, struct vq_seg *segs, unsigned max_segs,
 		      virtio_serve_fn *serve);
-/* Queue q's work stopped at its budget with chains left: it is marked in
- * t->more and resume_later is asked for a turn. */
-void virtio_pci_more(struct virtio_pci *t, unsigned q);
-/* A turn on queue q ended having served `bytes` of chains: the longest
- * turn's figures follow (the descriptors from the queue's budget). */
-void virtio_pci_turn_done(struct virtio_pci *t, unsigned q, uint64_t bytes);
+/* Queue q's turn stopped at its budget, having served `bytes` of chains,
+ * with chains left: it is marked in t->more and resume_later is asked for a
+ * turn; the longest such turn is kept (its descriptors from the queue's
+ * budget) for the statistics. */
+void virtio_pci_more(struct virtio_pci *t, unsigned q, uint64_t bytes);
 /* The turn resume_later arranged: each queue marked in t->more (live ones)
  * gets the device's kick again, with a fresh budget. */
 void virtio_pci_resume(struct virtio_pci *t);

@@ -639,7 +639,7 @@ void platform_print_stats(struct vm *vm)
 			b->stats.unsupported, b->stats.queue_errors, b->t.resets, b->t.bad_accesses);
 		if (b->t.budget_stops)
 			kprintf("  disk: %lu doorbell turns stopped at their budget (%u descriptors, %u KiB); "
-				"the longest turn: %lu descriptors, %lu KiB\n", b->t.budget_stops,
+				"the longest of them: %lu descriptors, %lu KiB\n", b->t.budget_stops,
 				VQ_DOORBELL_BUDGET, VIRTIO_DOORBELL_BYTES >> 10, b->t.longest_turn_descs,
 				b->t.longest_turn_bytes >> 10);
 	}
@@ -659,7 +659,7 @@ void platform_print_stats(struct vm *vm)
 			n->t.bad_accesses);
 		if (n->t.budget_stops)
 			kprintf("  net: %lu doorbell turns stopped at their budget (%u descriptors, %u KiB); "
-				"the longest turn: %lu descriptors, %lu KiB\n", n->t.budget_stops,
+				"the longest of them: %lu descriptors, %lu KiB\n", n->t.budget_stops,
 				VQ_DOORBELL_BUDGET, VIRTIO_DOORBELL_BYTES >> 10, n->t.longest_turn_descs,
 				n->t.longest_turn_bytes >> 10);
 	}

@@ -1247,10 +1247,10 @@ def vm_stat(b, vm, regex):
 
 def budget_stops(b, vm, dev):
     """VM `vm`'s device `dev` ('disk' or 'net'): (turns stopped at the
-    budget, the longest turn's descriptors, its KiB), from its budget line;
-    (0, 0, 0) without one."""
+    budget, the longest such turn's descriptors, its KiB), from its budget
+    line; (0, 0, 0) without one."""
     m = vm_stat(b, vm, r"  %s: (\d+) doorbell turns stopped at their budget \(2048 descriptors, "
-                r"1024 KiB\); the longest turn: (\d+) descriptors, (\d+) KiB$" % dev)
+                r"1024 KiB\); the longest of them: (\d+) descriptors, (\d+) KiB$" % dev)
     return tuple(int(x) for x in m.groups()) if m else (0, 0, 0)
 
 

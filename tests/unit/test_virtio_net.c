@@ -338,6 +338,62 @@ static void test_receive_budget_and_wakes(void **state)
 	assert_false(virtio_net_rx_waiting(&B.n));
 }
 
+/* Guest memory of B's receive queue, watched: no port lock may be held
+ * while B's device reads its rings or writes its buffers. */
+static unsigned watched_accesses, under_a_lock;
+static void watch(void)
+{
+	watched_accesses++;
+	under_a_lock += A.port.lock.held || B.port.lock.held || C.port.lock.held ||
+			D.port.lock.held;
+}
+static bool watched_in(void *ctx, uint64_t gpa, uint64_t len)
+{
+	watch();
+	return stub_ram_mem.in_ram(ctx, gpa, len);
+}
+static int watched_read(void *ctx, uint64_t gpa, void *dst, size_t len)
+{
+	watch();
+	return stub_ram_mem.read(ctx, gpa, dst, len);
+}
+static int watched_write(void *ctx, uint64_t gpa, const void *src, size_t len)
+{
+	watch();
+	return stub_ram_mem.write(ctx, gpa, src, len);
+}
+static const struct vq_guest_mem watched_mem = { NULL, watched_in, watched_read, watched_write,
+						 NULL };
+
+static void test_no_lock_over_the_ring_walk(void **state)
+{
+	(void)state;
+	make(&C, 2, "link1");
+	make(&D, 3, "link1");
+	struct virtqueue *vq = &B.n.t.q[VIRTIO_NET_RX].vq;
+	vq->mem = &watched_mem;   /* every ring and buffer access through watch() */
+	vq->ram = NULL;
+	watched_accesses = under_a_lock = 0;
+	rx_buffers(&B, 4);
+	for (unsigned i = 0; i < 6; i++)
+		send(&A, B.port.mac, 100, (uint8_t)i);   /* 4 delivered, 2 wait */
+	deliver(&B);
+	assert_int_equal(used_idx(&B, VIRTIO_NET_RX), 4);
+	rx_buffers(&B, 2);
+	assert_int_equal(used_idx(&B, VIRTIO_NET_RX), 6);
+	assert_true(watched_accesses > 0);
+	assert_int_equal(under_a_lock, 0);
+	/* another link's port lock held (as by a CPU copying a frame there):
+	 * link0 sends and receives without it */
+	spin_lock(&D.port.lock);
+	rx_buffers(&B, 1);
+	send(&A, B.port.mac, 100, 7);
+	deliver(&B);
+	spin_unlock(&D.port.lock);
+	assert_int_equal(used_idx(&B, VIRTIO_NET_RX), 7);
+	assert_int_equal(rx_frame(&B, 6)[99], 7);
+}
+
 static void test_hostile_transmit(void **state)
 {
 	(void)state;
@@ -446,6 +502,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_frames_wait_for_buffers_and_overflow, setup_ab,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_receive_budget_and_wakes, setup_ab, teardown),
+		cmocka_unit_test_setup_teardown(test_no_lock_over_the_ring_walk, setup_ab, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_transmit, setup_ab, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_receive_buffers, setup_ab, teardown),
 		cmocka_unit_test_setup_teardown(test_attach_refusals, setup_ab, teardown),

@@ -6,13 +6,16 @@
 #include "lib/string.h"
 
 struct net_link {
-	char name[NET_LINK_NAME_MAX];   /* "" = free */
+	char name[NET_LINK_NAME_MAX];   /* "" = free (registry lock) */
+	struct spinlock lock;           /* ports, nr_ports: the data path's */
 	struct net_port *ports[NET_LINK_PORTS];
 	unsigned nr_ports;
 };
 
 static struct net_link links[NET_LINKS];
-static struct spinlock links_lock;
+/* The registry: which link has which name, attach and detach. Never taken
+ * by a frame's path. */
+static struct spinlock registry_lock;
 
 bool net_link_name_ok(const char *name)
 {
@@ -44,10 +47,10 @@ int net_link_attach(struct net_port *p, const char *name, char *err, size_t errl
 		return -1;
 	}
 	int r = -1;
-	spin_lock(&links_lock);
+	spin_lock(&registry_lock);
 	struct net_link *l = find_link(name);
 	for (unsigned i = 0; !l && i < NET_LINKS; i++)
-		if (!links[i].name[0]) {
+		if (!links[i].name[0]) {   /* free: no port, nobody holds its lock */
 			l = &links[i];
 			memset(l, 0, sizeof(*l));
 			memcpy(l->name, name, strlen(name) + 1);
@@ -67,49 +70,63 @@ int net_link_attach(struct net_port *p, const char *name, char *err, size_t errl
 				 p->mac[3], p->mac[4], p->mac[5]);
 			goto out;
 		}
+	p->lock = (struct spinlock){ 0 };
 	p->head = p->count = 0;
 	__atomic_store_n(&p->pending, 0, __ATOMIC_RELEASE);
 	p->link = l;
+	spin_lock(&l->lock);   /* senders on the link see the port whole */
 	l->ports[l->nr_ports++] = p;
+	spin_unlock(&l->lock);
 	r = 0;
 out:
 	if (l && !l->nr_ports)
 		l->name[0] = '\0';   /* made for this port, which could not join */
-	spin_unlock(&links_lock);
+	spin_unlock(&registry_lock);
 	return r;
 }
 
 void net_link_detach(struct net_port *p)
 {
-	spin_lock(&links_lock);
+	spin_lock(&registry_lock);
 	struct net_link *l = p->link;
 	if (l) {
+		/* after this no sender reaches p: its memory may go */
+		spin_lock(&l->lock);
 		for (unsigned i = 0; i < l->nr_ports; i++)
 			if (l->ports[i] == p) {
 				l->ports[i] = l->ports[--l->nr_ports];
 				break;
 			}
+		spin_unlock(&l->lock);
 		if (!l->nr_ports)
 			l->name[0] = '\0';
 		p->link = 0;
 	}
-	spin_unlock(&links_lock);
+	spin_unlock(&registry_lock);
 }
 
-/* Into p's inbox (links' lock held); false when it is full. */
+/* Into p's inbox (its link's lock held, so p is attached); false when it
+ * is full. One copy under p's lock; the wake after it, for the put that
+ * found the inbox empty. */
 static bool inbox_put(struct net_port *p, const uint8_t *frame, unsigned len)
 {
+	spin_lock(&p->lock);
 	if (p->count == NET_INBOX_FRAMES) {
 		p->stats.inbox_full++;
+		spin_unlock(&p->lock);
 		return false;
 	}
 	struct net_frame *f = &p->inbox[(p->head + p->count) % NET_INBOX_FRAMES];
 	f->len = (uint16_t)len;
 	memcpy(f->data, frame, len);
-	if (p->count++)
-		return true;   /* the owner was told at the first and takes them all */
-	__atomic_store_n(&p->pending, 1, __ATOMIC_RELEASE);
-	p->wake(p);
+	p->count++;
+	/* set before the wake, under the lock the owner clears it with */
+	bool tell = !p->pending;
+	if (tell)
+		__atomic_store_n(&p->pending, 1, __ATOMIC_RELEASE);
+	spin_unlock(&p->lock);
+	if (tell)
+		p->wake(p);
 	return true;
 }
 
@@ -117,40 +134,41 @@ unsigned net_link_send(struct net_port *from, const uint8_t *frame, unsigned len
 {
 	if (len < NET_FRAME_MIN || len > NET_FRAME_MAX)
 		return 0;
+	struct net_link *l = from->link;   /* from's own VM sends: attached till it ends */
+	if (!l)
+		return 0;
 	unsigned reached = 0;
-	spin_lock(&links_lock);
-	struct net_link *l = from->link;
+	spin_lock(&l->lock);
 	struct net_port *to = 0;
-	if (l && !(frame[0] & 1))   /* unicast: the port with that address, if any */
+	if (!(frame[0] & 1))   /* unicast: the port with that address, if any */
 		for (unsigned i = 0; i < l->nr_ports && !to; i++)
 			if (l->ports[i] != from && !memcmp(l->ports[i]->mac, frame, NET_MAC_BYTES))
 				to = l->ports[i];
 	if (to)
 		reached += inbox_put(to, frame, len);
-	else if (l)   /* broadcast, multicast, an address nobody has: every other port */
+	else   /* broadcast, multicast, an address nobody has: every other port */
 		for (unsigned i = 0; i < l->nr_ports; i++)
 			if (l->ports[i] != from)
 				reached += inbox_put(l->ports[i], frame, len);
-	spin_unlock(&links_lock);
+	spin_unlock(&l->lock);
 	return reached;
 }
 
-unsigned net_port_receive(struct net_port *p, bool (*take)(void *ctx, const uint8_t *frame,
-							   unsigned len), void *ctx)
+unsigned net_port_take(struct net_port *p, uint8_t *buf)
 {
-	unsigned n = 0;
-	spin_lock(&links_lock);
-	while (p->count) {
+	unsigned len = 0;
+	spin_lock(&p->lock);
+	if (p->count) {
 		const struct net_frame *f = &p->inbox[p->head];
-		if (!take(ctx, f->data, f->len))
-			break;
+		len = f->len;
+		memcpy(buf, f->data, len);
 		p->stats.delivered++;
-		p->stats.delivered_bytes += f->len;
+		p->stats.delivered_bytes += len;
 		p->head = (p->head + 1) % NET_INBOX_FRAMES;
 		p->count--;
-		n++;
 	}
-	__atomic_store_n(&p->pending, p->count != 0, __ATOMIC_RELEASE);
-	spin_unlock(&links_lock);
-	return n;
+	if (!p->count)   /* the next put sets it again, and wakes */
+		__atomic_store_n(&p->pending, 0, __ATOMIC_RELEASE);
+	spin_unlock(&p->lock);
+	return len;
 }

@@ -9,22 +9,30 @@
  * sends reaches its own port. The receiving VM's device takes frames from
  * its inbox on its own CPU, into buffers its driver gave it; the sender
  * never touches another VM's memory or device state. The port's `wake`
- * hook tells the receiver that its inbox is not empty (with the links'
- * lock held, so the port is still attached). An inbox holds
+ * hook tells the receiver that its inbox is no longer empty (with the
+ * link's lock held, so the port is still attached). An inbox holds
  * NET_INBOX_FRAMES frames; more wait nowhere: they are dropped and counted,
  * as by a NIC whose receive ring is full (the sender is not held back: a
  * receiver whose CPU does not run for a while loses frames, which TCP sends
  * again).
  *
- * One lock for all links (short copies only; frames are at most 1514
- * bytes). Port memory is the caller's; a port must be detached before it is
- * freed. */
+ * Locks (docs/VIRTIO.md), in the order they nest: the registry's (attach
+ * and detach only), a link's own (its ports: a sender holds it while it
+ * copies one frame into each inbox the frame is for, at most
+ * NET_LINK_PORTS - 1 copies), a port's (its inbox: one frame in or out).
+ * No lock is held while a guest's ring is walked: the receiver takes one
+ * frame out of its inbox under the port's lock (net_port_take), lets go,
+ * and only then looks for a buffer for it. Links share no lock, so
+ * nothing a VM does on one link slows another link. Port memory is the
+ * caller's; a port must be detached before it is freed. */
 #ifndef DEV_NET_LINK_H
 #define DEV_NET_LINK_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "core/spinlock.h"
 
 #define NET_FRAME_MIN      14u     /* an Ethernet header */
 #define NET_FRAME_MAX      1514u   /* header + 1500 bytes of payload, no FCS or VLAN tag */
@@ -42,13 +50,18 @@ struct net_frame {
 struct net_port {
 	struct net_link *link;          /* 0 while detached */
 	uint8_t mac[NET_MAC_BYTES];
-	/* a frame arrived in the inbox (links' lock held): tell the owner */
+	/* a frame arrived in the empty inbox (link's lock held): tell the owner */
 	void (*wake)(struct net_port *p);
 	void *owner;
-	/* frames for this port, oldest first (links' lock) */
+	struct spinlock lock;           /* the inbox, pending and stats */
+	/* frames for this port, oldest first */
 	struct net_frame inbox[NET_INBOX_FRAMES];
 	unsigned head, count;
-	/* inbox not empty: read without the lock by the owner's cheap check */
+	/* inbox not empty: set (before the wake) by the put that found it
+	 * empty, cleared by the take that empties it, both under the lock;
+	 * read without it by the owner's cheap check. A put either finds it
+	 * set (the owner has not emptied the inbox yet and will see the
+	 * frame) or sets it and wakes: no frame is left unseen. */
 	unsigned pending;
 	struct {   /* (what a port sends, its device counts) */
 		uint64_t delivered, delivered_bytes;   /* frames taken from the inbox */
@@ -69,12 +82,10 @@ void net_link_detach(struct net_port *p);
  * refuses those first; this only keeps the inbox's bound). */
 unsigned net_link_send(struct net_port *from, const uint8_t *frame, unsigned len);
 
-/* Takes frames from `p`'s inbox, oldest first, handing each to `take`,
- * which returns true when it is done with it (delivered or dropped) and
- * false to leave it, and every later one, in the inbox (no buffer yet).
- * Called by the owner, on its CPU. Returns the frames taken. */
-unsigned net_port_receive(struct net_port *p, bool (*take)(void *ctx, const uint8_t *frame,
-							   unsigned len), void *ctx);
+/* Takes the oldest frame out of `p`'s inbox into buf (NET_FRAME_MAX
+ * bytes): its length, or 0 when the inbox is empty. One copy under the
+ * port's lock. Called by the owner, on its CPU. */
+unsigned net_port_take(struct net_port *p, uint8_t *buf);
 
 static inline bool net_port_pending(const struct net_port *p)
 {

@@ -44,29 +44,30 @@ static uint32_t net_tx_serve(struct virtio_pci *t, int r, const struct vq_seg *s
 	return 0;   /* the device writes nothing into a transmit buffer */
 }
 
-/* One received frame into the next receive chain; false when the driver
- * has posted none (the frame waits on the port). */
-static bool net_rx_take(void *ctx, const uint8_t *frame, unsigned len)
+/* The staged frame into the next receive chain. Returns 1 when it is done
+ * with it (delivered, or dropped because the chain was too small), 0 when
+ * the driver has posted no buffer (the frame stays staged), VQ_MORE when
+ * the doorbell's budget is spent, or -1 when the ring is broken. */
+static int net_rx_deliver(struct virtio_net *n)
 {
-	struct virtio_net *n = ctx;
 	struct virtio_pci *t = &n->t;
 	struct virtqueue *vq = &t->q[VIRTIO_NET_RX].vq;
 	struct vq_seg segs[VIRTIO_NET_SEGS_MAX];
 	struct vq_chain c;
+	unsigned len = n->staged_len;
 	for (;;) {
 		int r = vq_pop(vq, segs, VIRTIO_NET_SEGS_MAX, &c);
+		if (r == VQ_MORE)
+			return VQ_MORE;
 		if (r == VQ_EMPTY) {
 			r = vq_enable_notify(vq);   /* a kick when buffers come */
 			if (r == 1)
 				continue;
 			if (r == 0)
-				return false;
+				return 0;
 		}
-		if (vq_err_needs_reset(r)) {
-			n->stats.queue_errors++;
-			virtio_pci_queue_broken(t);
-			return false;
-		}
+		if (vq_err_needs_reset(r))
+			break;
 		uint32_t written = 0;
 		bool done = false;
 		if (r != VQ_CHAIN || c.nr_readable) {
@@ -78,7 +79,7 @@ static bool net_rx_take(void *ctx, const uint8_t *frame, unsigned len)
 			uint8_t hdr[VIRTIO_NET_HDR_BYTES] = { 0 };
 			hdr[10] = 1;                 /* num_buffers */
 			if (vq_copy(vq->mem, segs, c.nr_segs, 0, hdr, sizeof(hdr), true) ||
-			    vq_copy(vq->mem, segs, c.nr_segs, sizeof(hdr), (uint8_t *)frame, len, true)) {
+			    vq_copy(vq->mem, segs, c.nr_segs, sizeof(hdr), n->staged, len, true)) {
 				n->stats.rx_bad++;
 			} else {
 				written = VIRTIO_NET_HDR_BYTES + len;
@@ -88,22 +89,36 @@ static bool net_rx_take(void *ctx, const uint8_t *frame, unsigned len)
 			done = true;
 		}
 		r = vq_push(vq, c.head, written);
-		if (vq_err_needs_reset(r)) {
-			n->stats.queue_errors++;
-			virtio_pci_queue_broken(t);
-			return false;
-		}
+		if (vq_err_needs_reset(r))
+			break;
 		if (done)
-			return true;
+			return 1;
 	}
+	n->stats.queue_errors++;
+	virtio_pci_queue_broken(t);
+	return -1;
 }
 
 void virtio_net_receive(struct virtio_net *n)
 {
-	if (!virtio_pci_queue_live(&n->t, VIRTIO_NET_RX) || !net_port_pending(n->port))
+	if (!virtio_pci_queue_live(&n->t, VIRTIO_NET_RX) || !virtio_net_rx_waiting(n))
 		return;
-	net_port_receive(n->port, net_rx_take, n);
+	struct virtqueue *vq = &n->t.q[VIRTIO_NET_RX].vq;
+	vq_budget_refill(vq);
+	int r = 1;
+	uint64_t bytes = 0;
+	/* one frame at a time: out of the inbox under its lock, then into a
+	 * buffer without it */
+	while (r == 1 && (n->staged_len || (n->staged_len = net_port_take(n->port, n->staged)))) {
+		r = net_rx_deliver(n);
+		if (r == 1) {
+			bytes += VIRTIO_NET_HDR_BYTES + n->staged_len;
+			n->staged_len = 0;
+		}
+	}
 	virtio_pci_used(&n->t, VIRTIO_NET_RX);   /* (nothing if nothing was given back) */
+	if (r == VQ_MORE)
+		virtio_pci_more(&n->t, VIRTIO_NET_RX, bytes);
 }
 
 static void net_kick(struct virtio_pci *t, unsigned q)

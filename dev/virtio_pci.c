@@ -49,6 +49,7 @@ static void transport_reset(struct virtio_pci *t)
 	t->queue_select = 0;
 	t->isr = 0;
 	t->msix_config = VIRTIO_NO_VECTOR;
+	t->more = 0;
 }
 
 static void device_reset(struct virtio_pci *t)
@@ -222,9 +223,15 @@ static __attribute__((noinline)) bool serve_chains(struct virtio_pci *t, unsigne
 {
 	struct virtqueue *vq = &t->q[q].vq;
 	struct vq_chain c;
-	bool pushed = false, ok = true;
+	bool pushed = false, ok = true, more = false;
+	uint64_t bytes = 0;
+	vq_budget_refill(vq);
 	for (;;) {
 		int r = vq_pop(vq, segs, max_segs, &c);
+		if (r == VQ_MORE) {
+			more = true;
+			break;
+		}
 		if (r == VQ_EMPTY) {
 			/* ask for the next kick (with EVENT_IDX: avail_event), then
 			 * look again: the driver may have added chains before it
@@ -243,9 +250,16 @@ static __attribute__((noinline)) bool serve_chains(struct virtio_pci *t, unsigne
 			break;
 		}
 		pushed = true;
+		bytes += c.readable_bytes + c.writable_bytes;
+		if (bytes >= VIRTIO_DOORBELL_BYTES) {
+			more = true;
+			break;
+		}
 	}
 	if (pushed)
 		virtio_pci_used(t, q);
+	if (more)
+		virtio_pci_more(t, q, bytes);
 	return ok;
 }
 
@@ -255,6 +269,29 @@ bool virtio_pci_serve(struct virtio_pci *t, unsigned q, struct vq_seg *segs, uns
 	if (vq_idle(&t->q[q].vq))   /* a doorbell for nothing new */
 		return true;
 	return serve_chains(t, q, segs, max_segs, serve);
+}
+
+void virtio_pci_more(struct virtio_pci *t, unsigned q, uint64_t bytes)
+{
+	const struct virtqueue *vq = &t->q[q].vq;
+	uint64_t descs = vq->budget_full - vq->budget;
+	if (descs > t->longest_turn_descs)
+		t->longest_turn_descs = descs;
+	if (bytes > t->longest_turn_bytes)
+		t->longest_turn_bytes = bytes;
+	t->budget_stops++;
+	t->more |= 1u << q;
+	if (t->resume_later)
+		t->resume_later(t);
+}
+
+void virtio_pci_resume(struct virtio_pci *t)
+{
+	uint32_t m = t->more;
+	t->more = 0;
+	for (unsigned q = 0; m; q++, m >>= 1)
+		if ((m & 1) && virtio_pci_queue_live(t, q))
+			t->ops->kick(t, q);
 }
 
 bool virtio_pci_queue_live(const struct virtio_pci *t, unsigned q)

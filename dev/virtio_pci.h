@@ -139,7 +139,23 @@ struct virtio_pci {
 	 * with an ISR bit, lowered when the driver reads the ISR). */
 	void (*msi)(struct virtio_pci *t, uint64_t addr, uint32_t data);
 	void (*intx)(struct virtio_pci *t, bool level);
+	/* Queues whose work stopped at a doorbell's budget (bit q): the VM's
+	 * wiring calls virtio_pci_resume at the vCPU's next exit, which
+	 * `resume_later` (when set) arranges. */
+	uint32_t more;
+	void (*resume_later)(struct virtio_pci *t);
+	uint64_t budget_stops;          /* doorbells that stopped at a budget */
+	/* the longest turn that stopped at its budget: descriptors walked,
+	 * bytes of chains served */
+	uint64_t longest_turn_descs, longest_turn_bytes;
 };
+
+/* What one doorbell may do besides the descriptors it walks
+ * (VQ_DOORBELL_BUDGET): bytes of the chains it serves. The chain that
+ * crosses it is finished (one chain is bounded by guest RAM and the
+ * device: a frame, a disk request), then the queue waits for its next
+ * turn. Linux's largest disk request (1280 KiB by default) is one chain. */
+#define VIRTIO_DOORBELL_BYTES (1u << 20)
 
 /* A function at `devfn` for the device type `ops` (which must describe a
  * valid device: 0 on success, -1 if not), its queues reaching guest RAM
@@ -166,10 +182,22 @@ typedef uint32_t virtio_serve_fn(struct virtio_pci *t, int r, const struct vq_se
 				 const struct vq_chain *c);
 /* A device's kick: every available chain of queue q to `serve` and back to
  * the driver, then a request for the next kick (and a last look), then the
- * interrupt if the driver wants one. False if the driver broke the ring:
- * the device then needs a reset (virtio_pci_queue_broken was called). */
+ * interrupt if the driver wants one. At most one doorbell's budget of
+ * descriptors (VQ_DOORBELL_BUDGET) and of bytes (VIRTIO_DOORBELL_BYTES):
+ * past either the chains served so far are given back and the rest waits
+ * for virtio_pci_resume (virtio_pci_more). False if the driver broke the
+ * ring: the device then needs a reset (virtio_pci_queue_broken was
+ * called). */
 bool virtio_pci_serve(struct virtio_pci *t, unsigned q, struct vq_seg *segs, unsigned max_segs,
 		      virtio_serve_fn *serve);
+/* Queue q's turn stopped at its budget, having served `bytes` of chains,
+ * with chains left: it is marked in t->more and resume_later is asked for a
+ * turn; the longest such turn is kept (its descriptors from the queue's
+ * budget) for the statistics. */
+void virtio_pci_more(struct virtio_pci *t, unsigned q, uint64_t bytes);
+/* The turn resume_later arranged: each queue marked in t->more (live ones)
+ * gets the device's kick again, with a fresh budget. */
+void virtio_pci_resume(struct virtio_pci *t);
 /* Queue q is enabled and the device running (DRIVER_OK, no NEEDS_RESET):
  * its doorbell counts, and the device may use its buffers. */
 bool virtio_pci_queue_live(const struct virtio_pci *t, unsigned q);

@@ -103,7 +103,8 @@ static uint64_t avail_event_gpa(const struct virtqueue *vq)
 
 void vq_init(struct virtqueue *vq, const struct vq_guest_mem *mem)
 {
-	*vq = (struct virtqueue){ .mem = mem };
+	*vq = (struct virtqueue){ .mem = mem, .budget = VQ_DOORBELL_BUDGET,
+				  .budget_full = VQ_DOORBELL_BUDGET };
 }
 
 void vq_reset(struct virtqueue *vq)
@@ -113,6 +114,8 @@ void vq_reset(struct virtqueue *vq)
 	vq->chains = old.chains;
 	vq->failed_requests = old.failed_requests;
 	vq->pushed = old.pushed;
+	vq->budget_stops = old.budget_stops;
+	vq->budget = vq->budget_full = old.budget_full;
 }
 
 static bool ring_ok(const struct vq_guest_mem *m, uint64_t gpa, uint64_t bytes,
@@ -170,13 +173,27 @@ static int avail_pending(struct virtqueue *vq)
 	return idx != vq->last_avail;
 }
 
-/* The chain being walked: which table, how far, what it gave so far. */
+/* The chain being walked: which table, how far, what it gave so far, and
+ * how many more descriptors the doorbell's budget lets it read. */
 struct walk {
 	struct vq_seg *segs;
 	unsigned max_segs;
 	struct vq_chain *chain;
 	bool seen_writable;
+	unsigned left;
 };
+
+/* The walk ran out of budget (internal to vq_pop: never returned). */
+#define WALK_OUT_OF_BUDGET (-16)
+
+/* Every descriptor read costs one from the budget, whatever it holds. */
+static int read_desc(struct virtqueue *vq, struct walk *w, uint64_t gpa, struct vq_desc *d)
+{
+	if (!w->left)
+		return WALK_OUT_OF_BUDGET;
+	w->left--;
+	return ring_read(vq, gpa, d, sizeof(*d));
+}
 
 /* One buffer descriptor (not INDIRECT) into the segments. */
 static int take_buffer(struct walk *w, const struct vq_guest_mem *m, const struct vq_desc *d)
@@ -218,7 +235,7 @@ static int walk_indirect(struct virtqueue *vq, struct walk *w, const struct vq_d
 	uint32_t i = 0;
 	for (uint32_t visited = 1;; visited++) {
 		struct vq_desc e;
-		int err = ring_read(vq, table + (uint64_t)i * sizeof(e), &e, sizeof(e));
+		int err = read_desc(vq, w, table + (uint64_t)i * sizeof(e), &e);
 		if (err)
 			return err;
 		if (e.flags & VIRTQ_DESC_F_INDIRECT)
@@ -243,7 +260,7 @@ static int walk_chain(struct virtqueue *vq, struct walk *w, uint16_t head)
 	uint16_t i = head;
 	for (unsigned visited = 1;; visited++) {
 		struct vq_desc d;
-		int err = ring_read(vq, vq->desc_gpa + (uint64_t)i * sizeof(d), &d, sizeof(d));
+		int err = read_desc(vq, w, vq->desc_gpa + (uint64_t)i * sizeof(d), &d);
 		if (err)
 			return err;
 		if (d.flags & VIRTQ_DESC_F_INDIRECT) {
@@ -276,6 +293,10 @@ int vq_pop(struct virtqueue *vq, struct vq_seg *segs, unsigned max_segs,
 	int r = avail_pending(vq);
 	if (r <= 0)
 		return r;
+	if (!vq->budget) {   /* a chain waits: the next doorbell's */
+		vq->budget_stops++;
+		return VQ_MORE;
+	}
 
 	uint16_t head;
 	r = ring_read16(vq, vq->avail_gpa + AVAIL_RING + 2ull * (vq->last_avail & (vq->size - 1)),
@@ -288,8 +309,21 @@ int vq_pop(struct virtqueue *vq, struct vq_seg *segs, unsigned max_segs,
 	vq->last_avail++;
 	chain->head = head;
 
-	struct walk w = { .segs = segs, .max_segs = max_segs, .chain = chain };
+	struct walk w = { .segs = segs, .max_segs = max_segs, .chain = chain, .left = vq->budget };
 	r = walk_chain(vq, &w, head);
+	bool whole_budget = vq->budget == vq->budget_full;
+	vq->budget = w.left;
+	if (r == WALK_OUT_OF_BUDGET) {
+		vq->budget = 0;
+		if (whole_budget) {   /* it will never fit: refused */
+			r = VQ_ERR_CHAIN_BUDGET;
+		} else {              /* not taken: walked again with a fresh budget */
+			vq->last_avail--;
+			*chain = (struct vq_chain){ 0 };
+			vq->budget_stops++;
+			return VQ_MORE;
+		}
+	}
 	if (vq_err_needs_reset(r))
 		return vq_fail(vq, r);
 	if (r) {

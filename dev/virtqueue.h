@@ -54,6 +54,16 @@
  * (the spec lets a device bound chains): a bigger table fails the request. */
 #define VQ_INDIRECT_MAX 1024u
 
+/* Descriptors a device walks per doorbell (every one read counts: chain
+ * links, empty ones, the one that points to an indirect table, the table's
+ * entries). Every chain a driver may make on lightpath's queues fits one
+ * (at most 256 entries and one 1024-entry table), and a full ring of
+ * Linux's virtio-net chains too (256 of at most 3 without offloads); a
+ * hostile ring of 256 chains of 255 empty descriptors and a 1024-entry
+ * table (256 x 1279) does not. Past it vq_pop answers VQ_MORE and the
+ * device resumes at its next turn (docs/VIRTIO.md). */
+#define VQ_DOORBELL_BUDGET 2048u
+
 /* How the queue reaches guest-physical memory. The hypervisor gives its
  * guest RAM accessors, the unit tests a fake RAM. Function pointers rather
  * than link-time hooks so that one binary can test it against several
@@ -76,7 +86,8 @@ struct vq_guest_mem {
 	uint8_t *(*ram)(void *ctx);
 };
 
-/* Results. vq_pop returns VQ_CHAIN or VQ_EMPTY; everything else is negative.
+/* Results. vq_pop returns VQ_CHAIN, VQ_EMPTY or VQ_MORE; everything else
+ * is negative.
  *
  * Request errors (-1 .. -15): the chain is bad but the ring around it is
  * sound. vq_pop has taken the chain (chain->head is valid) and counted it in
@@ -92,12 +103,16 @@ struct vq_guest_mem {
 enum vq_result {
 	VQ_EMPTY = 0,   /* no chain available (or the queue is not set up) */
 	VQ_CHAIN = 1,   /* a chain was taken */
+	VQ_MORE = 2,    /* chains wait but this doorbell's budget is spent:
+			   nothing taken; resume after vq_budget_refill */
 
 	/* request errors */
 	VQ_ERR_BUF_RANGE = -1,          /* a buffer outside RAM or wrapping 2^64 */
 	VQ_ERR_INDIRECT_RANGE = -2,     /* an indirect table outside RAM or wrapping */
 	VQ_ERR_INDIRECT_TOO_LARGE = -3, /* an indirect table over VQ_INDIRECT_MAX */
 	VQ_ERR_TOO_MANY_SEGS = -4,      /* more segments than the caller's array */
+	VQ_ERR_CHAIN_BUDGET = -5,       /* one chain longer than a whole doorbell's
+					   budget: it could never be walked */
 	VQ_ERR_PUSH = -8,               /* vq_push with a bad id or nothing in flight:
 					   the device's bug, nothing written, the
 					   queue goes on */
@@ -170,6 +185,9 @@ struct virtqueue {
 	uint64_t chains;        /* chains vq_pop returned whole */
 	uint64_t failed_requests; /* chains vq_pop took and failed (request errors) */
 	uint64_t pushed;        /* used elements written */
+	unsigned budget;        /* descriptors this doorbell may still walk */
+	unsigned budget_full;   /* what vq_budget_refill gives */
+	uint64_t budget_stops;  /* pops that answered VQ_MORE */
 };
 
 /* A queue that is not set up: pops find nothing. */
@@ -183,11 +201,28 @@ int vq_setup(struct virtqueue *vq, const struct vq_layout *l);
 /* Device reset: back to vq_init's state (counters kept). */
 void vq_reset(struct virtqueue *vq);
 
+/* The walk allowance: vq_init gives VQ_DOORBELL_BUDGET; a device refills
+ * it at each doorbell (and each resumption); vq_set_budget changes the full
+ * amount (tests, devices with other needs; at least 1). */
+static inline void vq_budget_refill(struct virtqueue *vq)
+{
+	vq->budget = vq->budget_full;
+}
+
+static inline void vq_set_budget(struct virtqueue *vq, unsigned descriptors)
+{
+	vq->budget_full = vq->budget = descriptors ? descriptors : 1;
+}
+
 /* Takes the next available chain, walking NEXT links and at most one
  * indirect table (last in the chain), into segs[0 .. max_segs). Reads the
  * avail idx only when what it read last is used up, then one ring entry and
- * one descriptor per link: never the whole ring. Returns VQ_CHAIN, VQ_EMPTY,
- * a request error (chain->head valid: push it back) or a queue error. */
+ * one descriptor per link: never the whole ring. Each descriptor read is
+ * taken from vq->budget; a chain the budget left does not cover is not
+ * taken (VQ_MORE: the next pop after vq_budget_refill walks it again from
+ * its head), and one that a full budget does not cover is refused
+ * (VQ_ERR_CHAIN_BUDGET). Returns VQ_CHAIN, VQ_EMPTY, VQ_MORE, a request
+ * error (chain->head valid: push it back) or a queue error. */
 int vq_pop(struct virtqueue *vq, struct vq_seg *segs, unsigned max_segs,
 	   struct vq_chain *chain);
 

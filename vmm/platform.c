@@ -2,7 +2,9 @@
 
 #include "core/console.h"
 #include "core/cpu.h"
+#include "core/percpu.h"
 #include "core/pmem.h"
+#include "core/smp.h"
 #include "core/tsc.h"
 #include "dev/acpi.h"
 #include "dev/acpi_pm.h"
@@ -571,6 +573,22 @@ static void virtio_intx(struct virtio_pci *t, bool level)
 	irq_line_set(&l, level);
 }
 
+/* A queue stopped at its doorbell's budget with work left: the vCPU that
+ * ran the doorbell (this CPU's) takes the rest at its next exit, like a
+ * kick from another CPU (vcpu_take_notices -> platform_take_kicks). Not
+ * vcpu_notify, whose same-CPU form only sets a hazard bit: a self-IPI also
+ * ends a host wait (a halted vCPU) and makes the next VMRUN exit at once,
+ * so the vCPU passes its heavy path (time limit, VM end) between budgets. */
+static void virtio_resume_later(struct virtio_pci *t)
+{
+	(void)t;
+	struct vcpu *self = this_cpu()->current;
+	if (!self)
+		return;
+	__atomic_store_n(&self->kicked, true, __ATOMIC_RELEASE);
+	smp_kick(self->host_cpu);
+}
+
 /* Puts the function `t` (initialised) on the bus at devfn, as firmware
  * leaves it: BARs placed, memory decode and bus mastering on, INTA# routed
  * to `gsi`. Its BARs are light MMIO ranges: the light path's decode takes
@@ -586,6 +604,7 @@ static void virtio_place(struct vm *vm, struct dev_host *pc, struct virtio_slot 
 	t->host = slot;
 	t->msi = virtio_msi;
 	t->intx = virtio_intx;
+	t->resume_later = virtio_resume_later;
 	for (unsigned i = 0; i < 2; i++) {   /* placed (and sized) by virtio_bar_moved */
 		struct io_range r = { .base = vm->mem_size, .len = 0,
 				      .fn = i ? virtio_msix_mmio : virtio_bar4_mmio, .opaque = slot,
@@ -618,6 +637,11 @@ void platform_print_stats(struct vm *vm)
 			"disk, %lu unsupported, %lu broken rings; %lu resets, %lu undefined accesses\n",
 			b->stats.out_of_range, b->stats.bad_requests, b->stats.ro_writes,
 			b->stats.unsupported, b->stats.queue_errors, b->t.resets, b->t.bad_accesses);
+		if (b->t.budget_stops)
+			kprintf("  disk: %lu doorbell turns stopped at their budget (%u descriptors, %u KiB); "
+				"the longest of them: %lu descriptors, %lu KiB\n", b->t.budget_stops,
+				VQ_DOORBELL_BUDGET, VIRTIO_DOORBELL_BYTES >> 10, b->t.longest_turn_descs,
+				b->t.longest_turn_bytes >> 10);
 	}
 	if (vm->net) {
 		const struct virtio_net *n = &pc->net;
@@ -633,6 +657,11 @@ void platform_print_stats(struct vm *vm)
 			"%lu undefined accesses\n", n->stats.tx_bad, n->stats.rx_bad,
 			n->stats.rx_short, p->stats.inbox_full, n->stats.queue_errors, n->t.resets,
 			n->t.bad_accesses);
+		if (n->t.budget_stops)
+			kprintf("  net: %lu doorbell turns stopped at their budget (%u descriptors, %u KiB); "
+				"the longest of them: %lu descriptors, %lu KiB\n", n->t.budget_stops,
+				VQ_DOORBELL_BUDGET, VIRTIO_DOORBELL_BYTES >> 10, n->t.longest_turn_descs,
+				n->t.longest_turn_bytes >> 10);
 	}
 }
 
@@ -675,8 +704,17 @@ static void create_net(struct vm *vm, struct dev_host *pc)
 void platform_take_kicks(struct vm *vm)
 {
 	struct dev_host *pc = vm->pc;
-	if (pc->net_port && net_port_pending(pc->net_port))
-		virtio_net_receive(&pc->net);
+	if (vm->disk && pc->blk.t.more)
+		virtio_pci_resume(&pc->blk.t);
+	if (pc->net_port) {   /* one receive turn, whether marked or woken */
+		struct virtio_net *n = &pc->net;
+		bool rx = (n->t.more >> VIRTIO_NET_RX & 1) || virtio_net_rx_waiting(n);
+		n->t.more &= ~(1u << VIRTIO_NET_RX);
+		if (n->t.more)
+			virtio_pci_resume(&n->t);
+		if (rx)
+			virtio_net_receive(n);
+	}
 }
 
 bool platform_kick_source(const struct vm *vm)

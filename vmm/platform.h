@@ -22,8 +22,10 @@ void platform_create(struct vm *vm);
 void platform_start(struct vm *vm);
 /* The devices' lines of the VM's exit statistics (a disk's requests). */
 void platform_print_stats(struct vm *vm);
-/* Another CPU kicked this VM's vCPU (vcpu_take_notices): frames another VM
- * left on its network link go into its receive queue. */
+/* Another CPU kicked this VM's vCPU, or a device stopped at its doorbell's
+ * budget kicked its own (vcpu_take_notices): frames another VM left on its
+ * network link go into its receive queue, and the devices' queues marked
+ * for more work get their next budget. */
 void platform_take_kicks(struct vm *vm);
 /* Can another VM give this one work (an interrupt) while it halts: a
  * network link. */

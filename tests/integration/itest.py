@@ -1227,6 +1227,136 @@ def t_virtionet_same_mac():
     return run
 
 
+def vm_stat(b, vm, regex):
+    """The first match of `regex` among VM `vm`'s statistics lines (those
+    after its 'exit statistics' line, up to the next lightpath line), or
+    None."""
+    lines = [l.rstrip() for l in b.lines]
+    start = next((i for i, l in enumerate(lines)
+                  if l == "lightpath: vm%d: exit statistics" % vm), None)
+    if start is None:
+        return None
+    for l in lines[start + 1:]:
+        if l.startswith("lightpath: "):
+            break
+        m = re.match(regex, l)
+        if m:
+            return m
+    return None
+
+
+def budget_stops(b, vm, dev):
+    """VM `vm`'s device `dev` ('disk' or 'net'): (turns stopped at the
+    budget, the longest such turn's descriptors, its KiB), from its budget
+    line; (0, 0, 0) without one."""
+    m = vm_stat(b, vm, r"  %s: (\d+) doorbell turns stopped at their budget \(2048 descriptors, "
+                r"1024 KiB\); the longest of them: (\d+) descriptors, (\d+) KiB$" % dev)
+    return tuple(int(x) for x in m.groups()) if m else (0, 0, 0)
+
+
+VQREFILL_SECTORS = 2048
+
+
+def t_hostile_vqrefill(label, append, limit=15):
+    """A VM of two vCPUs with a disk (guests/hostile/vqrefill.c) rings its
+    doorbell once while its second vCPU keeps the ring full for ever; beside
+    it a VM with its own disk runs guests/selftest/virtio.c (QEMU -smp 3).
+    Without a budget that doorbell never ended (the time limit could not
+    fire, QEMU's timeout ended the run). Passes when: the healthy VM's
+    self-test passes, the attacker is stopped by its time limit, its disk
+    served more than a ring of requests (the sibling did refill) and
+    stopped at a budget at least once."""
+    label = "hostile-" + label   # (its files and log)
+    def run():
+        # 1 MiB: each request reads all of it, a long copy during which the
+        # sibling has time to refill (the sibling must keep up for the old
+        # doorbell to never end; a short copy often let the ring run dry)
+        disk_a = write_test_file("%s-attacker.img" % label, bytes(VQREFILL_SECTORS * 512))
+        disk_h = virtio_disk("%s-healthy.img" % label)
+        att = write_test_file("%s-attacker.cfg" % label, "# lightpath vm\nname = vqrefill\n"
+                              "kernel = vqrefill.elf\nmemory = 32\ncpus = 2\ntimeout = %d\n"
+                              "disk = %s-attacker.img\n" % (limit, label))
+        hea = write_test_file("%s-healthy.cfg" % label, "# lightpath vm\nname = healthy\n"
+                              "kernel = virtio.elf\nmemory = 32\ntimeout = 120\n"
+                              "disk = %s-healthy.img\n" % label)
+        b = Boot(label, [att, guest("vqrefill", "sectors=%d" % VQREFILL_SECTORS), hea,
+                         guest("virtio", "sectors=%d ro=0" % VIRTIO_SECTORS),
+                         disk_a, disk_h], append=append, smp="3", timeout=120)
+        b.expect(r"^\[vm0\] vqrefill: ringing the doorbell; the sibling refills the ring for ever$")
+        b.expect(r"^lightpath: vm0: stopped: time limit of %d s reached$" % limit,
+                 "the attacker stopped by its time limit; %s" % b.why_rc())
+        selftest_result(b, "virtio", vm=1)
+        b.expect(r"^lightpath: vm1: ended with status 0 \(isa-debug-exit\)$")
+        m = vm_stat(b, 0, r"  disk: (\d+) reads \(")
+        check(m and int(m.group(1)) > 128, "the attacker's disk served %s reads, wanted more "
+              "than one ring (128)" % (m.group(1) if m else "no"))
+        stops, descs, kib = budget_stops(b, 0, "disk")
+        check(stops >= 1, "the attacker's disk never stopped at its budget")
+        # one turn: at most the budget, and the bytes' budget plus the one
+        # chain (a 1 MiB read) that crossed it
+        check(descs <= 2048 and kib <= 2 * 1024, "the attacker's longest turn: %d descriptors, "
+              "%d KiB" % (descs, kib))
+        check(budget_stops(b, 1, "disk")[0] == 0, "the healthy VM's disk stopped at a budget")
+        b.expect_not(r"^lightpath: panic:.*", "a hypervisor panic")
+        return b
+    return run
+
+
+def t_hostile_rxwalk(label, append, limit=30, frames=20):
+    """guests/hostile/rxwalk.c: on link evil, a walker whose receive ring
+    is 256 chains of 1279 descriptors (refused after the whole walk, so a
+    frame waits and the next chain is walked) and a flooder that keeps a
+    frame waiting for it; on link0 beside them the healthy ping and echo
+    of guests/selftest/virtionet.c (QEMU -smp 4). Before the budget and the
+    per-link locks, each frame walked ~327,000 descriptors under the lock
+    every link shared. Passes when: ping gets all its echoes (its self-test
+    passes) and ends while the walker still runs (ping's end is logged
+    before the walker's time-limit stop), both attackers are stopped by
+    their time limit, and the walker's device stopped at its budget."""
+    label = "hostile-" + label   # (its files and log)
+    def run():
+        num = lambda mac: "0x" + mac.replace(":", "")
+        macs = dict(NET_MACS, walk="52:54:00:00:00:11", flood="52:54:00:00:00:12")
+        mods = []
+        for role in ("walk", "flood"):   # (one image per VM: a kernel = names one module)
+            elf = "build/test/%s-%s.elf" % (label, role)
+            shutil.copyfile(os.path.join(ROOT, GUESTS, "rxwalk.elf"), os.path.join(ROOT, elf))
+            cfg = write_test_file("%s-%s.cfg" % (label, role), "# lightpath vm\nname = %s\n"
+                                  "kernel = %s-%s.elf\nmemory = 32\ntimeout = %d\n"
+                                  "net = evil,mac=%s\n" % (role, label, role, limit, macs[role]))
+            mods += [cfg, "%s role=%s me=%s" % (elf, role, num(macs[role]))]
+        for role in ("ping", "echo"):
+            peer = NET_MACS["echo" if role == "ping" else "ping"]
+            elf = "build/test/%s-%s.elf" % (label, role)
+            shutil.copyfile(os.path.join(ROOT, GUESTS, "virtionet.elf"), os.path.join(ROOT, elf))
+            cfg = write_test_file("%s-%s.cfg" % (label, role), "# lightpath vm\nname = %s\n"
+                                  "kernel = %s-%s.elf\nmemory = 32\ntimeout = 120\n"
+                                  "net = link0,mac=%s\n" % (role, label, role, NET_MACS[role]))
+            mods += [cfg, "%s role=%s n=%d me=%s peer=%s other=%s" % (
+                elf, role, frames, num(NET_MACS[role]), num(peer), num(NET_MACS["other"]))]
+        b = Boot(label, mods, append=append, smp="4", timeout=240)
+        b.expect(r"^\[vm0\] rxwalk: walker: 256 chains of 1279 descriptors on the receive ring, "
+                 r"for ever$")
+        for vm in (2, 3):
+            selftest_result(b, "virtionet", vm=vm)
+        stop = r"^lightpath: vm%d: stopped: time limit of %d s reached$"
+        for vm in (0, 1):
+            b.expect(stop % (vm, limit), "vm%d stopped by its time limit; %s" % (vm, b.why_rc()))
+        lines = [l.rstrip() for l in b.lines]
+        ping_end = next((i for i, l in enumerate(lines)
+                         if re.match(r"lightpath: vm2: ended with status 0 \(isa-debug-exit\)$", l)), None)
+        walk_stop = next(i for i, l in enumerate(lines) if re.match(stop % (0, limit), l))
+        check(ping_end is not None and ping_end < walk_stop,
+              "ping did not end (with 0) while the walker ran: %s, %s" % (ping_end, walk_stop))
+        stops, descs, _ = budget_stops(b, 0, "net")
+        check(stops >= 1, "the walker's device never stopped at its budget")
+        check(descs <= 2048, "the walker's longest turn walked %d descriptors" % descs)
+        for vm in (2, 3):
+            check(budget_stops(b, vm, "net")[0] == 0, "healthy vm%d's device stopped at a budget" % vm)
+        b.expect_not(r"^lightpath: panic:.*", "a hypervisor panic")
+        return b
+    return run
+
 def t_bad_modules_linux():
     """modules = for a Linux kernel: refused with one line (Linux takes its
     initrd through initrd =)."""
@@ -2104,6 +2234,8 @@ def all_tests():
     t.append((1, "virtio-smp2-rw", t_virtio(False, label="virtio-smp2", cpus=2)))
     t.append((1, "virtionet", t_virtionet()))
     t.append((1, "net-same-mac", t_virtionet_same_mac()))
+    t += both_switch_sets("hostile-", "vqrefill", t_hostile_vqrefill)
+    t += both_switch_sets("hostile-", "rxwalk", t_hostile_rxwalk)
     t.append((1, "bad-linux-truncated", t_bad_linux_truncated))
     t.append((1, "bad-linux-old-protocol", t_bad_linux_old_protocol))
     t.append((1, "bad-linux-small-memory", t_bad_linux_small_memory))

@@ -282,6 +282,63 @@ static void test_event_idx_asks_for_the_next_kick(void **state)
 	}
 }
 
+static unsigned resumes_asked;
+static void on_resume_later(struct virtio_pci *t)
+{
+	(void)t;
+	resumes_asked++;
+}
+
+/* A doorbell serves at most a budget of descriptors; the rest waits for
+ * the turn resume_later asks for (virtio_pci_resume), not for another
+ * doorbell, and a sibling vCPU adding chains all the while does not make
+ * one doorbell longer. */
+static void test_doorbell_budget_resumes(void **state)
+{
+	(void)state;
+	struct virtio_pci *t = &blk.t;
+	t->resume_later = on_resume_later;
+	resumes_asked = 0;
+	vq_set_budget(&t->q[0].vq, 7);   /* two 3-descriptor requests per turn */
+	/* five flushes on the ring, one doorbell */
+	for (unsigned i = 0; i < 5; i++) {
+		uint16_t head = next_desc;
+		struct buf fl[] = { { HDR, 8, false }, { HDR + 8, 8, false }, { STATUS + i, 1, true } };
+		for (unsigned k = 0; k < 3; k++) {
+			uint16_t d = (uint16_t)((next_desc + k) % QSIZE);
+			put64(DESC + 16ull * d, fl[k].gpa);
+			put32(DESC + 16ull * d + 8, fl[k].len);
+			put16(DESC + 16ull * d + 12, (uint16_t)((fl[k].writable ? 2 : 0) | (k < 2 ? 1 : 0)));
+			put16(DESC + 16ull * d + 14, (uint16_t)((d + 1) % QSIZE));
+		}
+		next_desc = (uint16_t)((next_desc + 3) % QSIZE);
+		put16(AVAIL + 4 + 2 * (avail_idx % QSIZE), head);
+		put16(AVAIL + 2, ++avail_idx);
+	}
+	header(HDR, VIRTIO_BLK_T_FLUSH, 0);
+	virtio_pci_write(t, VIRTIO_PCI_NOTIFY, 2, 0);
+	assert_int_equal(used_idx(), 2);
+	assert_int_equal(t->more, 1u);
+	assert_int_equal(resumes_asked, 1);
+	assert_int_equal(interrupts, 1);         /* what was done is told at once */
+	assert_int_equal(t->budget_stops, 1);
+	/* the driver's next doorbell for the same chains finds them waiting too */
+	virtio_pci_resume(t);
+	assert_int_equal(used_idx(), 4);
+	assert_int_equal(resumes_asked, 2);
+	virtio_pci_resume(t);
+	assert_int_equal(used_idx(), 5);
+	assert_int_equal(t->more, 0u);           /* done: nothing asked for */
+	assert_int_equal(resumes_asked, 2);
+	assert_int_equal(blk.stats.flushes, 5);
+	virtio_pci_resume(t);                    /* a turn with nothing marked: nothing */
+	assert_int_equal(used_idx(), 5);
+	/* a reset forgets the queue's marked work */
+	t->more = 1;
+	virtio_pci_write(t, VIRTIO_COMMON_STATUS, 1, 0);
+	assert_int_equal(t->more, 0u);
+}
+
 static void test_refused_images(void **state)
 {
 	(void)state;
@@ -299,6 +356,7 @@ int main(void)
 		cmocka_unit_test_setup(test_bad_requests, setup_rw),
 		cmocka_unit_test_setup(test_hostile_rings, setup_rw),
 		cmocka_unit_test_setup(test_event_idx_asks_for_the_next_kick, setup_rw),
+		cmocka_unit_test_setup(test_doorbell_budget_resumes, setup_rw),
 		cmocka_unit_test(test_refused_images),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

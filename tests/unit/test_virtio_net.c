@@ -272,13 +272,126 @@ static void test_frames_wait_for_buffers_and_overflow(void **state)
 	assert_int_equal(B.interrupts, 1);
 	for (unsigned k = 0; k < 10; k++)
 		rx_buffers(&B, QSIZE - 2);                   /* (the ring has room for those) */
-	assert_int_equal(B.port.stats.delivered, 2 + 10 * (QSIZE - 2));
-	for (unsigned k = 0; k < NET_INBOX_FRAMES && net_port_pending(&B.port); k++)
+	/* (the port counts frames out of its inbox: one more waits staged) */
+	assert_int_equal(B.n.stats.rx_frames, 2 + 10 * (QSIZE - 2));
+	assert_int_equal(B.port.stats.delivered, 2 + 10 * (QSIZE - 2) + 1);
+	assert_int_equal(B.n.staged_len, 64);
+	for (unsigned k = 0; k < NET_INBOX_FRAMES && virtio_net_rx_waiting(&B.n); k++)
 		rx_buffers(&B, QSIZE - 2);
+	assert_false(virtio_net_rx_waiting(&B.n));
 	assert_false(net_port_pending(&B.port));
+	assert_int_equal(B.n.stats.rx_frames, NET_INBOX_FRAMES);
 	assert_int_equal(B.port.stats.delivered, NET_INBOX_FRAMES);
 	assert_int_equal(rx_frame(&B, used_idx(&B, VIRTIO_NET_RX) - 1u)[63],
 			 (uint8_t)(NET_INBOX_FRAMES - 1));   /* the last frame the inbox took */
+}
+
+static unsigned rx_resumes;
+static void on_resume_later(struct virtio_pci *t)
+{
+	(void)t;
+	rx_resumes++;
+}
+
+/* The receive path: one frame at a time out of the inbox (the port's lock
+ * is never held across the walk), a walk bounded by the budget, the rest
+ * resumed by virtio_pci_resume; a frame put after the inbox was emptied
+ * always wakes the receiver again. */
+static void test_receive_budget_and_wakes(void **state)
+{
+	(void)state;
+	B.n.t.resume_later = on_resume_later;
+	rx_resumes = 0;
+	vq_set_budget(&B.n.t.q[VIRTIO_NET_RX].vq, 3);
+	for (unsigned i = 0; i < 5; i++)
+		send(&A, B.port.mac, 64, (uint8_t)i);
+	assert_int_equal(B.wakes, 1);
+	rx_buffers(&B, 5);                  /* the doorbell's turn: 3 descriptors, 3 frames */
+	assert_int_equal(used_idx(&B, VIRTIO_NET_RX), 3);
+	assert_int_equal(B.n.t.more, 1u << VIRTIO_NET_RX);
+	assert_int_equal(rx_resumes, 1);
+	assert_int_equal(B.n.staged_len, 64);   /* the fourth, out of the inbox, waiting */
+	assert_true(net_port_pending(&B.port)); /* the fifth */
+	virtio_pci_resume(&B.n.t);           /* the next turn: the last two */
+	assert_int_equal(used_idx(&B, VIRTIO_NET_RX), 5);
+	for (unsigned i = 0; i < 5; i++)
+		assert_int_equal(rx_frame(&B, i)[63], i);
+	assert_false(virtio_net_rx_waiting(&B.n));
+	assert_int_equal(B.n.t.more, 0u);
+	assert_int_equal(rx_resumes, 1);
+	/* the inbox emptied: the next frame wakes the receiver again */
+	send(&A, B.port.mac, 64, 9);
+	assert_int_equal(B.wakes, 2);
+	assert_true(net_port_pending(&B.port));
+	/* taken into the staging buffer with no receive buffer left: no wake is
+	 * owed for it (the driver's next doorbell takes it), but the next frame
+	 * put in the empty inbox wakes again */
+	deliver(&B);
+	assert_int_equal(B.n.staged_len, 64);
+	assert_false(net_port_pending(&B.port));
+	send(&A, B.port.mac, 64, 10);
+	assert_int_equal(B.wakes, 3);
+	rx_buffers(&B, 2);
+	assert_int_equal(used_idx(&B, VIRTIO_NET_RX), 7);
+	assert_int_equal(rx_frame(&B, 5)[63], 9);
+	assert_int_equal(rx_frame(&B, 6)[63], 10);
+	assert_false(virtio_net_rx_waiting(&B.n));
+}
+
+/* Guest memory of B's receive queue, watched: no port lock may be held
+ * while B's device reads its rings or writes its buffers. */
+static unsigned watched_accesses, under_a_lock;
+static void watch(void)
+{
+	watched_accesses++;
+	under_a_lock += A.port.lock.held || B.port.lock.held || C.port.lock.held ||
+			D.port.lock.held;
+}
+static bool watched_in(void *ctx, uint64_t gpa, uint64_t len)
+{
+	watch();
+	return stub_ram_mem.in_ram(ctx, gpa, len);
+}
+static int watched_read(void *ctx, uint64_t gpa, void *dst, size_t len)
+{
+	watch();
+	return stub_ram_mem.read(ctx, gpa, dst, len);
+}
+static int watched_write(void *ctx, uint64_t gpa, const void *src, size_t len)
+{
+	watch();
+	return stub_ram_mem.write(ctx, gpa, src, len);
+}
+static const struct vq_guest_mem watched_mem = { NULL, watched_in, watched_read, watched_write,
+						 NULL };
+
+static void test_no_lock_over_the_ring_walk(void **state)
+{
+	(void)state;
+	make(&C, 2, "link1");
+	make(&D, 3, "link1");
+	struct virtqueue *vq = &B.n.t.q[VIRTIO_NET_RX].vq;
+	vq->mem = &watched_mem;   /* every ring and buffer access through watch() */
+	vq->ram = NULL;
+	watched_accesses = under_a_lock = 0;
+	rx_buffers(&B, 4);
+	for (unsigned i = 0; i < 6; i++)
+		send(&A, B.port.mac, 100, (uint8_t)i);   /* 4 delivered, 2 wait */
+	deliver(&B);
+	assert_int_equal(used_idx(&B, VIRTIO_NET_RX), 4);
+	rx_buffers(&B, 2);
+	assert_int_equal(used_idx(&B, VIRTIO_NET_RX), 6);
+	assert_true(watched_accesses > 0);
+	assert_int_equal(under_a_lock, 0);
+	/* another link's port lock held (as by a CPU copying a frame there):
+	 * link0 sends and receives without it */
+	spin_lock(&D.port.lock);
+	rx_buffers(&B, 1);
+	send(&A, B.port.mac, 100, 7);
+	deliver(&B);
+	spin_unlock(&D.port.lock);
+	assert_int_equal(used_idx(&B, VIRTIO_NET_RX), 7);
+	assert_int_equal(rx_frame(&B, 6)[99], 7);
 }
 
 static void test_hostile_transmit(void **state)
@@ -349,7 +462,9 @@ static void test_hostile_receive_buffers(void **state)
 	deliver(&B);
 	assert_int_equal(used_idx(&B, VIRTIO_NET_RX), 4);
 	assert_int_equal(B.n.stats.rx_bad, 2);
-	assert_true(net_port_pending(&B.port));   /* the frame waits for a sound buffer */
+	assert_true(virtio_net_rx_waiting(&B.n));   /* the frame waits for a sound buffer */
+	assert_int_equal(B.n.staged_len, 100);      /* out of the inbox, in no ring */
+	assert_false(net_port_pending(&B.port));
 }
 
 static void test_attach_refusals(void **state)
@@ -386,6 +501,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_switching, setup_ab, teardown),
 		cmocka_unit_test_setup_teardown(test_frames_wait_for_buffers_and_overflow, setup_ab,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_receive_budget_and_wakes, setup_ab, teardown),
+		cmocka_unit_test_setup_teardown(test_no_lock_over_the_ring_walk, setup_ab, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_transmit, setup_ab, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_receive_buffers, setup_ab, teardown),
 		cmocka_unit_test_setup_teardown(test_attach_refusals, setup_ab, teardown),

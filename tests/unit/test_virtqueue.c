@@ -420,6 +420,7 @@ static void test_index_wrap(void **state)
 	for (unsigned n = 0; n < 65534; n++) {
 		uint16_t h = (uint16_t)(n & 3);
 		offer(h);
+		vq_budget_refill(&vq);          /* a doorbell per chain */
 		assert_int_equal(pop(), VQ_CHAIN);
 		assert_int_equal(chain.head, h);
 		assert_int_equal(vq_push(&vq, h, n & 0xff), 0);
@@ -903,6 +904,137 @@ static void test_guest_rewrites_while_device_reads(void **state)
 	assert_broken(VQ_ERR_AVAIL_IDX);
 }
 
+/* ================= the doorbell's budget ================= */
+
+/* Each chain: an empty descriptor, then a readable and a writable one (3
+ * descriptors read, 2 segments). */
+static void three_desc_chain(uint16_t head, unsigned k)
+{
+	desc(head, BUF, 0, VIRTQ_DESC_F_NEXT, (uint16_t)(head + 1));
+	desc(head + 1u, BUF + 0x100 * k, 16, VIRTQ_DESC_F_NEXT, (uint16_t)(head + 2));
+	desc(head + 2u, BUF + 0x100 * k + 0x80, 16, VIRTQ_DESC_F_WRITE, 0);
+}
+
+static void test_budget_stops_walk_and_resumes(void **state)
+{
+	(void)state;
+	start(16, 0);
+	assert_int_equal(vq.budget, VQ_DOORBELL_BUDGET);   /* the default */
+	vq_set_budget(&vq, 8);
+	three_desc_chain(0, 0);
+	three_desc_chain(3, 1);
+	three_desc_chain(6, 2);
+	offer(0);
+	offer(3);
+	offer(6);
+	expect_chain(0, 2, 1);
+	assert_int_equal(vq.budget, 5);    /* the empty descriptor counted too */
+	expect_chain(3, 2, 1);
+	assert_int_equal(vq.budget, 2);
+	/* the third needs 3: not taken, nothing written, the walk stopped */
+	unsigned r = nr_reads, w = nr_writes;
+	assert_int_equal(pop(), VQ_MORE);
+	assert_int_equal(nr_reads, r + 1 + 2);   /* its ring entry, the 2 descriptors left */
+	assert_int_equal(nr_writes, w);
+	assert_int_equal(vq.budget, 0);
+	assert_int_equal(vq.chains, 2);
+	assert_int_equal(vq.failed_requests, 0);
+	assert_int_equal(vq.budget_stops, 1);
+	/* budget spent: the next pop reads nothing more of the ring */
+	r = nr_reads;
+	assert_int_equal(pop(), VQ_MORE);
+	assert_int_equal(nr_reads, r);
+	/* what was taken can be given back meanwhile */
+	assert_int_equal(vq_push(&vq, 0, 16), 0);
+	assert_int_equal(vq_push(&vq, 3, 16), 0);
+	/* the next doorbell: the same chain again, whole, from its head */
+	vq_budget_refill(&vq);
+	expect_chain(6, 2, 1);
+	assert_seg(0, BUF + 0x200, 16, false);
+	assert_int_equal(vq.budget, 5);
+	assert_int_equal(pop(), VQ_EMPTY);
+	assert_int_equal(vq_push(&vq, 6, 16), 0);
+	assert_int_equal(used_idx(), 3);
+	assert_int_equal(vq.broken, 0);
+}
+
+static void test_budget_counts_empty_and_indirect(void **state)
+{
+	(void)state;
+	start(QSIZE, F_INDIRECT);
+	vq_set_budget(&vq, 16);
+	/* chain 0: 4 empty descriptors, then a table of 4 (3 empty, 1 buffer):
+	 * 4 + 1 + 4 = 9 descriptors for one segment */
+	for (uint16_t i = 0; i < 4; i++)
+		desc(i, BUF, 0, VIRTQ_DESC_F_NEXT, (uint16_t)(i + 1));
+	desc(4, INDIR, 4 * 16, VIRTQ_DESC_F_INDIRECT, 0);
+	for (unsigned i = 0; i < 3; i++)
+		put_desc(INDIR, i, BUF, 0, VIRTQ_DESC_F_NEXT, (uint16_t)(i + 1));
+	put_desc(INDIR, 3, BUF + 0x40, 32, VIRTQ_DESC_F_WRITE, 0);
+	offer(0);
+	expect_chain(0, 1, 0);
+	assert_seg(0, BUF + 0x40, 32, true);
+	assert_int_equal(vq.budget, 16 - 9);
+	assert_int_equal(vq_push(&vq, 0, 0), 0);
+
+	/* chain 5: empty, then a table of 16 empty entries and a buffer: 1 + 1 +
+	 * 17 = 19, over a whole budget of 16: refused (a request error), and
+	 * the rest of the budget is gone */
+	desc(5, BUF, 0, VIRTQ_DESC_F_NEXT, 6);
+	desc(6, INDIR + 0x400, 17 * 16, VIRTQ_DESC_F_INDIRECT, 0);
+	for (unsigned i = 0; i < 16; i++)
+		put_desc(INDIR + 0x400, i, BUF, 0, VIRTQ_DESC_F_NEXT, (uint16_t)(i + 1));
+	put_desc(INDIR + 0x400, 16, BUF + 0x80, 8, 0, 0);
+	offer(5);
+	offer(7);
+	desc(7, BUF + 0x100, 8, 0, 0);
+	assert_int_equal(pop(), VQ_MORE);        /* 7 left: it does not fit them */
+	assert_int_equal(vq.chains, 1);
+	vq_budget_refill(&vq);
+	unsigned r = nr_reads;
+	expect_request_error(VQ_ERR_CHAIN_BUDGET, 5);
+	assert_int_equal(nr_reads, r + 1 + 16);   /* its ring entry and 16 descriptors, no more */
+	assert_int_equal(vq.budget, 0);
+	assert_int_equal(pop(), VQ_MORE);
+	vq_budget_refill(&vq);
+	expect_chain(7, 1, 1);                    /* the ring goes on */
+	assert_int_equal(vq.budget, 15);
+	assert_int_equal(vq.broken, 0);
+}
+
+/* A hostile ring as the attack had it: every entry a chain of size - 1
+ * empty descriptors and a table of VQ_INDIRECT_MAX entries. One budget
+ * reads at most VQ_DOORBELL_BUDGET descriptors, however many chains wait. */
+static void test_budget_bounds_a_hostile_ring(void **state)
+{
+	(void)state;
+	start(QSIZE, F_INDIRECT);
+	for (unsigned i = 0; i + 1 < QSIZE; i++)
+		desc(i, BUF, 0, VIRTQ_DESC_F_NEXT, (uint16_t)(i + 1));
+	desc(QSIZE - 1, INDIR, VQ_INDIRECT_MAX * 16, VIRTQ_DESC_F_INDIRECT, 0);
+	for (unsigned i = 0; i + 1 < VQ_INDIRECT_MAX; i++)
+		put_desc(INDIR, i, BUF, 0, VIRTQ_DESC_F_NEXT, (uint16_t)(i + 1));
+	put_desc(INDIR, VQ_INDIRECT_MAX - 1, BUF, 0, VIRTQ_DESC_F_WRITE, 0);
+	for (unsigned k = 0; k < QSIZE; k++)
+		offer(0);
+	unsigned per_chain = QSIZE + VQ_INDIRECT_MAX;
+	for (unsigned doorbell = 0; doorbell < 3; doorbell++) {
+		vq_budget_refill(&vq);
+		unsigned r = nr_reads, chains = 0;
+		int res;
+		while ((res = pop()) == VQ_CHAIN) {
+			chains++;
+			assert_int_equal(vq_push(&vq, 0, 0), 0);
+		}
+		assert_int_equal(res, VQ_MORE);
+		assert_int_equal(chains, VQ_DOORBELL_BUDGET / per_chain);
+		assert_true(chains >= 1);
+		/* ring entries (one per chain tried) and at most a budget of descriptors */
+		assert_true(nr_reads - r <= VQ_DOORBELL_BUDGET + chains + 2);
+	}
+	assert_int_equal(vq.broken, 0);
+}
+
 #define T(f) cmocka_unit_test_teardown(f, check_clean)
 
 int main(void)
@@ -935,6 +1067,9 @@ int main(void)
 		T(test_indirect_loops_and_next),
 		T(test_writable_before_readable),
 		T(test_guest_rewrites_while_device_reads),
+		T(test_budget_stops_walk_and_resumes),
+		T(test_budget_counts_empty_and_indirect),
+		T(test_budget_bounds_a_hostile_ring),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

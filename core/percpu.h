@@ -16,6 +16,9 @@ struct percpu {
 	struct vcpu *current;     /* the vCPU this CPU is running, if any */
 	unsigned guest_debug_events_dropped;   /* #DBs in lightpath from a guest's breakpoint
 						  or single step (core/idt.c) */
+	/* physical NMIs this CPU's NMI handler took (core/idt.c), and how many
+	 * of them host_nmis_report has said */
+	unsigned host_nmis, host_nmis_reported;
 	/* set up by core/smp.c (the boot CPU's in smp_init) */
 	uint32_t apic_id;
 	uint32_t state;           /* enum percpu_state; read and written atomically */

@@ -98,6 +98,7 @@ static void __attribute__((noreturn)) smp_idle(struct percpu *pc)
 			/* the wake IPI (or any interrupt) ends the hlt; sti's
 			 * shadow keeps one arriving after the test from being lost */
 			asm volatile("sti; hlt" ::: "memory");
+			host_nmis_report();
 			continue;
 		}
 		fn(pc->work_arg);

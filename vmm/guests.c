@@ -2,6 +2,7 @@
 
 #include "core/console.h"
 #include "core/cpu.h"
+#include "core/idt.h"
 #include "core/smp.h"
 #include "core/timer.h"
 #include "core/tsc.h"
@@ -268,6 +269,7 @@ static void wait_a_moment(void)
 {
 	timer_program(rdtsc() + tsc_hz() / 1000);
 	asm volatile("sti; hlt; cli" ::: "memory");
+	host_nmis_report();
 }
 
 struct vm_job {

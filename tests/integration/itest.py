@@ -1591,6 +1591,104 @@ def t_console_switch():
     return b
 
 
+def interactive_boot(label, cmd, on_line):
+    """Runs lp-qemu --interactive `cmd`, calling on_line(line, stdin) for
+    each line of its output (a test's reactions: typing, the monitor), and
+    returns a Boot made from the run (its log written to build/test)."""
+    log = os.path.join("build", "test", label + ".log")
+    claim_log(log)
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    text = b""
+    for chunk in iter(lambda: p.stdout.readline(), b""):
+        text += chunk
+        on_line(chunk, p.stdin)
+    rc = p.wait()
+    with open(os.path.join(ROOT, log), "wb") as f:
+        f.write(text)
+    b = Boot.__new__(Boot)
+    b.log, b.cmd, b.timeout, b.rc, b.stderr = log, cmd, TIMEOUT, rc, ""
+    b.secs = time.monotonic() - t0
+    b.text = text.decode(errors="replace").replace("\r", "")
+    b.lines = b.text.splitlines()
+    return b
+
+
+def monitor_command(sock, command):
+    """One command to QEMU's monitor on Unix socket `sock`; returns once the
+    monitor has answered with its next prompt (the command has been done)."""
+    import socket
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(TIMEOUT)
+    s.connect(sock)
+    got = b""
+    while not got.endswith(b"(qemu) "):            # the banner and first prompt
+        got += s.recv(4096) or b"(qemu) "
+    s.sendall(command.encode() + b"\n")
+    got = b""
+    while b"(qemu) " not in got:
+        data = s.recv(4096)
+        check(data, "QEMU's monitor closed before it answered %r" % command)
+        got += data
+    s.close()
+
+
+HOST_NMI_LINE = r"lightpath: cpu%d: NMI \(host\)"
+
+
+def t_host_nmi(smp):
+    """A physical NMI is the host's, never a guest's (docs/SECURITY.md case
+    27): QEMU's monitor command `nmi` sends one to every CPU while the side
+    guest (which takes NMIs on vector 2 and counts them) spins without exits
+    on CPU 0 (-smp 1) or CPU 1 (-smp 2, CPU 0 idle in lightpath). Once every
+    CPU has said "lightpath: cpuN: NMI (host)", a key is typed; the guest
+    then reports 0 NMIs and ends with 0, and the next VM runs."""
+    def run():
+        label = "host-nmi-smp%s" % smp
+        sock = os.path.join(ROOT, "build", "test", label + ".monitor")
+        if os.path.exists(sock):
+            os.unlink(sock)
+        args = "lines=2 ms=5 key=1"
+        cmd = [LP_QEMU, "--interactive", "--smp", smp, "--monitor", sock, "--timeout", str(TIMEOUT),
+               "%s %s" % (SIDE, args), HELLO3]
+        cpus = set(range(int(smp)))
+        st = {"nmi": False, "typed": False, "seen": set()}
+
+        def on_line(line, stdin):
+            if not st["nmi"] and line.startswith(b"[vm0] side: waiting for a key"):
+                monitor_command(sock, "nmi")
+                st["nmi"] = True
+            m = re.match(rb"lightpath: cpu(\d+): NMI \(host\)\r?$", line)
+            if m:
+                st["seen"].add(int(m.group(1)))
+            if st["nmi"] and not st["typed"] and st["seen"] >= cpus:
+                stdin.write(b"k")
+                stdin.flush()
+                st["typed"] = True
+        b = interactive_boot(label, cmd, on_line)
+        check(st["nmi"], "the side guest never waited for its key, so no NMI was sent; " + b.why_rc())
+        check(st["typed"], "NMI sent, but lightpath said 'NMI (host)' for CPUs %s of %s; %s"
+              % (sorted(st["seen"]), sorted(cpus), b.why_rc()))
+        b.expect_not(r"^lightpath: panic:.*", "a hypervisor panic")
+        for c in cpus:
+            n = len(b.findall(r"^%s\s*$" % (HOST_NMI_LINE % c)))
+            check(n == 1, "%d 'cpu%d: NMI (host)' lines, wanted 1" % (n, c))
+        side = side_lines(0, 2, 1, args=args)
+        side.insert(-3, r"\[vm0\] side: waiting for a key")
+        h = hello_lines(1)
+        if smp == "1":
+            side = side[:1] + side[2:]
+        else:
+            h = h[:1] + [RUNS_ON % (1, 0)] + h[1:]
+        expect_vm_lines(b, 0, side)
+        expect_vm_lines(b, 1, h)
+        b.expect_powered_off(3)
+        b.expect_rc((3 << 1) | 1)
+        return b
+    return run
+
+
 def t_no_svm():
     b = Boot("no-svm", [guest("hello")], cpu="EPYC,-svm", timeout=min(TIMEOUT, 30))
     b.expect(r"^%s\s*$" % re.escape(NO_SVM_LINE), "'%s'" % NO_SVM_LINE)
@@ -2143,6 +2241,8 @@ def all_tests():
     t.append((1, "smp-guest-2-on-2", t_smp_guest("2", "2", "0,1")))
     t.append((1, "smp-guest-2-on-3", t_smp_guest("3", "2", "1,2")))
     t.append((1, "console-switch", t_console_switch))
+    t.append((1, "host-nmi-smp1", t_host_nmi("1")))
+    t.append((1, "host-nmi-smp2", t_host_nmi("2")))
     t.append((1, "spec-off", t_spec("spec=off",
                                     "lightpath: spec=off: no speculation hygiene on the exit path")))
     for g in SWITCHED_GUESTS:

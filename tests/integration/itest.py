@@ -2237,6 +2237,7 @@ def all_tests():
     for label, smp, text, line in CPUS_REFUSED:
         t.append((1, "cpus-" + label, t_cpus_refused(label, smp, text, line)))
     t.append((1, "pcpus-pinned", t_pcpus_pinned()))
+    t.append((1, "pcpus-no-blocking", t_pcpus_no_blocking()))
     t.append((1, "smp-guest-4-on-4", t_smp_guest("4", "4", "0,1,2,3")))
     t.append((1, "smp-guest-2-on-2", t_smp_guest("2", "2", "0,1")))
     t.append((1, "smp-guest-2-on-3", t_smp_guest("3", "2", "1,2")))
@@ -2468,6 +2469,40 @@ def t_pcpus_pinned():
         b.expect(r"^\[vm0\] side: done: 3 lines, 0 interrupts, 0 NMIs\s*$", "vm0's side verdict")
         b.expect(r"^\[vm1\] hello: exiting with status 3\s*$", "vm1's hello")
         expect_first_nonzero(b, 3, 1, 1, 2)
+        return b
+    return run
+
+
+def t_pcpus_no_blocking():
+    """A VM waiting for its pinned CPU does not hold back a later VM whose
+    CPU is free (-smp 2): vm0 and vm1 are both pinned to CPU 1 (pcpus = 1,
+    the side guest, 30 lines of 20 ms), vm2 (hello) is not pinned. vm1
+    waits for vm0's end; vm2 runs meanwhile, on CPU 0: its end comes before
+    vm0's, and vm1 starts only after vm0's end."""
+    def run():
+        a = write_test_file("pcpus-wait-a.cfg", "# lightpath vm\nname = a\nkernel = side.elf\n"
+                            "pcpus = 1\nmemory = 16\n")
+        b_cfg = write_test_file("pcpus-wait-b.cfg", "# lightpath vm\nname = b\nkernel = side.elf\n"
+                                "pcpus = 1\nmemory = 16\n")
+        b = Boot("pcpus-no-blocking", [a, b_cfg, SIDE + " lines=30 ms=20", HELLO3], smp="2")
+        b.expect_not(r"^lightpath: panic:.*", "a hypervisor panic")
+
+        def at(regex, what):
+            r = re.compile(regex)
+            i = [k for k, l in enumerate(b.lines) if r.match(l)]
+            check(i, "no line %s; %s" % (what, b.why_rc()))
+            return i[0]
+        end0 = at(r"^lightpath: vm0: ended with status 0 \(isa-debug-exit\)\s*$", "vm0's end")
+        end2 = at(r"^lightpath: vm2: ended with status 3 \(isa-debug-exit\)\s*$", "vm2's end")
+        run1 = at(r"^" + RUNS_ON % (1, 1) + r"\s*$", "vm1 on CPU 1")
+        check(b.find(r"^" + RUNS_ON % (0, 1) + r"\s*$"), "vm0 (pcpus = 1) not on CPU 1")
+        check(b.find(r"^" + RUNS_ON % (2, 0) + r"\s*$"), "vm2 not on CPU 0")
+        check(end2 < end0, "vm2 ended after vm0: it waited behind vm1, which waited for CPU 1")
+        check(run1 > end0, "vm1 started on CPU 1 before vm0 had ended there")
+        for vm in (0, 1):
+            b.expect(r"^\[vm%d\] side: done: 30 lines, 0 interrupts, 0 NMIs\s*$" % vm,
+                     "vm%d's side verdict" % vm)
+        expect_first_nonzero(b, 3, 2, 1, 3)
         return b
     return run
 

@@ -198,7 +198,7 @@ static unsigned cpus_running(void)
 {
 	unsigned n = 0;
 	for (unsigned c = 0; c < SMP_MAX_CPUS; c++)
-		n += smp_cpus[c] != 0;
+		n += smp_cpus[c] && !smp_cpu_parked(c);
 	return n;
 }
 
@@ -217,6 +217,11 @@ static bool cpus_ok(unsigned id, const struct vm_spec *spec)
 			kprintf("lightpath: vm%u: pcpus = %u: CPU %u is not running lightpath (%u CPU%s "
 				"run it: 0..%u); not started\n", id, c, c, have, have == 1 ? "" : "s",
 				smp_nr_cpus - 1);
+			return false;
+		}
+		if (smp_cpu_parked(c)) {
+			kprintf("lightpath: vm%u: pcpus = %u: CPU %u panicked earlier and is out of use; "
+				"not started\n", id, c, c);
 			return false;
 		}
 		if (c == 0 && i) {
@@ -302,6 +307,20 @@ static void start_vm(struct vm_job *j)
 		vm_job_run(j);   /* an AP that does not take it: here (never seen) */
 }
 
+void guests_cpu_panicked(struct percpu *pc)
+{
+	bool first = vm_cpu_panicked();
+	if (pc->work != vm_job_run)
+		return;   /* an AP vCPU: its VM's vm_run ends the VM */
+	struct vm_job *j = pc->work_arg;
+	if (!first && !pc->vcpu_owned)
+		kprintf("lightpath: vm%u: not run: CPU %u panicked while setting it up\n", j->id,
+			pc->cpu_id);
+	/* its other CPUs are done with it; this one stays taken (parked) */
+	for (unsigned i = 1; i < j->spec.cpus; i++)
+		__atomic_store_n(&cpu_taken[j->spec.run_on[i]], false, __ATOMIC_RELEASE);
+}
+
 /* VMs whose turn has come but whose CPUs were busy, in module order. */
 static struct vm_job *waiting[BOOT_MAX_MODULES];
 static unsigned nr_waiting;
@@ -317,10 +336,12 @@ again:;
 	bool reserved[SMP_MAX_CPUS] = { false };
 	for (unsigned k = 0; k < nr_waiting; k++) {
 		struct vm_job *j = waiting[k];
-		if (pick_cpus(&j->spec, reserved)) {
+		bool refused = !cpus_ok(j->id, &j->spec);   /* a CPU it needs panicked meanwhile */
+		if (refused || pick_cpus(&j->spec, reserved)) {
 			memmove(&waiting[k], &waiting[k + 1], (nr_waiting - k - 1) * sizeof(waiting[0]));
 			nr_waiting--;
-			start_vm(j);
+			if (!refused)   /* (refused: its status stays LP_STATUS_VM_FAULT) */
+				start_vm(j);
 			goto again;   /* (CPU 0 may have run it to its end: CPUs changed) */
 		}
 		if (!j->spec.nr_pcpus)
@@ -412,7 +433,7 @@ void guests_run_all(const struct boot_info *bi, const struct lp_options *opt,
 	for (start_waiting(); nr_waiting; start_waiting())
 		wait_a_moment();
 	for (unsigned c = 1; c < smp_nr_cpus; c++)
-		while (smp_cpus[c] && !cpu_free(c))
+		while (smp_cpus[c] && !smp_cpu_parked(c) && !cpu_free(c))
 			wait_a_moment();
 	timer_program(0);
 	/* "first" is by VM number (module order), whatever order they ended in */

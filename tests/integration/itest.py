@@ -2238,6 +2238,7 @@ def all_tests():
         t.append((1, "cpus-" + label, t_cpus_refused(label, smp, text, line)))
     t.append((1, "pcpus-pinned", t_pcpus_pinned()))
     t.append((1, "pcpus-no-blocking", t_pcpus_no_blocking()))
+    t.append((1, "ap-panic", t_ap_panic()))
     t.append((1, "smp-guest-4-on-4", t_smp_guest("4", "4", "0,1,2,3")))
     t.append((1, "smp-guest-2-on-2", t_smp_guest("2", "2", "0,1")))
     t.append((1, "smp-guest-2-on-3", t_smp_guest("3", "2", "1,2")))
@@ -2503,6 +2504,41 @@ def t_pcpus_no_blocking():
             b.expect(r"^\[vm%d\] side: done: 30 lines, 0 interrupts, 0 NMIs\s*$" % vm,
                      "vm%d's side verdict" % vm)
         expect_first_nonzero(b, 3, 2, 1, 3)
+        return b
+    return run
+
+
+def t_ap_panic(boot_cls=None, label="ap-panic", path=SIDE):
+    """An AP's panic stops its VM, not the machine (-smp 2, test.panic_ap=1,
+    a test option inert by default): vm0 (side) starts on CPU 1, which
+    panics as it starts running the vCPU: the panic line, then vm0 is
+    stopped with one line; vm1, pinned to CPU 1, is refused with a line
+    naming the panic; vm2 (side) runs on CPU 0 to its end; the final status
+    is vm0's 0x70. `boot_cls`, `path`: a Bochs boot and the name the side
+    guest has there (vmx_tests.py)."""
+    def run():
+        cfg = write_test_file("ap-panic-pinned.cfg", "# lightpath vm\nname = pinned\n"
+                              "kernel = hello.elf\npcpus = 1\nmemory = 16\n")
+        side = SIDE + " lines=3 ms=10"
+        if boot_cls:
+            b = boot_cls(label, [side, cfg, HELLO3, side], cpus=2, append="test.panic_ap=1")
+        else:
+            b = Boot(label, [side, cfg, HELLO3, side], smp="2", append="test.panic_ap=1")
+        b.expect(r"^lightpath: test\.panic_ap=1: CPU 1 panics when it starts running a vCPU "
+                 r"\(a test option\)\s*$", "the test option's line")
+        expect_vm_lines(b, 0, [loaded(0, path, 64, path + " lines=3 ms=10"), RUNS_ON % (0, 1),
+                               r"lightpath: vm0: stopped: CPU 1 panicked while it ran vCPU 0; "
+                               r"that CPU is out of use from now on"])
+        panics = b.findall(r"^lightpath: panic: (.*)$")
+        check([m.group(1).rstrip() for m in panics] ==
+              ["test.panic_ap=1: CPU 1 panics as it starts running vm0's vCPU"],
+              "panic lines: %r" % [m.group(0) for m in panics])
+        expect_vm_lines(b, 1, [r"lightpath: vm1: pcpus = 1: CPU 1 panicked earlier and is out of "
+                               r"use; not started"])
+        expect_vm_lines(b, 2, side_lines(2, 3, 0, args="lines=3 ms=10", path=path))
+        b.expect_powered_off(0x70, r"the first non-zero status, vm0's; VMs that did not end with 0: "
+                                   r"2 of 3")
+        b.expect_rc((0x70 << 1) | 1)
         return b
     return run
 

@@ -4,6 +4,7 @@
 
 #include "core/console.h"
 #include "core/cpu.h"
+#include "core/idt.h"
 #include "core/percpu.h"
 #include "core/pmem.h"
 #include "core/smp.h"
@@ -921,6 +922,7 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	vm_line_flush(vm);           /* its unfinished line; kprintf ends it */
 	report_end(vm);
 	report_debug_events_dropped(vm);
+	host_nmis_report();          /* one that came while lightpath ran, GIF=1 */
 	if (opt->stats)
 		exit_print_stats(vm);
 	console_unlock();

@@ -174,8 +174,9 @@ void vendor_single_step_trap(struct vcpu *v)
  * host's, never the guest's (docs/SECURITY.md). An NMI that causes a VM
  * exit leaves NMIs blocked after it, so the host's own handler is called
  * through its gate (INT 2), whose IRET ends the blocking; the NMI is
- * reported as SVM's NMI exit is (host_nmis_report). An exception that interrupted an IRET which had ended virtual-NMI blocking
- * means the IRET runs again, blocked until then (SDM 27.2.3; an EPT
+ * reported as SVM's NMI exit is (host_nmis_report). An exception that
+ * interrupted an IRET which had ended virtual-NMI blocking means the IRET
+ * runs again, blocked until then (SDM 27.2.3; an EPT
  * violation does the same, but an IRET on MMIO stops the VM).
  * #DB and #AC are intercepted so that a delivery that faults again is a VM
  * exit each time; they go to the guest as the CPU would have delivered them

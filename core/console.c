@@ -4,6 +4,7 @@
 
 #include "core/cpu.h"
 #include "core/percpu.h"
+#include "core/smp.h"
 #include "core/spinlock.h"
 #include "include/lightpath/abi.h"
 #include "lib/printf.h"
@@ -38,6 +39,14 @@ void console_unlock(void)
 		return;
 	lock_cpu = ~0u;
 	spin_unlock(&lock);
+}
+
+void console_release_mine(void)
+{
+	if (__atomic_load_n(&lock_cpu, __ATOMIC_RELAXED) != this_cpu()->cpu_id)
+		return;
+	lock_depth = 1;
+	console_unlock();
 }
 
 void console_init(void)
@@ -138,6 +147,8 @@ void panic(const char *fmt, ...)
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	kprintf("lightpath: panic: %s\n", buf);
+	if (this_cpu()->cpu_id != 0)
+		smp_ap_panicked();   /* its VM stops; the machine goes on without it */
 	power_off(LP_STATUS_HV_ERROR);
 }
 

@@ -26,6 +26,9 @@ void console_init(void);
  * console_write take it themselves). console_putc needs it held. */
 void console_lock(void);
 void console_unlock(void);
+/* Lets the console lock go if this CPU holds it, however deep: a CPU that
+ * panicked while printing and halts for good (core/smp.c). */
+void console_release_mine(void);
 /* One raw byte ('\n' goes out as "\r\n"). */
 void console_putc(char c);
 /* The same for VM n's output (owner n + 1), which may leave a line open;

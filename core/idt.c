@@ -66,6 +66,30 @@ static void idt_guest_debug_event(struct idt_frame *f)
 	this_cpu()->guest_debug_events_dropped++;
 }
 
+/* A physical NMI is lightpath's, never a guest's (SVM intercepts NMI and
+ * VT-x has NMI exiting: the exit hands it here, docs/SECURITY.md). lightpath
+ * sends none itself; on a PC one is a watchdog's, a hardware error's or the
+ * operator's. It is counted, and said outside NMI context. */
+static void idt_host_nmi(void)
+{
+	struct percpu *pc = this_cpu();
+	__atomic_store_n(&pc->host_nmis, pc->host_nmis + 1, __ATOMIC_RELAXED);
+}
+
+void host_nmis_report(void)
+{
+	struct percpu *pc = this_cpu();
+	unsigned n = __atomic_load_n(&pc->host_nmis, __ATOMIC_RELAXED);
+	while (pc->host_nmis_reported != n) {
+		unsigned k = ++pc->host_nmis_reported;
+		if (k < HOST_NMI_LINES)
+			kprintf("lightpath: cpu%u: NMI (host)\n", pc->cpu_id);
+		else if (k == HOST_NMI_LINES)
+			kprintf("lightpath: cpu%u: NMI (host); later ones on this CPU are not "
+				"reported\n", pc->cpu_id);
+	}
+}
+
 void idt_dispatch(struct idt_frame *f)
 {
 	if (f->vector == IDT_VECTOR_TIMER) {
@@ -80,6 +104,10 @@ void idt_dispatch(struct idt_frame *f)
 	}
 	if (f->vector == 1) {
 		idt_guest_debug_event(f);
+		return;
+	}
+	if (f->vector == 2) {
+		idt_host_nmi();
 		return;
 	}
 	uint64_t cr2;

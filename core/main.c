@@ -65,7 +65,7 @@ void kmain(uint32_t magic, uint32_t info)
 		power_off(LP_STATUS_HV_ERROR);
 	}
 
-	char err[200];
+	char err[256];
 	options_defaults(&options);
 	if (options_parse(&options, boot_info.cmdline, err, sizeof(err)) < 0) {
 		kprintf("lightpath: error: %s\n", err);
@@ -80,6 +80,9 @@ void kmain(uint32_t magic, uint32_t info)
 		options.spec ? "on" : "off", options.unclaimed_pc ? "pc" : "stop",
 		options.clock_poll ? "poll" : "host", options.timer_lead ? "lead" : "exact",
 		options.mem_mb, options.stats ? "on" : "off");
+	if (options.test_panic_ap)
+		kprintf("lightpath: test.panic_ap=%u: CPU %u panics when it starts running a vCPU "
+			"(a test option)\n", options.test_panic_ap, options.test_panic_ap);
 
 	uint64_t reserved = (uint64_t)(uintptr_t)__image_end;
 	if (boot_info.highest_used > reserved)

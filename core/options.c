@@ -18,6 +18,7 @@ enum option_kind {
 	OPT_MIB,     /* an unsigned MiB count in MEM_MB_MIN..MEM_MB_MAX */
 	OPT_SECONDS, /* whole seconds, 0..OPTIONS_VM_TIMEOUT_MAX_S */
 	OPT_CPUS,    /* a CPU count, 1..OPTIONS_CPUS_MAX */
+	OPT_CPU,     /* a CPU number, 0..OPTIONS_CPUS_MAX - 1 */
 	OPT_STATS,   /* stats=: the table, and what is measured beside it */
 };
 
@@ -48,6 +49,7 @@ static const struct option_desc option_table[] = {
 	{ "stats", OPT_STATS, offsetof(struct lp_options, stats), NULL, NULL },
 	{ "vm.timeout", OPT_SECONDS, offsetof(struct lp_options, vm_timeout_s), NULL, NULL },
 	{ "cpus", OPT_CPUS, offsetof(struct lp_options, cpus), NULL, NULL },
+	{ "test.panic_ap", OPT_CPU, offsetof(struct lp_options, test_panic_ap), NULL, NULL },
 };
 
 #define OPTION_COUNT (sizeof(option_table) / sizeof(option_table[0]))
@@ -72,6 +74,7 @@ void options_defaults(struct lp_options *opt)
 	opt->stats_sites = false;
 	opt->vm_timeout_s = 0;
 	opt->cpus = 0;
+	opt->test_panic_ap = 0;
 }
 
 uint32_t options_config_bits(const struct lp_options *opt)
@@ -135,7 +138,7 @@ static void set_error(char *err, size_t errlen, const char *what,
 		      const char *word, size_t n)
 {
 	char q[QUOTE_MAX + 1];
-	char keys[128];
+	char keys[160];
 	if (!err || !errlen)
 		return;
 	quote(q, word, n);
@@ -156,6 +159,9 @@ static void set_bad_value(char *err, size_t errlen,
 	else if (d->kind == OPT_CPUS)
 		snprintf(err, errlen, "bad value '%s' for %s= (use 1..%u: the most host CPUs to "
 			 "start, the boot CPU included)", q, d->key, OPTIONS_CPUS_MAX);
+	else if (d->kind == OPT_CPU)
+		snprintf(err, errlen, "bad value '%s' for %s= (use 0..%u: a host CPU's number; 0 = "
+			 "off)", q, d->key, OPTIONS_CPUS_MAX - 1);
 	else if (d->kind == OPT_STATS)
 		snprintf(err, errlen, "bad value '%s' for %s= (use on, off, cost, sites or all)", q,
 			 d->key);
@@ -203,8 +209,8 @@ static bool parse_seconds(const char *s, size_t n, unsigned *out)
 	return true;
 }
 
-/* Decimal 1..OPTIONS_CPUS_MAX; anything else is a bad value. */
-static bool parse_cpus(const char *s, size_t n, unsigned *out)
+/* Decimal lo..hi (at most 3 digits); anything else is a bad value. */
+static bool parse_small(const char *s, size_t n, unsigned lo, unsigned hi, unsigned *out)
 {
 	unsigned v = 0;
 	if (n == 0 || n > 3)
@@ -214,7 +220,7 @@ static bool parse_cpus(const char *s, size_t n, unsigned *out)
 			return false;
 		v = v * 10 + (unsigned)(s[i] - '0');
 	}
-	if (v < 1 || v > OPTIONS_CPUS_MAX)
+	if (v < lo || v > hi)
 		return false;
 	*out = v;
 	return true;
@@ -274,7 +280,12 @@ static int apply_word(struct lp_options *opt, const char *w, size_t n,
 				goto bad_value;
 		} else if (d->kind == OPT_CPUS) {
 			unsigned n;
-			if (!parse_cpus(val, vallen, &n))
+			if (!parse_small(val, vallen, 1, OPTIONS_CPUS_MAX, &n))
+				goto bad_value;
+			*(unsigned *)field = n;
+		} else if (d->kind == OPT_CPU) {
+			unsigned n;
+			if (!parse_small(val, vallen, 0, OPTIONS_CPUS_MAX - 1, &n))
 				goto bad_value;
 			*(unsigned *)field = n;
 		} else if (d->kind == OPT_SECONDS) {

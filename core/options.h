@@ -31,6 +31,9 @@ struct lp_options {
 	bool stats_sites;  /* stats=sites|all: per exit reason, the guest RIPs exiting most */
 	unsigned vm_timeout_s; /* vm.timeout=SECONDS: each VM's time limit, 0 = none (default) */
 	unsigned cpus;     /* cpus=N: start at most N host CPUs, the boot CPU included; 0 = all */
+	unsigned test_panic_ap; /* test.panic_ap=N, for tests only: CPU N (an AP) panics when it
+				   starts running a vCPU (core/smp.c: how an AP's panic is
+				   handled); 0 = off (default) */
 };
 
 /* cpus= accepts 1..this many (= SMP_MAX_CPUS, core/smp.h). */

@@ -14,8 +14,13 @@ struct vcpu;
 struct percpu {
 	unsigned cpu_id;
 	struct vcpu *current;     /* the vCPU this CPU is running, if any */
+	struct vcpu *vcpu_owned;  /* the vCPU this CPU is given to, from its VM's set-up
+				     (vm_run) or its start (an AP vCPU) to its end */
 	unsigned guest_debug_events_dropped;   /* #DBs in lightpath from a guest's breakpoint
 						  or single step (core/idt.c) */
+	/* physical NMIs this CPU's NMI handler took (core/idt.c), and how many
+	 * of them host_nmis_report has said */
+	unsigned host_nmis, host_nmis_reported;
 	/* set up by core/smp.c (the boot CPU's in smp_init) */
 	uint32_t apic_id;
 	uint32_t state;           /* enum percpu_state; read and written atomically */
@@ -36,6 +41,7 @@ enum percpu_state {
 	PERCPU_ALIVE,      /* in long mode, on its own stack, setting itself up */
 	PERCPU_ONLINE,     /* virtualization on; idle, waiting for work */
 	PERCPU_FAILED,     /* started, but could not enable virtualization (fail_why) */
+	PERCPU_PARKED,     /* panicked: halted for good, out of use (smp_ap_panicked) */
 };
 
 static inline struct percpu *this_cpu(void)

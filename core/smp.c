@@ -14,6 +14,7 @@
 #include "core/xstate.h"
 #include "lib/printf.h"
 #include "lib/string.h"
+#include "vmm/guests.h"
 #include "vmm/spec_ctrl.h"
 #include "vmm/vendor.h"
 
@@ -98,6 +99,7 @@ static void __attribute__((noreturn)) smp_idle(struct percpu *pc)
 			/* the wake IPI (or any interrupt) ends the hlt; sti's
 			 * shadow keeps one arriving after the test from being lost */
 			asm volatile("sti; hlt" ::: "memory");
+			host_nmis_report();
 			continue;
 		}
 		fn(pc->work_arg);
@@ -177,6 +179,22 @@ bool smp_wait_done(unsigned cpu, uint64_t timeout_us)
 		asm volatile("pause" ::: "memory");
 	}
 	return true;
+}
+
+bool smp_cpu_parked(unsigned cpu)
+{
+	return cpu < SMP_MAX_CPUS && smp_cpus[cpu] && cpu_state(smp_cpus[cpu]) == PERCPU_PARKED;
+}
+
+void smp_ap_panicked(void)
+{
+	struct percpu *pc = this_cpu();
+	asm volatile("cli" ::: "memory");
+	__atomic_store_n(&pc->state, PERCPU_PARKED, __ATOMIC_RELEASE);
+	console_release_mine();
+	if (__atomic_load_n(&pc->work, __ATOMIC_ACQUIRE))   /* a VM's vCPU, or none */
+		guests_cpu_panicked(pc);
+	halt_forever();
 }
 
 bool smp_cpu_idle(unsigned cpu)

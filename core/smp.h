@@ -53,5 +53,13 @@ bool smp_wait_done(unsigned cpu, uint64_t timeout_us);
 /* Is this CPU running lightpath with nothing in its mailbox? (CPU 0, the
  * caller, always is.) */
 bool smp_cpu_idle(unsigned cpu);
+/* Did this CPU panic (and halt for good)? */
+bool smp_cpu_parked(unsigned cpu);
+/* An AP's panic, after its line (core/console.c panic): the CPU is marked
+ * parked, lets the console lock go if it held it, stops the VM it ran
+ * (guests_cpu_panicked: one line, its other vCPUs end, the boot CPU goes on
+ * with the next VMs) and halts for good. Its work item never ends, so no
+ * VM is given this CPU again. */
+void smp_ap_panicked(void) __attribute__((noreturn));
 
 #endif

@@ -1,25 +1,31 @@
-/* A test-and-test-and-set spin lock for the host's shared state (the
- * console, the physical-memory allocator): held for short stretches only,
- * never on a light exit path. */
+/* A ticket spin lock for the host's shared state (the console, the
+ * physical-memory allocator, a VM of several vCPUs): held for short
+ * stretches only, never on a light exit path. Fair: CPUs get the lock in
+ * the order they asked for it, so a CPU that takes it again and again (a
+ * VM printing line after line) cannot keep another waiting for more than
+ * one stretch of each CPU ahead of it. All zero is unlocked. */
 #ifndef CORE_SPINLOCK_H
 #define CORE_SPINLOCK_H
 
-#include <stdbool.h>
+#include <stdint.h>
 
 struct spinlock {
-	volatile bool held;
+	uint32_t next;      /* the ticket the next caller takes */
+	uint32_t serving;   /* the ticket that holds the lock */
 };
 
 static inline void spin_lock(struct spinlock *l)
 {
-	while (__atomic_exchange_n(&l->held, true, __ATOMIC_ACQUIRE))
-		while (__atomic_load_n(&l->held, __ATOMIC_RELAXED))
-			asm volatile("pause" ::: "memory");
+	uint32_t mine = __atomic_fetch_add(&l->next, 1, __ATOMIC_RELAXED);
+	while (__atomic_load_n(&l->serving, __ATOMIC_ACQUIRE) != mine)
+		asm volatile("pause" ::: "memory");   /* core/smp.c says why PAUSE */
 }
 
 static inline void spin_unlock(struct spinlock *l)
 {
-	__atomic_store_n(&l->held, false, __ATOMIC_RELEASE);
+	/* only the holder writes `serving` */
+	__atomic_store_n(&l->serving, __atomic_load_n(&l->serving, __ATOMIC_RELAXED) + 1,
+			 __ATOMIC_RELEASE);
 }
 
 #endif

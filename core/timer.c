@@ -14,6 +14,8 @@
 #define LAPIC_ICR_HI    0x310
 #define ICR_DELIVERY_PENDING (1u << 12)
 #define LAPIC_LVT_TIMER 0x320
+#define LAPIC_LVT_LINT1 0x360
+#define LVT_DELIVERY_NMI 0x400
 #define LAPIC_TIMER_ICR 0x380
 #define LAPIC_TIMER_CCR 0x390
 #define LAPIC_TIMER_DCR 0x3e0
@@ -66,6 +68,10 @@ void timer_init_ap(void)
 	*lapic_reg(LAPIC_TIMER_DCR) = 0xb;               /* divide by 1 */
 	*lapic_reg(LAPIC_TIMER_ICR) = 0;
 	*lapic_reg(LAPIC_LVT_TIMER) = IDT_VECTOR_TIMER;  /* one-shot, unmasked, stopped */
+	/* The machine's NMI line (LINT1), as the firmware leaves it on the boot
+	 * CPU: an NMI from the machine reaches every CPU, and each takes it as
+	 * the host's (core/idt.c), whether or not a guest runs there. */
+	*lapic_reg(LAPIC_LVT_LINT1) = LVT_DELIVERY_NMI;
 }
 
 uint32_t host_lapic_id(void)

@@ -4,6 +4,7 @@
  * switch. Every heavy pass ends in exit_heavy, which injects what is due. */
 #include "core/console.h"
 #include "core/cpu.h"
+#include "core/idt.h"
 #include "core/xstate.h"
 #include "emul/x86_emulate.h"
 #include "lib/printf.h"
@@ -424,6 +425,7 @@ void heavy_hlt(struct vcpu *v)
 		vm_unlock(vm);   /* (held with several vCPUs: vmm/vm.c vcpu_run) */
 		vendor_host_wait_for_interrupt();
 		vm_lock(vm);
+		host_nmis_report();
 		vcpu_take_notices(v);
 		vm_timers_run(vm);
 	}
@@ -445,6 +447,16 @@ void heavy_host_intr(struct vcpu *v)
 	if (v->vm->nr_vcpus == 1)   /* (several: vcpu_heavy_enter took them) */
 		vcpu_take_notices(v);
 	vm_timers_run(v->vm);
+}
+
+/* A physical NMI arrived while the guest ran: it is the host's, and the
+ * guest never sees it (docs/SECURITY.md). It waits in the CPU (SVM: GIF is
+ * 0 after the exit) and the host's interrupt window lets lightpath's own
+ * NMI handler take it (core/idt.c); anything else pending comes in too. */
+void heavy_host_nmi(struct vcpu *v)
+{
+	heavy_host_intr(v);
+	host_nmis_report();
 }
 
 /* The interrupt window opened: exit_heavy injects what waits. */

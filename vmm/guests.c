@@ -2,6 +2,7 @@
 
 #include "core/console.h"
 #include "core/cpu.h"
+#include "core/idt.h"
 #include "core/smp.h"
 #include "core/timer.h"
 #include "core/tsc.h"
@@ -197,7 +198,7 @@ static unsigned cpus_running(void)
 {
 	unsigned n = 0;
 	for (unsigned c = 0; c < SMP_MAX_CPUS; c++)
-		n += smp_cpus[c] != 0;
+		n += smp_cpus[c] && !smp_cpu_parked(c);
 	return n;
 }
 
@@ -216,6 +217,11 @@ static bool cpus_ok(unsigned id, const struct vm_spec *spec)
 			kprintf("lightpath: vm%u: pcpus = %u: CPU %u is not running lightpath (%u CPU%s "
 				"run it: 0..%u); not started\n", id, c, c, have, have == 1 ? "" : "s",
 				smp_nr_cpus - 1);
+			return false;
+		}
+		if (smp_cpu_parked(c)) {
+			kprintf("lightpath: vm%u: pcpus = %u: CPU %u panicked earlier and is out of use; "
+				"not started\n", id, c, c);
 			return false;
 		}
 		if (c == 0 && i) {
@@ -240,24 +246,25 @@ static bool cpu_free(unsigned c)
 /* The CPUs for a VM now, in spec->run_on: the ones it asks for when they
  * are free; else free APs in order (1, 2, ...), with CPU 0 for its first
  * vCPU when the APs are too few (CPU 0 then runs that vCPU before it
- * starts another VM). False: wait. */
-static bool pick_cpus(struct vm_spec *spec)
+ * starts another VM). CPUs in `reserved` (an earlier VM waits for them)
+ * are not free. False: wait. */
+static bool pick_cpus(struct vm_spec *spec, const bool reserved[SMP_MAX_CPUS])
 {
 	if (spec->nr_pcpus) {
 		for (unsigned i = 0; i < spec->nr_pcpus; i++)
-			if (!cpu_free(spec->pcpus[i]))
+			if (!cpu_free(spec->pcpus[i]) || reserved[spec->pcpus[i]])
 				return false;
 		memcpy(spec->run_on, spec->pcpus, spec->nr_pcpus);
 		return true;
 	}
 	unsigned aps = 0;
 	for (unsigned c = 1; c < smp_nr_cpus; c++)
-		aps += cpu_free(c);
+		aps += cpu_free(c) && !reserved[c];
 	unsigned n = 0;
 	if (aps < spec->cpus)
 		spec->run_on[n++] = 0;   /* CPU 0 is always free when it picks */
 	for (unsigned c = 1; c < smp_nr_cpus && n < spec->cpus; c++)
-		if (cpu_free(c))
+		if (cpu_free(c) && !reserved[c])
 			spec->run_on[n++] = (uint8_t)c;
 	return n == spec->cpus;
 }
@@ -268,6 +275,7 @@ static void wait_a_moment(void)
 {
 	timer_program(rdtsc() + tsc_hz() / 1000);
 	asm volatile("sti; hlt; cli" ::: "memory");
+	host_nmis_report();
 }
 
 struct vm_job {
@@ -287,18 +295,60 @@ static void vm_job_run(void *arg)
 	vendor_host_idle_state();   /* an AP halts in its idle loop next */
 }
 
-/* Runs VM j: its first vCPU on this CPU (the boot CPU) to its end, or
- * posted to an AP; waits for the CPUs it needs first. Returns when it has
- * started (or ended, on CPU 0). */
+/* Runs VM j on the CPUs pick_cpus chose: its first vCPU on this CPU (the
+ * boot CPU) to its end, or posted to an AP. Returns when it has started
+ * (or ended, on CPU 0). */
 static void start_vm(struct vm_job *j)
 {
-	while (!pick_cpus(&j->spec))
-		wait_a_moment();
 	for (unsigned i = 0; i < j->spec.cpus; i++)
 		__atomic_store_n(&cpu_taken[j->spec.run_on[i]], true, __ATOMIC_RELEASE);
 	unsigned cpu = j->spec.run_on[0];
 	if (cpu == 0 || !smp_run_on(cpu, vm_job_run, j))
 		vm_job_run(j);   /* an AP that does not take it: here (never seen) */
+}
+
+void guests_cpu_panicked(struct percpu *pc)
+{
+	bool first = vm_cpu_panicked();
+	if (pc->work != vm_job_run)
+		return;   /* an AP vCPU: its VM's vm_run ends the VM */
+	struct vm_job *j = pc->work_arg;
+	if (!first && !pc->vcpu_owned)
+		kprintf("lightpath: vm%u: not run: CPU %u panicked while setting it up\n", j->id,
+			pc->cpu_id);
+	/* its other CPUs are done with it; this one stays taken (parked) */
+	for (unsigned i = 1; i < j->spec.cpus; i++)
+		__atomic_store_n(&cpu_taken[j->spec.run_on[i]], false, __ATOMIC_RELEASE);
+}
+
+/* VMs whose turn has come but whose CPUs were busy, in module order. */
+static struct vm_job *waiting[BOOT_MAX_MODULES];
+static unsigned nr_waiting;
+
+/* Starts every waiting VM whose CPUs are free now, in module order. A VM
+ * still waiting keeps the CPUs it is pinned to (pcpus) from the VMs after
+ * it, so it starts as soon as they are free; one that is not pinned could
+ * use any CPU, so it holds back every VM after it. A VM whose pinned CPU
+ * is busy thus does not hold back a later VM whose CPUs are free. */
+static void start_waiting(void)
+{
+again:;
+	bool reserved[SMP_MAX_CPUS] = { false };
+	for (unsigned k = 0; k < nr_waiting; k++) {
+		struct vm_job *j = waiting[k];
+		bool refused = !cpus_ok(j->id, &j->spec);   /* a CPU it needs panicked meanwhile */
+		if (refused || pick_cpus(&j->spec, reserved)) {
+			memmove(&waiting[k], &waiting[k + 1], (nr_waiting - k - 1) * sizeof(waiting[0]));
+			nr_waiting--;
+			if (!refused)   /* (refused: its status stays LP_STATUS_VM_FAULT) */
+				start_vm(j);
+			goto again;   /* (CPU 0 may have run it to its end: CPUs changed) */
+		}
+		if (!j->spec.nr_pcpus)
+			return;
+		for (unsigned i = 0; i < j->spec.nr_pcpus; i++)
+			reserved[j->spec.pcpus[i]] = true;
+	}
 }
 
 void guests_run_all(const struct boot_info *bi, const struct lp_options *opt,
@@ -345,8 +395,9 @@ void guests_run_all(const struct boot_info *bi, const struct lp_options *opt,
 				named[all[j]] = true;
 	}
 
-	/* VMs start in module order, each as soon as a CPU for it is free; one
-	 * that waits for its CPU holds back those after it */
+	/* VMs start in module order, each as soon as the CPUs for it are free;
+	 * one that waits for a pinned CPU lets later VMs with free CPUs start
+	 * (start_waiting) */
 	unsigned id = 0;
 	for (unsigned i = 0; i < bi->nr_modules; i++) {
 		const struct boot_module *m = &bi->modules[i];
@@ -375,11 +426,14 @@ void guests_run_all(const struct boot_info *bi, const struct lp_options *opt,
 			continue;
 		}
 		status[id] = ~0u;   /* from the job, once it has ended */
-		start_vm(j);
+		waiting[nr_waiting++] = j;
+		start_waiting();
 		id++;
 	}
+	for (start_waiting(); nr_waiting; start_waiting())
+		wait_a_moment();
 	for (unsigned c = 1; c < smp_nr_cpus; c++)
-		while (smp_cpus[c] && !cpu_free(c))
+		while (smp_cpus[c] && !smp_cpu_parked(c) && !cpu_free(c))
 			wait_a_moment();
 	timer_program(0);
 	/* "first" is by VM number (module order), whatever order they ended in */

@@ -31,4 +31,12 @@ struct guests_outcome {
 void guests_run_all(const struct boot_info *bi, const struct lp_options *opt,
 		    struct guests_outcome *out);
 
+struct percpu;
+/* AP `pc` panicked (core/smp.c smp_ap_panicked) inside its work item: the
+ * VM whose vCPU it ran is stopped with one line and its other vCPUs end;
+ * if the CPU ran the VM's first vCPU, the VM's other CPUs are given back
+ * (the VM's memory is not freed: the parked CPU may still hold its state).
+ * On that CPU, before it halts for good. */
+void guests_cpu_panicked(struct percpu *pc);
+
 #endif

@@ -38,6 +38,8 @@ struct exit_row {
 #define EXIT_WRMSR(code) EXIT_ROW(code, code, LP_EXIT_MSR_WRITE, LIGHT_WRMSR, heavy_msr)
 #define EXIT_HLT(code) EXIT_ROW(code, code, LP_EXIT_HLT, LIGHT_HLT, heavy_hlt)
 #define EXIT_HOST_INTR(code) EXIT_ROW(code, code, LP_EXIT_INTR, LIGHT_HOST_INTR, heavy_host_intr)
+/* A physical NMI while the guest ran (SVM's NMI intercept): the host's */
+#define EXIT_HOST_NMI(code) EXIT_ROW(code, code, LP_EXIT_INTR, LIGHT_NONE, heavy_host_nmi)
 #define EXIT_INTR_WINDOW(code) \
 	EXIT_ROW(code, code, LP_EXIT_VINTR, LIGHT_INTR_WINDOW, heavy_intr_window)
 #define EXIT_NMI_WINDOW(code) EXIT_ROW(code, code, LP_EXIT_VINTR, LIGHT_NONE, heavy_nmi_window)
@@ -141,6 +143,7 @@ void heavy_msr(struct vcpu *v);
 void heavy_io(struct vcpu *v);
 void heavy_hlt(struct vcpu *v);
 void heavy_host_intr(struct vcpu *v);
+void heavy_host_nmi(struct vcpu *v);
 void heavy_intr_window(struct vcpu *v);
 void heavy_nmi_window(struct vcpu *v);
 void heavy_npf(struct vcpu *v);

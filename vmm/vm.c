@@ -4,6 +4,7 @@
 
 #include "core/console.h"
 #include "core/cpu.h"
+#include "core/idt.h"
 #include "core/percpu.h"
 #include "core/pmem.h"
 #include "core/smp.h"
@@ -297,6 +298,10 @@ static int next_running(unsigned id)
 static void vm_running_remove(struct vm *vm)
 {
 	console_lock();
+	if (vm->id < VM_MAX_IDS && running[vm->id] != vm) {   /* never added */
+		console_unlock();
+		return;
+	}
 	if (vm->id < VM_MAX_IDS)
 		running[vm->id] = 0;
 	nr_running--;
@@ -616,7 +621,11 @@ static inline __attribute__((always_inline)) void vcpu_loop(struct vcpu *v, cons
 static void vcpu_run(struct vcpu *v)
 {
 	bool smp = v->vm->nr_vcpus > 1, cost = v->cost && v->cost->cost;
+	unsigned panic_ap = v->vm->opt->test_panic_ap;
 	this_cpu()->current = v;
+	if (panic_ap && panic_ap == this_cpu()->cpu_id)   /* a test option, 0 (off) by default */
+		panic("test.panic_ap=%u: CPU %u panics as it starts running vm%u's vCPU", panic_ap,
+		      panic_ap, v->vm->id);
 	vcpu_cpu_state_reset(v);   /* nothing the previous VM left in the CPU */
 	if (!smp && !cost)
 		vcpu_loop(v, false, false);
@@ -676,9 +685,11 @@ static void vcpu_life(struct vcpu *v)
 static void vcpu_ap_main(void *arg)
 {
 	struct vcpu *v = arg;
+	this_cpu()->vcpu_owned = v;
 	vendor_vcpu_init(v, 0, 0, 0);   /* its VMCB/VMCS, on this CPU */
 	vcpu_life(v);
 	vendor_vcpu_release(v);
+	this_cpu()->vcpu_owned = 0;
 	__atomic_store_n(&v->finished, true, __ATOMIC_RELEASE);
 	vendor_host_idle_state();
 }
@@ -773,6 +784,7 @@ static void vcpus_free(struct vm *vm)
 /* Posts every AP vCPU to its CPU; one that cannot be posted stops the VM. */
 static void vcpus_post(struct vm *vm)
 {
+	vm->vcpus_posted = true;
 	for (unsigned i = 1; i < vm->nr_vcpus; i++) {
 		struct vcpu *v = vm->vcpus[i];
 		if (!smp_run_on(v->host_cpu->cpu_id, vcpu_ap_main, v)) {
@@ -790,6 +802,31 @@ static void vcpus_wait_finished(struct vm *vm)
 	for (unsigned i = 1; i < vm->nr_vcpus; i++)
 		while (!__atomic_load_n(&vm->vcpus[i]->finished, __ATOMIC_ACQUIRE))
 			asm volatile("pause" ::: "memory");
+}
+
+bool vm_cpu_panicked(void)
+{
+	struct percpu *pc = this_cpu();
+	struct vcpu *v = pc->vcpu_owned;
+	if (!v)
+		return false;
+	struct vm *vm = v->vm;
+	unsigned i = 0;
+	while (i < vm->nr_vcpus && vm->vcpus[i] != v)
+		i++;
+	if (vm->nr_vcpus > 1 && vm->lock_cpu == pc)   /* it panicked holding it */
+		vm_unlock(vm);
+	vm_lock(vm);
+	vm_fault(vm, "CPU %u panicked while it ran vCPU %u; that CPU is out of use from now on",
+		 pc->cpu_id, i);
+	__atomic_store_n(&v->finished, true, __ATOMIC_RELEASE);
+	vm_unlock(vm);
+	if (i)
+		return false;   /* vm_run, on vCPU 0's CPU, ends the VM as usual */
+	if (vm->vcpus_posted)
+		vcpus_wait_finished(vm);
+	vm_running_remove(vm);
+	return true;
 }
 
 static void report_cpus(struct vm *vm)
@@ -841,6 +878,7 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	vm->mem_hpa = mem_hpa;
 	vm->mem_size = mem;
 	struct vcpu *v = vm->vcpu;
+	this_cpu()->vcpu_owned = v;
 
 	unsigned status;
 	if (!platform_alloc(vm)) {
@@ -893,6 +931,7 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	vm_line_flush(vm);           /* its unfinished line; kprintf ends it */
 	report_end(vm);
 	report_debug_events_dropped(vm);
+	host_nmis_report();          /* one that came while lightpath ran, GIF=1 */
 	if (opt->stats)
 		exit_print_stats(vm);
 	console_unlock();
@@ -900,6 +939,7 @@ unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options
 	vendor_vm_destroy(vm);
 	status = vm->status;
 out:
+	this_cpu()->vcpu_owned = 0;
 	platform_free(vm);
 	pmem_free(mem_hpa, mem);
 	vcpus_free(vm);

@@ -161,6 +161,7 @@ struct vm {
 	 * and the MSR bitmap of a vCPU in virtualized x2APIC mode */
 	uint64_t apic_access_pa, apic_access_pd, apic_access_pt, msrpm_x2apic_pa;
 	bool ended;
+	bool vcpus_posted;           /* vcpus_post ran: each AP vCPU will be finished */
 	unsigned status;
 	const char *end_reason;
 
@@ -385,6 +386,13 @@ struct vm_spec {
  * (vmm/guests.c), which enables the switch key and its lines. */
 void vm_console_idle(struct vm *vm);
 bool vm_console_input_mine(const struct vm *vm);
+/* This CPU panicked (core/smp.c) while it was given to a vCPU: the VM is
+ * stopped with one line ("stopped: CPU n panicked while it ran vCPU i") and
+ * that vCPU counts as finished. True when it was the VM's first vCPU (whose
+ * CPU runs vm_run, which will never return): its other vCPUs have finished
+ * and it is off the running list; its memory stays allocated, as the
+ * parked CPU may still hold its VMCB or VMCS. */
+bool vm_cpu_panicked(void);
 void vm_console_switch(struct vm *vm);
 extern bool vm_side_by_side;
 

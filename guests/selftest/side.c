@@ -9,6 +9,11 @@
  *   side: line 3 of 20: <62 characters of payload>
  *   side: done: 20 lines, 0 interrupts, 0 NMIs
  *
+ * With key=1 it then says "side: waiting for a key" and spins without VM
+ * exits, looking at its UART every few milliseconds, until a byte is typed:
+ * a test does something to the host meanwhile (a physical NMI) and types
+ * once lightpath has said it is done.
+ *
  * Ends with status=S (default 0), or 1 if any interrupt or NMI came. */
 #include "guests/rt/rt.h"
 
@@ -40,6 +45,25 @@ static void busy(uint64_t ms)
 	}
 }
 
+#define COM1_RBR 0x3f8
+#define COM1_LSR 0x3fd
+#define LSR_DATA 0x01
+
+/* Spins (no VM exit) between looks at the UART, so that what happens to
+ * the host happens while the guest runs. */
+static void wait_for_key(void)
+{
+	rt_printf("side: waiting for a key\n");
+	for (;;) {
+		for (volatile unsigned i = 0; i < 200000; i++)
+			;
+		if (inb(COM1_LSR) & LSR_DATA) {
+			(void)inb(COM1_RBR);
+			return;
+		}
+	}
+}
+
 int guest_main(void)
 {
 	unsigned lines = (unsigned)rt_arg_u64("lines", 20);
@@ -54,6 +78,8 @@ int guest_main(void)
 		rt_printf("side: line %u of %u: abcdefghijklmnopqrstuvwxyz-0123456789-ABCDEFGHIJKLMNOPQRSTUVWXYZ\n",
 			  i, lines);
 	}
+	if (rt_arg_u64("key", 0))
+		wait_for_key();
 	cli();
 	rt_printf("side: done: %u lines, %u interrupts, %u NMIs", lines, irqs, nmis);
 	if (irqs)

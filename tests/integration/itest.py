@@ -1721,6 +1721,104 @@ def t_console_switch():
     return b
 
 
+def interactive_boot(label, cmd, on_line):
+    """Runs lp-qemu --interactive `cmd`, calling on_line(line, stdin) for
+    each line of its output (a test's reactions: typing, the monitor), and
+    returns a Boot made from the run (its log written to build/test)."""
+    log = os.path.join("build", "test", label + ".log")
+    claim_log(log)
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    text = b""
+    for chunk in iter(lambda: p.stdout.readline(), b""):
+        text += chunk
+        on_line(chunk, p.stdin)
+    rc = p.wait()
+    with open(os.path.join(ROOT, log), "wb") as f:
+        f.write(text)
+    b = Boot.__new__(Boot)
+    b.log, b.cmd, b.timeout, b.rc, b.stderr = log, cmd, TIMEOUT, rc, ""
+    b.secs = time.monotonic() - t0
+    b.text = text.decode(errors="replace").replace("\r", "")
+    b.lines = b.text.splitlines()
+    return b
+
+
+def monitor_command(sock, command):
+    """One command to QEMU's monitor on Unix socket `sock`; returns once the
+    monitor has answered with its next prompt (the command has been done)."""
+    import socket
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(TIMEOUT)
+    s.connect(sock)
+    got = b""
+    while not got.endswith(b"(qemu) "):            # the banner and first prompt
+        got += s.recv(4096) or b"(qemu) "
+    s.sendall(command.encode() + b"\n")
+    got = b""
+    while b"(qemu) " not in got:
+        data = s.recv(4096)
+        check(data, "QEMU's monitor closed before it answered %r" % command)
+        got += data
+    s.close()
+
+
+HOST_NMI_LINE = r"lightpath: cpu%d: NMI \(host\)"
+
+
+def t_host_nmi(smp):
+    """A physical NMI is the host's, never a guest's (docs/SECURITY.md case
+    27): QEMU's monitor command `nmi` sends one to every CPU while the side
+    guest (which takes NMIs on vector 2 and counts them) spins without exits
+    on CPU 0 (-smp 1) or CPU 1 (-smp 2, CPU 0 idle in lightpath). Once every
+    CPU has said "lightpath: cpuN: NMI (host)", a key is typed; the guest
+    then reports 0 NMIs and ends with 0, and the next VM runs."""
+    def run():
+        label = "host-nmi-smp%s" % smp
+        sock = os.path.join(ROOT, "build", "test", label + ".monitor")
+        if os.path.exists(sock):
+            os.unlink(sock)
+        args = "lines=2 ms=5 key=1"
+        cmd = [LP_QEMU, "--interactive", "--smp", smp, "--monitor", sock, "--timeout", str(TIMEOUT),
+               "%s %s" % (SIDE, args), HELLO3]
+        cpus = set(range(int(smp)))
+        st = {"nmi": False, "typed": False, "seen": set()}
+
+        def on_line(line, stdin):
+            if not st["nmi"] and line.startswith(b"[vm0] side: waiting for a key"):
+                monitor_command(sock, "nmi")
+                st["nmi"] = True
+            m = re.match(rb"lightpath: cpu(\d+): NMI \(host\)\r?$", line)
+            if m:
+                st["seen"].add(int(m.group(1)))
+            if st["nmi"] and not st["typed"] and st["seen"] >= cpus:
+                stdin.write(b"k")
+                stdin.flush()
+                st["typed"] = True
+        b = interactive_boot(label, cmd, on_line)
+        check(st["nmi"], "the side guest never waited for its key, so no NMI was sent; " + b.why_rc())
+        check(st["typed"], "NMI sent, but lightpath said 'NMI (host)' for CPUs %s of %s; %s"
+              % (sorted(st["seen"]), sorted(cpus), b.why_rc()))
+        b.expect_not(r"^lightpath: panic:.*", "a hypervisor panic")
+        for c in cpus:
+            n = len(b.findall(r"^%s\s*$" % (HOST_NMI_LINE % c)))
+            check(n == 1, "%d 'cpu%d: NMI (host)' lines, wanted 1" % (n, c))
+        side = side_lines(0, 2, 1, args=args)
+        side.insert(-3, r"\[vm0\] side: waiting for a key")
+        h = hello_lines(1)
+        if smp == "1":
+            side = side[:1] + side[2:]
+        else:
+            h = h[:1] + [RUNS_ON % (1, 0)] + h[1:]
+        expect_vm_lines(b, 0, side)
+        expect_vm_lines(b, 1, h)
+        b.expect_powered_off(3)
+        b.expect_rc((3 << 1) | 1)
+        return b
+    return run
+
+
 def t_no_svm():
     b = Boot("no-svm", [guest("hello")], cpu="EPYC,-svm", timeout=min(TIMEOUT, 30))
     b.expect(r"^%s\s*$" % re.escape(NO_SVM_LINE), "'%s'" % NO_SVM_LINE)
@@ -2271,10 +2369,14 @@ def all_tests():
     for label, smp, text, line in CPUS_REFUSED:
         t.append((1, "cpus-" + label, t_cpus_refused(label, smp, text, line)))
     t.append((1, "pcpus-pinned", t_pcpus_pinned()))
+    t.append((1, "pcpus-no-blocking", t_pcpus_no_blocking()))
+    t.append((1, "ap-panic", t_ap_panic()))
     t.append((1, "smp-guest-4-on-4", t_smp_guest("4", "4", "0,1,2,3")))
     t.append((1, "smp-guest-2-on-2", t_smp_guest("2", "2", "0,1")))
     t.append((1, "smp-guest-2-on-3", t_smp_guest("3", "2", "1,2")))
     t.append((1, "console-switch", t_console_switch))
+    t.append((1, "host-nmi-smp1", t_host_nmi("1")))
+    t.append((1, "host-nmi-smp2", t_host_nmi("2")))
     t.append((1, "spec-off", t_spec("spec=off",
                                     "lightpath: spec=off: no speculation hygiene on the exit path")))
     for g in SWITCHED_GUESTS:
@@ -2500,6 +2602,75 @@ def t_pcpus_pinned():
         b.expect(r"^\[vm0\] side: done: 3 lines, 0 interrupts, 0 NMIs\s*$", "vm0's side verdict")
         b.expect(r"^\[vm1\] hello: exiting with status 3\s*$", "vm1's hello")
         expect_first_nonzero(b, 3, 1, 1, 2)
+        return b
+    return run
+
+
+def t_pcpus_no_blocking():
+    """A VM waiting for its pinned CPU does not hold back a later VM whose
+    CPU is free (-smp 2): vm0 and vm1 are both pinned to CPU 1 (pcpus = 1,
+    the side guest, 30 lines of 20 ms), vm2 (hello) is not pinned. vm1
+    waits for vm0's end; vm2 runs meanwhile, on CPU 0: its end comes before
+    vm0's, and vm1 starts only after vm0's end."""
+    def run():
+        a = write_test_file("pcpus-wait-a.cfg", "# lightpath vm\nname = a\nkernel = side.elf\n"
+                            "pcpus = 1\nmemory = 16\n")
+        b_cfg = write_test_file("pcpus-wait-b.cfg", "# lightpath vm\nname = b\nkernel = side.elf\n"
+                                "pcpus = 1\nmemory = 16\n")
+        b = Boot("pcpus-no-blocking", [a, b_cfg, SIDE + " lines=30 ms=20", HELLO3], smp="2")
+        b.expect_not(r"^lightpath: panic:.*", "a hypervisor panic")
+
+        def at(regex, what):
+            r = re.compile(regex)
+            i = [k for k, l in enumerate(b.lines) if r.match(l)]
+            check(i, "no line %s; %s" % (what, b.why_rc()))
+            return i[0]
+        end0 = at(r"^lightpath: vm0: ended with status 0 \(isa-debug-exit\)\s*$", "vm0's end")
+        end2 = at(r"^lightpath: vm2: ended with status 3 \(isa-debug-exit\)\s*$", "vm2's end")
+        run1 = at(r"^" + RUNS_ON % (1, 1) + r"\s*$", "vm1 on CPU 1")
+        check(b.find(r"^" + RUNS_ON % (0, 1) + r"\s*$"), "vm0 (pcpus = 1) not on CPU 1")
+        check(b.find(r"^" + RUNS_ON % (2, 0) + r"\s*$"), "vm2 not on CPU 0")
+        check(end2 < end0, "vm2 ended after vm0: it waited behind vm1, which waited for CPU 1")
+        check(run1 > end0, "vm1 started on CPU 1 before vm0 had ended there")
+        for vm in (0, 1):
+            b.expect(r"^\[vm%d\] side: done: 30 lines, 0 interrupts, 0 NMIs\s*$" % vm,
+                     "vm%d's side verdict" % vm)
+        expect_first_nonzero(b, 3, 2, 1, 3)
+        return b
+    return run
+
+
+def t_ap_panic(boot_cls=None, label="ap-panic", path=SIDE):
+    """An AP's panic stops its VM, not the machine (-smp 2, test.panic_ap=1,
+    a test option inert by default): vm0 (side) starts on CPU 1, which
+    panics as it starts running the vCPU: the panic line, then vm0 is
+    stopped with one line; vm1, pinned to CPU 1, is refused with a line
+    naming the panic; vm2 (side) runs on CPU 0 to its end; the final status
+    is vm0's 0x70. `boot_cls`, `path`: a Bochs boot and the name the side
+    guest has there (vmx_tests.py)."""
+    def run():
+        cfg = write_test_file("ap-panic-pinned.cfg", "# lightpath vm\nname = pinned\n"
+                              "kernel = hello.elf\npcpus = 1\nmemory = 16\n")
+        side = SIDE + " lines=3 ms=10"
+        if boot_cls:
+            b = boot_cls(label, [side, cfg, HELLO3, side], cpus=2, append="test.panic_ap=1")
+        else:
+            b = Boot(label, [side, cfg, HELLO3, side], smp="2", append="test.panic_ap=1")
+        b.expect(r"^lightpath: test\.panic_ap=1: CPU 1 panics when it starts running a vCPU "
+                 r"\(a test option\)\s*$", "the test option's line")
+        expect_vm_lines(b, 0, [loaded(0, path, 64, path + " lines=3 ms=10"), RUNS_ON % (0, 1),
+                               r"lightpath: vm0: stopped: CPU 1 panicked while it ran vCPU 0; "
+                               r"that CPU is out of use from now on"])
+        panics = b.findall(r"^lightpath: panic: (.*)$")
+        check([m.group(1).rstrip() for m in panics] ==
+              ["test.panic_ap=1: CPU 1 panics as it starts running vm0's vCPU"],
+              "panic lines: %r" % [m.group(0) for m in panics])
+        expect_vm_lines(b, 1, [r"lightpath: vm1: pcpus = 1: CPU 1 panicked earlier and is out of "
+                               r"use; not started"])
+        expect_vm_lines(b, 2, side_lines(2, 3, 0, args="lines=3 ms=10", path=path))
+        b.expect_powered_off(0x70, r"the first non-zero status, vm0's; VMs that did not end with 0: "
+                                   r"2 of 3")
+        b.expect_rc((0x70 << 1) | 1)
         return b
     return run
 

@@ -577,6 +577,7 @@ def all_tests():
     t.append((1, "vmx-smp-4", t_smp("smp-4", 4)))
     t.append((1, "svm-bochs-smp-2", t_smp("svm-smp-2", 2, kernel=SVM_IMAGE, cpu=NRIP_CPU)))
     t.append((1, "vmx-side-by-side-triple", t_side_by_side_triple("side-by-side-triple", 2)))
+    t.append((1, "vmx-ap-panic", itest.t_ap_panic(BochsBoot, "ap-panic", "side.elf")))
     t.append((1, "vmx-smp-guest", t_smp_guest("smp-guest", 4)))
     t.append((1, "nrip-smp-guest", t_smp_guest("nrip-smp-guest", 2, kernel=SVM_IMAGE, cpu=NRIP_CPU)))
     t.append((1, "vmx-forge", t_forge("forge")))

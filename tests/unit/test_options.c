@@ -289,7 +289,7 @@ static void test_unknown_key(void **state)
 	assert_true(parse(&o, "foo=1") < 0);
 	assert_string_equal(err, "unknown boot option 'foo=1' (accepted: light= "
 			    "svm.vmload= vmx.tpr= vmx.apicv= dr= pmu= msr= io= spec= unclaimed= clock= timer= mem= stats= vm.timeout= "
-			    "cpus=)");
+			    "cpus= test.panic_ap=)");
 	/* Prefixes and case variants of real keys are not keys. */
 	assert_true(parse(&o, "lightx=on") < 0);
 	assert_non_null(strstr(err, "unknown boot option 'lightx=on'"));
@@ -306,7 +306,7 @@ static void test_missing_equals(void **state)
 	assert_true(parse(&o, "light=on stats") < 0);
 	assert_string_equal(err, "missing '=value' in boot option 'stats' (accepted: "
 			    "light= svm.vmload= vmx.tpr= vmx.apicv= dr= pmu= msr= io= spec= unclaimed= clock= timer= mem= stats= vm.timeout= "
-			    "cpus=)");
+			    "cpus= test.panic_ap=)");
 	/* The leading path is skipped only once. */
 	assert_true(parse(&o, "/boot/lightpath.elf light") < 0);
 	assert_non_null(strstr(err, "'light'"));

@@ -36,7 +36,10 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	/* exceptions whose delivery can fault again forever inside the CPU:
 	 * intercepted, so that each round is a VM exit (reflected, vmm/svm/exits.c) */
 	vmcb->intercept_exc = SVM_INTERCEPT_EXC_DB | SVM_INTERCEPT_EXC_AC;
-	vmcb->intercept_misc1 = SVM_INTERCEPT_INTR | SVM_INTERCEPT_CPUID | SVM_INTERCEPT_HLT |
+	/* a physical NMI is the host's (exit 0x61, heavy_host_nmi), never the
+	 * guest's; the NMIs lightpath injects are not intercepted */
+	vmcb->intercept_misc1 = SVM_INTERCEPT_INTR | SVM_INTERCEPT_NMI | SVM_INTERCEPT_CPUID |
+				SVM_INTERCEPT_HLT |
 				SVM_INTERCEPT_INVLPGA |
 				SVM_INTERCEPT_INVD | SVM_INTERCEPT_IOIO_PROT | SVM_INTERCEPT_MSR_PROT |
 				SVM_INTERCEPT_SHUTDOWN |

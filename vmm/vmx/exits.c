@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "core/cpu.h"
+#include "core/idt.h"
 #include "lib/printf.h"
 #include "vmm/platform.h"
 #include "vmm/vcpu_exit.h"
@@ -169,10 +170,13 @@ void vendor_single_step_trap(struct vcpu *v)
 	vendor_inject_exception(v, 1, false, 0);
 }
 
-/* Exit reason 0. With NMI exiting (for virtual NMIs) a host NMI exits
- * here; lightpath has no use for NMIs of its own and carries on. An
- * exception that interrupted an IRET which had ended virtual-NMI blocking
- * means the IRET runs again, blocked until then (SDM 27.2.3; an EPT
+/* Exit reason 0. With NMI exiting a physical NMI exits here: it is the
+ * host's, never the guest's (docs/SECURITY.md). An NMI that causes a VM
+ * exit leaves NMIs blocked after it, so the host's own handler is called
+ * through its gate (INT 2), whose IRET ends the blocking; the NMI is
+ * reported as SVM's NMI exit is (host_nmis_report). An exception that
+ * interrupted an IRET which had ended virtual-NMI blocking means the IRET
+ * runs again, blocked until then (SDM 27.2.3; an EPT
  * violation does the same, but an IRET on MMIO stops the VM).
  * #DB and #AC are intercepted so that a delivery that faults again is a VM
  * exit each time; they go to the guest as the CPU would have delivered them
@@ -185,8 +189,11 @@ static void vmx_heavy_exception(struct vcpu *v)
 {
 	uint32_t info = (uint32_t)vmread(VMCS_EXIT_INTR_INFO);
 	unsigned vector = info & VMX_INTR_VECTOR_MASK;
-	if ((info & VMX_INTR_TYPE_MASK) == VMX_INTR_TYPE_NMI)
+	if ((info & VMX_INTR_TYPE_MASK) == VMX_INTR_TYPE_NMI) {
+		asm volatile("int $2" ::: "memory");
+		host_nmis_report();
 		return;
+	}
 	if (v->arch.vnmi && (info & VMX_NMI_UNBLOCKED_BY_IRET))
 		vmwrite(VMCS_GUEST_INTERRUPTIBILITY,
 			vmread(VMCS_GUEST_INTERRUPTIBILITY) | VMX_INTERRUPTIBILITY_NMI);

@@ -137,13 +137,15 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	setup_bad_field = 0;
 
 	/* controls: what lightpath needs, adjusted to the capability MSRs.
-	 * Virtual NMIs (which need NMI exiting) make the CPU keep the guest's
-	 * NMI blocking, and NMI-window exiting says when it ends; without them
-	 * a waiting NMI goes in at the first exit after the guest's IRET. */
+	 * NMI exiting always: a physical NMI is the host's (vmx_heavy_exception),
+	 * never the guest's. Virtual NMIs (which need NMI exiting) make the CPU
+	 * keep the guest's NMI blocking, and NMI-window exiting says when it
+	 * ends; without them a waiting NMI goes in at the first exit after the
+	 * guest's IRET. */
 	uint32_t vnmi = PIN_NMI_EXITING | PIN_VIRTUAL_NMIS;
 	v->arch.vnmi = (c->pin.may & vnmi) == vnmi && (c->proc.may & PROC_NMI_WINDOW_EXITING);
 	bool watchdog = c->watchdog_ticks != 0;
-	vmcs_set(VMCS_PIN_CONTROLS, ctl_adjust(c->pin, PIN_EXT_INTR_EXITING |
+	vmcs_set(VMCS_PIN_CONTROLS, ctl_adjust(c->pin, PIN_EXT_INTR_EXITING | PIN_NMI_EXITING |
 					       (v->arch.vnmi ? vnmi : 0) |
 					       (watchdog ? PIN_PREEMPTION_TIMER : 0)));
 	if (watchdog)   /* counts on across exits (saved), re-armed when it fires */

@@ -11,6 +11,7 @@
 	.section .text.entry, "ax"
 	.code32
 	.globl _start
+	.type _start, @function
 _start:
 	cli
 	cld
@@ -38,6 +39,8 @@ _start:
 2:	cli
 	hlt
 	jmp 2b
+	/* a size, so that exit sites at the entry map to a function (stats=all) */
+	.size _start, . - _start
 
 	.section .text
 	.globl rt_isr_common

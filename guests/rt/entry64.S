@@ -20,6 +20,7 @@
 	.section .text.entry, "ax"
 	.code32
 	.globl _start
+	.type _start, @function
 _start:
 	cli
 	cld
@@ -82,6 +83,8 @@ long_entry:
 3:	cli
 	hlt
 	jmp 3b
+	/* a size, so that exit sites at the entry map to a function (stats=all) */
+	.size _start, . - _start
 
 	.section .text
 	.globl rt_isr_common

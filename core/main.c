@@ -65,7 +65,7 @@ void kmain(uint32_t magic, uint32_t info)
 		power_off(LP_STATUS_HV_ERROR);
 	}
 
-	char err[200];
+	char err[256];
 	options_defaults(&options);
 	if (options_parse(&options, boot_info.cmdline, err, sizeof(err)) < 0) {
 		kprintf("lightpath: error: %s\n", err);
@@ -86,6 +86,7 @@ void kmain(uint32_t magic, uint32_t info)
 		reserved = boot_info.highest_used;
 	pmem_init(&boot_info, reserved);
 	tsc_calibrate();
+	tsc_check(options.tsc_check_s);
 
 	if (xstate_init() < 0 || vendor_cpu_init(&options) < 0 || exit_table_init() < 0 ||
 	    timer_init() < 0)

@@ -720,6 +720,7 @@ def make_non_multiboot_elf():
 # vm1 and lightpath powers off normally.
 NORMAL_LINE = re.compile(r"^lightpath: (lightweight-exit hypervisor|options: |AMD SVM with nested paging|"
                          r"Intel VMX with EPT |VMX local APIC: |spec=(on|off): |\d+ CPUs? found \(ACPI MADT|"
+                         r"TSC \d+\.\d{3} MHz \(|TSC check: |"
                          r"vm\d+: loaded |vm\d+: ended with status |vm\d+: exit statistics\s*$|"
                          r"all VMs ended; powering off )")
 HELLO = GUESTS + "/hello.elf"
@@ -1246,7 +1247,8 @@ FOREVER = GUESTS + "/forever.elf"
 HELLO3 = HELLO + " status=3"
 # lightpath's start-up lines, left out of the exact comparisons below
 STARTUP_LINE = re.compile(r"^lightpath: (lightweight-exit hypervisor|options: |AMD SVM with nested paging|"
-                          r"Intel VMX with |VMX local APIC: |spec=(on|off): |\d+ CPUs? found \(ACPI MADT)")
+                          r"Intel VMX with |VMX local APIC: |spec=(on|off): |\d+ CPUs? found \(ACPI MADT|"
+                          r"TSC \d+\.\d{3} MHz \(|TSC check: )")
 
 
 def expect_exact_lines(b, expected):

@@ -5,8 +5,9 @@
     h.busy_fraction()     # CPU time the hog got / (processes x wall time)
 
 The processes are stopped when the block ends, however it ends (exception,
-Ctrl-C, SIGTERM, which is turned into SystemExit while a hog runs), and at
-interpreter exit as a last resort. Children of the process that runs a hog
+Ctrl-C), at interpreter exit, and, should the process that started them be
+killed outright, by the kernel (PR_SET_PDEATHSIG) or by themselves (each
+spins only while its parent is the same). Children of the process that runs a hog
 see LP_HOG=1 in their environment, so a test that would start its own hog
 knows one is already running.
 """
@@ -18,7 +19,8 @@ import subprocess
 import sys
 import time
 
-SPIN = "while True: pass"
+SPIN = "import os\np = os.getppid()\nwhile os.getppid() == p: pass"
+PR_SET_PDEATHSIG = 1
 _running = set()
 
 
@@ -47,20 +49,26 @@ def _clock_ticks(pid):
         return None
 
 
+def _die_with_parent():
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass   # the spin loop's own parent check still ends it
+
+
 class Hog:
     def __init__(self, n=None):
         self.n = n or os.cpu_count() or 1
         self.procs = []
         self.t0 = self.t1 = None
         self.ticks = None
-        self._old_term = None
 
     def __enter__(self):
-        if self._old_term is None and threading_is_main():
-            self._old_term = signal.signal(signal.SIGTERM, _term_to_exit)
         for _ in range(self.n):
             p = subprocess.Popen([sys.executable, "-c", SPIN], stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 preexec_fn=_die_with_parent)
             self.procs.append(p)
             _running.add(p)
         self.t0 = time.monotonic()
@@ -78,9 +86,6 @@ class Hog:
         for p in self.procs:
             _kill(p)
         os.environ.pop("LP_HOG", None)
-        if self._old_term is not None:
-            signal.signal(signal.SIGTERM, self._old_term)
-            self._old_term = None
 
     def __exit__(self, *exc):
         self.stop()
@@ -96,12 +101,3 @@ class Hog:
             ticks = self.ticks
         wall = max(t1 - self.t0, 1e-6)
         return ticks / os.sysconf("SC_CLK_TCK") / (self.n * wall)
-
-
-def threading_is_main():
-    import threading
-    return threading.current_thread() is threading.main_thread()
-
-
-def _term_to_exit(signum, frame):
-    raise SystemExit(128 + signum)

@@ -12,6 +12,8 @@
 #define EBDA_SCAN_LEN  1024u
 #define BIOS_SCAN_START 0xe0000u
 #define BIOS_SCAN_END   0x100000u
+#define FADT_PM_TMR_BLK_OFF 76u
+#define FADT_PM_TMR_LEN_OFF 91u
 
 static uint32_t get32(const uint8_t *p)
 {
@@ -208,9 +210,8 @@ static int find_in_sdt(madt_phys_fn *phys, void *ctx, uint64_t sdt_pa, bool xsdt
 	return MADT_NONE;
 }
 
-int madt_find(madt_phys_fn *phys, void *ctx, struct madt_info *out, char *err, size_t errlen)
+static const uint8_t *find_rsdp(madt_phys_fn *phys, void *ctx)
 {
-	memset(out, 0, sizeof(*out));
 	const uint8_t *rsdp = NULL;
 	const uint8_t *bda = phys(BDA_EBDA_SEG, 2, ctx);
 	if (bda) {
@@ -220,6 +221,53 @@ int madt_find(madt_phys_fn *phys, void *ctx, struct madt_info *out, char *err, s
 	}
 	if (!rsdp)
 		rsdp = scan_rsdp(phys, ctx, BIOS_SCAN_START, BIOS_SCAN_END);
+	return rsdp;
+}
+
+/* The FADT's PM_TMR_BLK among an RSDT's or XSDT's entries; 0 when none. */
+static uint16_t pm_timer_in_sdt(madt_phys_fn *phys, void *ctx, uint64_t sdt_pa, bool xsdt)
+{
+	char err[8];
+	uint32_t len;
+	const uint8_t *sdt = map_sdt(phys, ctx, sdt_pa, xsdt ? "XSDT" : "RSDT", &len, err,
+				     sizeof(err));
+	if (!sdt)
+		return 0;
+	unsigned esize = xsdt ? 8 : 4;
+	for (unsigned i = 0; i < (len - SDT_HDR_LEN) / esize; i++) {
+		const uint8_t *e = sdt + SDT_HDR_LEN + i * esize;
+		uint64_t pa = xsdt ? get64(e) : get32(e);
+		uint32_t tlen;
+		if (!phys(pa, SDT_HDR_LEN, ctx))
+			continue;
+		const uint8_t *t = map_sdt(phys, ctx, pa, "FACP", &tlen, err, sizeof(err));
+		if (!t)
+			continue;
+		/* PM_TMR_BLK at 76, PM_TMR_LEN (4 for a timer that exists) at 91 */
+		if (tlen < FADT_PM_TMR_LEN_OFF + 1 || t[FADT_PM_TMR_LEN_OFF] != 4)
+			return 0;
+		uint32_t port = get32(t + FADT_PM_TMR_BLK_OFF);
+		return port && port <= 0xfffc ? (uint16_t)port : 0;
+	}
+	return 0;
+}
+
+uint16_t acpi_pm_timer_port(madt_phys_fn *phys, void *ctx)
+{
+	const uint8_t *rsdp = find_rsdp(phys, ctx);
+	if (!rsdp)
+		return 0;
+	uint64_t xsdt = rsdp[15] >= 2 ? get64(rsdp + 24) : 0;
+	uint16_t port = xsdt ? pm_timer_in_sdt(phys, ctx, xsdt, true) : 0;
+	if (!port && get32(rsdp + 16))
+		port = pm_timer_in_sdt(phys, ctx, get32(rsdp + 16), false);
+	return port;
+}
+
+int madt_find(madt_phys_fn *phys, void *ctx, struct madt_info *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof(*out));
+	const uint8_t *rsdp = find_rsdp(phys, ctx);
 	if (!rsdp) {
 		snprintf(err, errlen, "no ACPI RSDP in the EBDA or at 0xe0000-0xfffff");
 		return MADT_NONE;

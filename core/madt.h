@@ -68,4 +68,9 @@ int madt_parse(const uint8_t *t, uint64_t avail, struct madt_info *out, char *er
  * RSDT, and parses it. */
 int madt_find(madt_phys_fn *phys, void *ctx, struct madt_info *out, char *err, size_t errlen);
 
+/* The host's ACPI PM timer port, from the FADT (FACP) the same RSDP lists
+ * (PM_TMR_BLK, with PM_TMR_LEN 4); 0 when there is none or a table is bad.
+ * core/tsc.c calibrates the TSC against it. */
+uint16_t acpi_pm_timer_port(madt_phys_fn *phys, void *ctx);
+
 #endif

@@ -89,6 +89,7 @@ void kmain(uint32_t magic, uint32_t info)
 		reserved = boot_info.highest_used;
 	pmem_init(&boot_info, reserved);
 	tsc_calibrate();
+	tsc_check(options.tsc_check_s);
 
 	if (xstate_init() < 0 || vendor_cpu_init(&options) < 0 || exit_table_init() < 0 ||
 	    timer_init() < 0)

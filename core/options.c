@@ -48,6 +48,7 @@ static const struct option_desc option_table[] = {
 	{ "mem", OPT_MIB, offsetof(struct lp_options, mem_mb), NULL, NULL },
 	{ "stats", OPT_STATS, offsetof(struct lp_options, stats), NULL, NULL },
 	{ "vm.timeout", OPT_SECONDS, offsetof(struct lp_options, vm_timeout_s), NULL, NULL },
+	{ "tsc.check", OPT_SECONDS, offsetof(struct lp_options, tsc_check_s), NULL, NULL },
 	{ "cpus", OPT_CPUS, offsetof(struct lp_options, cpus), NULL, NULL },
 	{ "test.panic_ap", OPT_CPU, offsetof(struct lp_options, test_panic_ap), NULL, NULL },
 };
@@ -73,6 +74,7 @@ void options_defaults(struct lp_options *opt)
 	opt->stats_cost = false;
 	opt->stats_sites = false;
 	opt->vm_timeout_s = 0;
+	opt->tsc_check_s = 0;
 	opt->cpus = 0;
 	opt->test_panic_ap = 0;
 }
@@ -138,7 +140,7 @@ static void set_error(char *err, size_t errlen, const char *what,
 		      const char *word, size_t n)
 {
 	char q[QUOTE_MAX + 1];
-	char keys[160];
+	char keys[224];
 	if (!err || !errlen)
 		return;
 	quote(q, word, n);

@@ -30,6 +30,8 @@ struct lp_options {
 	bool stats_cost;   /* stats=cost|all: per exit reason, the TSC ticks each exit took */
 	bool stats_sites;  /* stats=sites|all: per exit reason, the guest RIPs exiting most */
 	unsigned vm_timeout_s; /* vm.timeout=SECONDS: each VM's time limit, 0 = none (default) */
+	unsigned tsc_check_s; /* tsc.check=SECONDS: after calibrating, time that long by the TSC
+				 and by the PM timer and print both (core/tsc.h); 0 = no */
 	unsigned cpus;     /* cpus=N: start at most N host CPUs, the boot CPU included; 0 = all */
 	unsigned test_panic_ap; /* test.panic_ap=N, for tests only: CPU N (an AP) panics when it
 				   starts running a vCPU (core/smp.c: how an AP's panic is

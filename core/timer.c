@@ -21,11 +21,52 @@
 #define LAPIC_TIMER_DCR 0x3e0
 #define LVT_MASKED      (1u << 16)
 
+#define LAPIC_CAL_WINDOWS   5u
+#define LAPIC_CAL_WINDOW_MS 2u
+
 static uint64_t lapic_per_tsc_q32;   /* LAPIC timer counts per TSC tick, 32.32 fixed point */
 
 static inline volatile uint32_t *lapic_reg(unsigned off)
 {
 	return (volatile uint32_t *)(uintptr_t)(LAPIC_BASE + off);
+}
+
+/* The timer's current count, bracketed by two TSC reads. */
+static uint32_t read_ccr(uint64_t *mid, uint64_t *width)
+{
+	uint64_t before = rdtsc();
+	uint32_t count = *lapic_reg(LAPIC_TIMER_CCR);
+	uint64_t after = rdtsc();
+	*mid = before + (after - before) / 2;
+	*width = after - before;
+	return count;
+}
+
+/* LAPIC counts per TSC tick from the least jittered of several short
+ * windows: under QEMU TCG a host stall between a count read and its TSC
+ * read skewed the single 10 ms window this replaced, and with it every
+ * host timer; each read is bracketed, so a stall shows as width. */
+static int calibrate_lapic_timer(void)
+{
+	uint64_t window = tsc_hz() / (1000 / LAPIC_CAL_WINDOW_MS), best_width = ~0ull;
+	for (unsigned i = 0; i < LAPIC_CAL_WINDOWS; i++) {
+		uint64_t t0, t1, w0, w1;
+		*lapic_reg(LAPIC_TIMER_ICR) = 0xffffffffu;
+		uint32_t c0 = read_ccr(&t0, &w0);
+		while (rdtsc() - t0 < window)
+			;
+		uint32_t c1 = read_ccr(&t1, &w1);
+		*lapic_reg(LAPIC_TIMER_ICR) = 0;
+		if (c0 == c1 || t1 <= t0)
+			return -1;
+		if (w0 + w1 >= best_width)
+			continue;
+		best_width = w0 + w1;
+		lapic_per_tsc_q32 = ((uint64_t)(c0 - c1) << 32) / (t1 - t0);
+		if (!lapic_per_tsc_q32)
+			lapic_per_tsc_q32 = 1;
+	}
+	return 0;
 }
 
 int timer_init(void)
@@ -41,21 +82,10 @@ int timer_init(void)
 	*lapic_reg(LAPIC_TIMER_DCR) = 0xb;               /* divide by 1 */
 	*lapic_reg(LAPIC_LVT_TIMER) = LVT_MASKED | IDT_VECTOR_TIMER;
 
-	/* count down from a large value for a known number of TSC ticks */
-	uint64_t tsc_window = tsc_hz() / 100;            /* 10 ms */
-	*lapic_reg(LAPIC_TIMER_ICR) = 0xffffffffu;
-	uint64_t start = rdtsc();
-	while (rdtsc() - start < tsc_window)
-		;
-	uint32_t counted = 0xffffffffu - *lapic_reg(LAPIC_TIMER_CCR);
-	*lapic_reg(LAPIC_TIMER_ICR) = 0;
-	if (!counted) {
+	if (calibrate_lapic_timer() < 0) {
 		kprintf("lightpath: error: the local APIC timer does not count\n");
 		return -1;
 	}
-	lapic_per_tsc_q32 = ((uint64_t)counted << 32) / tsc_window;
-	if (!lapic_per_tsc_q32)
-		lapic_per_tsc_q32 = 1;
 	*lapic_reg(LAPIC_LVT_TIMER) = IDT_VECTOR_TIMER;  /* one-shot, unmasked */
 	return 0;
 }

@@ -47,6 +47,20 @@ test: deps
 	@$(MAKE) --no-print-directory all unit-tests
 	@tools/test.sh
 
+# The timing-, interrupt-, SMP-, virtio- and link-sensitive integration
+# tests (QEMU and Bochs; the list: tools/stress.py's SELECT), ROUNDS rounds
+# under a host CPU hog (one busy process per core, stopped however the run
+# ends): a table of runs and failures per test, failed runs' serial logs in
+# build/stress/<test>-round<N>.log. STRESS_TESTS=regex: a subset; QUICK=1:
+# one round of the shortest (what `make test` ends with). Hours at 20
+# rounds of everything.
+ROUNDS ?= 20
+stress: deps
+	@$(MAKE) --no-print-directory all
+	@$(PYTHON) tools/stress.py --rounds $(ROUNDS) $(if $(STRESS_TESTS),--tests '$(STRESS_TESTS)') $(if $(QUICK),--quick)
+
+.PHONY: stress
+
 # Instructions per exit under QEMU -icount, all configurations;
 # BACKEND=vmx: the Intel VT-x image under Bochs (build/bench/exits-vmx.json);
 # BACKEND=svm-nrip: the SVM image with NRIP save under Bochs (exits-nrip.json).

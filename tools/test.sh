@@ -6,7 +6,10 @@
 #   3. the Linux boot: tests/integration/linux_test.py boots Debian's kernel
 #      in a lightpath VM and uses its shell (LP_SKIP_LINUX=1 skips it);
 #   4. VMX integration tests: tests/integration/vmx_tests.py boots the Intel
-#      VT-x image under Bochs (LP_SKIP_VMX=1 skips them).
+#      VT-x image under Bochs (LP_SKIP_VMX=1 skips them);
+#   5. one round of the shortest timing-sensitive tests under a host CPU hog
+#      (tools/stress.py --quick, `make stress` in small; LP_SKIP_STRESS=1
+#      skips it, LP_SKIP_VMX=1 leaves its Bochs tests out).
 # Ends with one line "N passed, M failed" (", K skipped" added when tests
 # were skipped); exit status 0 iff M == 0.
 # Extra arguments go to itest.py and vmx_tests.py (e.g. `-k combo`);
@@ -101,6 +104,14 @@ if [[ "${LP_SKIP_VMX:-0}" == 1 ]]; then
 else
 	echo "== Bochs integration tests (VT-x: cpu corei7_skylake_x; SVM with NRIP save: cpu ryzen)"
 	run_suite vmx-integration tests/integration/vmx_tests.py "$@"
+fi
+
+echo "== under load: one round of the shortest timing-sensitive tests with a CPU hog (tools/stress.py --quick)"
+if [[ "${LP_SKIP_STRESS:-0}" == 1 ]]; then
+	echo "SKIP stress-quick: LP_SKIP_STRESS=1"
+	skipped=$((skipped + 1))
+else
+	run_suite stress-quick tools/stress.py --quick
 fi
 
 echo "== $((SECONDS - start)) s"

@@ -38,7 +38,8 @@
  * start again until the guest's clock reads are more than
  * CLOCK_POLL_GAP_MAX_NS apart (it stopped polling). A busy wait on the PM
  * timer alone (resetcheck's 5 ms window, forever mode=busy) then runs at
- * the host's speed, with a few exits' worth of time hidden.
+ * the host's speed: the probe's exits hide nothing (the offset goes back to
+ * where it was before the spell), host stalls among them included.
  *
  * A guest that polls a clock for long (a busy wait of seconds) would see
  * its time crawl: the lag is bounded by CLOCK_POLL_MAX_LAG_MS, beyond which

@@ -10,7 +10,10 @@
  *   mode=busy     reads the ACPI PM timer (a VM exit each time) for ms=N
  *                 milliseconds, then ends with status 0; ms=0 (the default)
  *                 never ends. With a limit longer than N it is the check that
- *                 a limit does not end a VM early.
+ *                 a limit does not end a VM early. report=R (ms=0 only):
+ *                 prints "forever: PM timer at N ms" every R ms of it, so a
+ *                 test sees how much PM time the VM had when its limit
+ *                 stopped it.
  *
  * It prints one line saying what it does, then does it. */
 #include "guests/rt/rt.h"
@@ -18,14 +21,20 @@
 #define PM_HZ   3579545u
 #define PM_MASK 0xffffffu
 
-static void busy(uint64_t ms)
+static void busy(uint64_t ms, uint64_t report_ms)
 {
 	uint64_t need = (uint64_t)PM_HZ * ms / 1000, elapsed = 0;
+	uint64_t step = (uint64_t)PM_HZ * report_ms / 1000, next = step;
 	uint32_t last = inl(LP_PMTIMER_PORT) & PM_MASK;
 	while (!ms || elapsed < need) {
 		uint32_t now = inl(LP_PMTIMER_PORT) & PM_MASK;
 		elapsed += (now - last) & PM_MASK;
 		last = now;
+		if (step && elapsed >= next) {
+			rt_printf("forever: PM timer at %llu ms\n",
+				  (unsigned long long)(elapsed * 1000 / PM_HZ));
+			next += step;
+		}
 	}
 }
 
@@ -38,7 +47,7 @@ int guest_main(void)
 
 	if (!strcmp(mode, "busy") && ms) {
 		rt_printf("forever: mode=busy, reading the PM timer for %llu ms\n", (unsigned long long)ms);
-		busy(ms);
+		busy(ms, 0);
 		rt_printf("forever: done after %llu ms\n", (unsigned long long)ms);
 		return 0;
 	}
@@ -52,7 +61,7 @@ int guest_main(void)
 	else if (!strcmp(mode, "cli-hlt"))
 		asm volatile("cli\n1:\thlt\n\tjmp 1b" ::: "memory");
 	else if (!strcmp(mode, "busy"))
-		busy(0);
+		busy(0, rt_arg_u64("report", 0));
 	rt_printf("forever: unknown mode '%s' (spin, sti-spin, hlt, cli-hlt, busy)\n", mode);
 	return 2;
 }

@@ -720,6 +720,7 @@ def make_non_multiboot_elf():
 # vm1 and lightpath powers off normally.
 NORMAL_LINE = re.compile(r"^lightpath: (lightweight-exit hypervisor|options: |AMD SVM with nested paging|"
                          r"Intel VMX with EPT |VMX local APIC: |spec=(on|off): |\d+ CPUs? found \(ACPI MADT|"
+                         r"TSC \d+\.\d{3} MHz \(|TSC check: |"
                          r"vm\d+: loaded |vm\d+: ended with status |vm\d+: exit statistics\s*$|"
                          r"all VMs ended; powering off )")
 HELLO = GUESTS + "/hello.elf"
@@ -1376,7 +1377,8 @@ FOREVER = GUESTS + "/forever.elf"
 HELLO3 = HELLO + " status=3"
 # lightpath's start-up lines, left out of the exact comparisons below
 STARTUP_LINE = re.compile(r"^lightpath: (lightweight-exit hypervisor|options: |AMD SVM with nested paging|"
-                          r"Intel VMX with |VMX local APIC: |spec=(on|off): |\d+ CPUs? found \(ACPI MADT)")
+                          r"Intel VMX with |VMX local APIC: |spec=(on|off): |\d+ CPUs? found \(ACPI MADT|"
+                          r"TSC \d+\.\d{3} MHz \(|TSC check: )")
 
 
 def expect_exact_lines(b, expected):
@@ -1610,6 +1612,67 @@ def t_timeout_not_early():
         r"lightpath: vm0: exit statistics",
     ] + hello_lines(1, 3) + [FINAL_VM1_STATUS3])
     b.expect_rc(7)
+    return b
+
+
+CLOCK_LOAD_CHECK_S = 5      # tsc.check=: seconds timed by the host PM timer and the TSC
+CLOCK_LOAD_LIMIT_S = 5      # vm.timeout= of the forever VM
+CLOCK_LOAD_REPORT_MS = 10   # forever's report= interval
+CLOCK_LOAD_PPM = 10000      # 1%
+CLOCK_LOAD_START_MS = 20    # the VM's start before the guest's first PM read
+
+
+def t_clock_under_load():
+    """Under a host CPU hog (one busy process per core, started and stopped
+    here, unless LP_HOG says `make stress` already runs one): (1) the TSC
+    at the rate lightpath calibrated while the hog ran times tsc.check=5 s
+    within 1% of the host's ACPI PM timer (under QEMU without icount both
+    follow the host's clock, so a stall bends neither: only a wrong
+    calibration separates them); (2) vm.timeout=5 stops `forever mode=busy`
+    when the guest's PM timer (lightpath's, from the TSC) has counted 5 s
+    within 1%: its last report (every 10 ms) is at least 0.99 x 5000 ms
+    less one interval and the start-up, and at most 1.01 x 5000 ms. The
+    hog must have had at least 10% of the CPUs it asked for (the machine
+    is shared with other emulators), or the test proves nothing."""
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import hog
+    outer = os.environ.get("LP_HOG") == "1"
+    h = None
+    mods = ["%s mode=busy report=%d" % (FOREVER, CLOCK_LOAD_REPORT_MS), HELLO3]
+    append = "tsc.check=%d vm.timeout=%d" % (CLOCK_LOAD_CHECK_S, CLOCK_LOAD_LIMIT_S)
+    if outer:
+        b = Boot("clock-under-load", mods, append=append)
+    else:
+        with hog.Hog() as h:
+            b = Boot("clock-under-load", mods, append=append)
+            check(h.alive(), "a hog process died during the run")
+    cal = b.expect(r"^lightpath: TSC (\d+\.\d{3}) MHz \((.*)\)\s*$", "the TSC calibration line")
+    b.expect_not(r"^lightpath: warning: TSC.*", "a TSC calibration warning")
+    m = b.expect(r"^lightpath: TSC check: (\d+)\.(\d{3}) s by the PM timer, (\d+)\.(\d{3}) s by "
+                 r"the TSC \(([+-])(\d+) ppm\)\s*$", "the 'TSC check:' line")
+    check(int(m.group(1)) >= CLOCK_LOAD_CHECK_S, "TSC check: %r is shorter than asked" % m.group(0))
+    check(int(m.group(6)) <= CLOCK_LOAD_PPM,
+          "the TSC at %s MHz (%s) is %s%s ppm off the host's PM timer over %d s: more than 1%%"
+          % (cal.group(1), cal.group(2), m.group(5), m.group(6), CLOCK_LOAD_CHECK_S))
+    b.expect(r"^lightpath: vm0: stopped: time limit of %d s reached\s*$" % CLOCK_LOAD_LIMIT_S,
+             "vm0 stopped at its limit")
+    reports = [int(x.group(1)) for x in b.findall(r"^\[vm0\] forever: PM timer at (\d+) ms\s*$")]
+    check(reports, "no 'forever: PM timer at N ms' line; %s" % b.why_rc())
+    last, limit_ms = reports[-1], CLOCK_LOAD_LIMIT_S * 1000
+    low = limit_ms * (1e6 - CLOCK_LOAD_PPM) / 1e6 - CLOCK_LOAD_REPORT_MS - CLOCK_LOAD_START_MS
+    high = limit_ms * (1e6 + CLOCK_LOAD_PPM) / 1e6
+    check(low <= last <= high,
+          "vm.timeout=%d fired when the guest's PM timer had counted %d ms (allowed %.0f..%.0f)"
+          % (CLOCK_LOAD_LIMIT_S, last, low, high))
+    b.expect(r"^\[vm1\] hello: exiting with status 3\s*$", "the healthy VM after it")
+    b.expect_rc(225)
+    if h is not None:   # this machine is shared: other emulators take their part too
+        check(h.busy_fraction() >= 0.1, "the hog got only %.0f%% of its %d CPUs: no load to "
+              "test under" % (h.busy_fraction() * 100, h.n))
+    print("clock-under-load: TSC %s MHz (%s); TSC check %s%s ppm; vm.timeout at guest PM %d ms; "
+          "hog %s" % (cal.group(1), cal.group(2), m.group(5), m.group(6), last,
+                      "of make stress" if outer else "%.0f%% busy" % (h.busy_fraction() * 100)),
+          flush=True)
     return b
 
 
@@ -2346,6 +2409,7 @@ def all_tests():
         t.append((1, "timeout-" + label, t_timeout(label, mode, "option", switches=HOSTILE_SWITCHES[1])))
     t.append((1, "timeout-precedence", t_timeout_precedence))
     t.append((1, "timeout-not-early", t_timeout_not_early))
+    t.append((1, "clock-under-load", t_clock_under_load))
     t.append((1, "timeout-cli-hlt", t_timeout_cli_hlt))
     t.append((1, "console-key", t_console_key))
     t.append((1, "iso", t_iso))

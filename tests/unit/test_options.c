@@ -216,6 +216,12 @@ static void test_vm_timeout(void **state)
 	assert_int_equal(o.vm_timeout_s, 0);                   /* 0: no limit */
 	assert_int_equal(parse(&o, "vm.timeout=007"), 0);
 	assert_int_equal(o.vm_timeout_s, 7);
+	/* tsc.check= takes the same whole seconds; default 0 (no check) */
+	assert_int_equal(o.tsc_check_s, 0);
+	assert_int_equal(parse(&o, "tsc.check=5"), 0);
+	assert_int_equal(o.tsc_check_s, 5);
+	assert_int_equal(o.vm_timeout_s, 0);
+	assert_true(parse(&o, "tsc.check=1.5") < 0);
 
 	const char *bad[] = { "vm.timeout=", "vm.timeout=-1", "vm.timeout=1.5", "vm.timeout=2s",
 			      "vm.timeout=86401", "vm.timeout=1000000", "vm.timeout=99999999999",
@@ -289,7 +295,7 @@ static void test_unknown_key(void **state)
 	assert_true(parse(&o, "foo=1") < 0);
 	assert_string_equal(err, "unknown boot option 'foo=1' (accepted: light= "
 			    "svm.vmload= vmx.tpr= vmx.apicv= dr= pmu= msr= io= spec= unclaimed= clock= timer= mem= stats= vm.timeout= "
-			    "cpus= test.panic_ap=)");
+			    "tsc.check= cpus= test.panic_ap=)");
 	/* Prefixes and case variants of real keys are not keys. */
 	assert_true(parse(&o, "lightx=on") < 0);
 	assert_non_null(strstr(err, "unknown boot option 'lightx=on'"));
@@ -306,7 +312,7 @@ static void test_missing_equals(void **state)
 	assert_true(parse(&o, "light=on stats") < 0);
 	assert_string_equal(err, "missing '=value' in boot option 'stats' (accepted: "
 			    "light= svm.vmload= vmx.tpr= vmx.apicv= dr= pmu= msr= io= spec= unclaimed= clock= timer= mem= stats= vm.timeout= "
-			    "cpus= test.panic_ap=)");
+			    "tsc.check= cpus= test.panic_ap=)");
 	/* The leading path is skipped only once. */
 	assert_true(parse(&o, "/boot/lightpath.elf light") < 0);
 	assert_non_null(strstr(err, "'light'"));

@@ -74,14 +74,20 @@ static void pit_start(void)
 static const struct reference PM_TIMER = { "PM timer", PM_HZ, PM_MASK, false, pm_read };
 static const struct reference PIT = { "PIT", PIT_HZ, PIT_MASK, true, pit_read };
 
-static bool wait_edge(const struct reference *r, struct edge *e)
+/* `last` is the TSC of the caller's last read; the longest time between two
+ * reads, this one's included, goes into *gap. */
+static bool wait_edge(const struct reference *r, struct edge *e, uint64_t last, uint64_t *gap)
 {
 	uint64_t prev = rdtsc();
+	if (prev - last > *gap)
+		*gap = prev - last;
 	uint32_t first = r->read();
 	for (uint32_t i = 0; i < EDGE_SPINS; i++) {
 		uint64_t before = rdtsc();
 		uint32_t v = r->read();
 		uint64_t after = rdtsc();
+		if (after - prev > *gap)   /* the previous read's start to this one's end */
+			*gap = after - prev;
 		if (v != first) {
 			e->lo = prev;
 			e->hi = after;
@@ -102,32 +108,44 @@ enum window_result { WINDOW_OK, WINDOW_STALLED, WINDOW_NO_TIMER };
 
 /* One bracketed window of about `ms` reference milliseconds. A stall
  * between two reads inside it does no harm unless the counter wrapped in it
- * (the PIT's 16 bits wrap every 54.9 ms): a window with a gap longer than
- * half of it is dropped. */
+ * (the PIT's 16 bits wrap every 54.9 ms): a window with a gap between two
+ * reads, the end edge's included, of half the counter's range is dropped. */
 static enum window_result measure_window(const struct reference *r, uint32_t ms,
-					 struct window *w)
+					 uint64_t tsc_hint, struct window *w)
 {
 	struct edge start, end;
 	uint32_t need = (uint32_t)((uint64_t)r->hz * ms / 1000);
-	if (!wait_edge(r, &start))
+	uint64_t gap = 0;
+	if (!wait_edge(r, &start, rdtsc(), &gap))
 		return WINDOW_NO_TIMER;
-	uint64_t prev = start.hi, gap = 0;
+	uint64_t prev = start.hi;
+	gap = 0;   /* what counts is from the start edge on */
 	while (elapsed(r, start.count, r->read()) < need) {
 		uint64_t now = rdtsc();
 		if (now - prev > gap)
 			gap = now - prev;
 		prev = now;
 	}
-	if (!wait_edge(r, &end))
+	/* the end edge's reads count too: a stall between the loop's last read
+	 * and the edge let the PIT wrap unseen (5745 MHz for a 2695 MHz TSC
+	 * under two test suites at once) */
+	if (!wait_edge(r, &end, prev, &gap))
 		return WINDOW_NO_TIMER;
 	uint32_t counts = elapsed(r, start.count, end.count);
 	/* the TSC between the two edges' midpoints; each edge is off by at most
 	 * half its width */
 	uint64_t ticks = (end.lo + end.hi) / 2 - (start.lo + start.hi) / 2;
 	uint64_t width = ((start.hi - start.lo) + (end.hi - end.lo)) / 2;
-	if (!counts || !ticks || end.lo - start.hi < 2 * gap)
+	if (!counts || !ticks)
 		return WINDOW_STALLED;
 	w->hz = muldiv64(ticks, r->hz, counts);
+	/* A stall between two reads costs no accuracy (the edges bracket the
+	 * window), unless the counter wrapped in it: the longest gap, in counts
+	 * (by the other source's rate when there is one: a wrapped window's own
+	 * rate is wrong), must stay below half the counter's range. */
+	uint64_t per_s = tsc_hint ? tsc_hint : w->hz;
+	if (muldiv64(gap, r->hz, per_s) >= (r->mask / 2))
+		return WINDOW_STALLED;
 	w->jitter_ppm = muldiv64(width, 1000000, ticks);
 	return WINDOW_OK;
 }
@@ -135,12 +153,12 @@ static enum window_result measure_window(const struct reference *r, uint32_t ms,
 /* The least jittered of up to `n` windows (out of at most MAX_TRIES * n
  * tried): the one a host stall touched least. Returns how many were kept. */
 static unsigned best_window(const struct reference *r, unsigned n, uint32_t ms,
-			    struct window *best)
+			    uint64_t tsc_hint, struct window *best)
 {
 	unsigned kept = 0;
 	for (unsigned i = 0; i < MAX_TRIES * n && kept < n; i++) {
 		struct window w;
-		enum window_result res = measure_window(r, ms, &w);
+		enum window_result res = measure_window(r, ms, tsc_hint, &w);
 		if (res == WINDOW_NO_TIMER)
 			break;
 		if (res == WINDOW_STALLED)
@@ -180,9 +198,9 @@ void tsc_calibrate(void)
 {
 	struct window pm = { 0, 0 }, pit = { 0, 0 };
 	pm_port = acpi_pm_timer_port(phys_identity, 0);
-	unsigned pm_kept = pm_port ? best_window(&PM_TIMER, PM_WINDOWS, PM_WINDOW_MS, &pm) : 0;
+	unsigned pm_kept = pm_port ? best_window(&PM_TIMER, PM_WINDOWS, PM_WINDOW_MS, 0, &pm) : 0;
 	pit_start();
-	unsigned pit_kept = best_window(&PIT, PIT_WINDOWS, PIT_WINDOW_MS, &pit);
+	unsigned pit_kept = best_window(&PIT, PIT_WINDOWS, PIT_WINDOW_MS, pm_kept ? pm.hz : 0, &pit);
 	bool have_pm = pm_kept > 0, have_pit = pit_kept > 0;
 	if (!have_pm)
 		pm_port = 0;
@@ -235,7 +253,8 @@ void tsc_check(unsigned seconds)
 	/* Counts every PM tick for `seconds` (reads far more often than the
 	 * 4.69 s after which 24 bits wrap), bracketed at both ends. */
 	struct edge start, end;
-	if (!wait_edge(&PM_TIMER, &start))
+	uint64_t gap = 0;   /* (not used: the count is followed read by read) */
+	if (!wait_edge(&PM_TIMER, &start, rdtsc(), &gap))
 		return;
 	uint64_t need = (uint64_t)PM_HZ * seconds, ticks = 0;
 	uint32_t last = start.count;
@@ -244,7 +263,7 @@ void tsc_check(unsigned seconds)
 		ticks += elapsed(&PM_TIMER, last, now);
 		last = now;
 	}
-	if (!wait_edge(&PM_TIMER, &end))
+	if (!wait_edge(&PM_TIMER, &end, rdtsc(), &gap))
 		return;
 	ticks += elapsed(&PM_TIMER, last, end.count);
 	uint64_t tsc = (end.lo + end.hi) / 2 - (start.lo + start.hi) / 2;

@@ -1735,38 +1735,29 @@ def t_console_switch():
     other, so the next Ctrl-^ stops that one; input goes back to the first
     (the only one left) and the next Ctrl-^ stops it. Each key is typed once
     the line before it has appeared."""
-    log = os.path.join("build", "test", "console-switch.log")
     cmd = [LP_QEMU, "--interactive", "--smp", "2", "--timeout", str(TIMEOUT), "--append",
            "vm.timeout=30", "%s mode=hlt" % FOREVER, "%s mode=hlt" % FOREVER]
-    claim_log(log)
-    t0 = time.monotonic()
-    p = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
-    text, seen, first = b"", set(), None
-    steps = None
-    for chunk in iter(lambda: p.stdout.readline(), b""):
-        text += chunk
+    seen, steps = set(), []
+    state = {"first": None}
+
+    def on_line(chunk, stdin):
         if b"forever: mode=hlt" in chunk:
             seen.add(chunk[:5])
         m = re.match(rb"lightpath: console input goes to vm(\d) now\r?$", chunk)
-        if first is None and m:
-            first = int(m.group(1))
+        if state["first"] is None and m:
+            first = state["first"] = int(m.group(1))
             other = 1 - first
-            steps = [(None, CONSOLE_SWITCH_KEY),
-                     (b"lightpath: console input goes to vm%d now" % other, CONSOLE_END_KEY),
-                     (b"lightpath: console input goes to vm%d now (vm%d ended)" % (first, other),
-                      CONSOLE_END_KEY)]
+            steps.extend([(None, CONSOLE_SWITCH_KEY),
+                          (b"lightpath: console input goes to vm%d now" % other, CONSOLE_END_KEY),
+                          (b"lightpath: console input goes to vm%d now (vm%d ended)"
+                           % (first, other), CONSOLE_END_KEY)])
         if steps and (steps[0][0] in chunk if steps[0][0] else len(seen) == 2):
-            p.stdin.write(steps.pop(0)[1])
-            p.stdin.flush()
-    rc = p.wait()
-    with open(os.path.join(ROOT, log), "wb") as f:
-        f.write(text)
-    b = Boot.__new__(Boot)
-    b.log, b.cmd, b.timeout, b.rc, b.stderr = log, cmd, TIMEOUT, rc, ""
-    b.secs = time.monotonic() - t0
-    b.text = text.decode(errors="replace").replace("\r", "")
-    b.lines = b.text.splitlines()
+            stdin.write(steps.pop(0)[1])
+            stdin.flush()
+
+    b = interactive_boot("console-switch", cmd, on_line)
+    first = state["first"]
+    other = 1 - first if first is not None else None
     check(first is not None, "no line says which VM has console input; %s" % b.why_rc())
     check(not steps, "stuck before typing key %d; %s" % (4 - len(steps), b.why_rc()))
     for vm in (0, 1):

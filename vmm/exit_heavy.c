@@ -62,6 +62,12 @@ static void inject_completes_hlt(struct vcpu *v)
 	const struct exit_row *row = exit_row_of(vendor_exit_code(v));
 	if (!row || (row->stat != LP_EXIT_INTR && row->stat != LP_EXIT_VINTR))
 		return;
+	/* With RFLAGS.TF the HLT never halts (heavy_hlt), so the interrupt is
+	 * taken at it as at any boundary; completed here, its single-step #DB
+	 * would come one instruction late, after the interrupt (a trap
+	 * outranks it: tfstep's "hlt with an interrupt waiting"). */
+	if (vendor_guest_tf(v))
+		return;
 	struct guest_paging pg;
 	vendor_guest_paging(v, &pg);
 	uint64_t rip = vendor_guest_rip(v);

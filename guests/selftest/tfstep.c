@@ -180,6 +180,31 @@ static void step_hlt(void)
 	tap_eq(timer_count, 1, "the timer interrupt arrives after the step");
 }
 
+/* HLT with TF and an interrupt already waiting for IF: the POPF that sets
+ * TF and IF together opens the window right before the HLT, so a CPU takes
+ * the interrupt there (RIP at the HLT in its frame); the handler's IRET
+ * restores TF and the HLT then traps with RIP after it. Lightpath brings
+ * the interrupt with a window exit at the HLT, where it may not complete
+ * the HLT for the guest: that would leave the step for the next
+ * instruction (a #DB 5 bytes late, CI under host load). */
+static void step_hlt_irq_waiting(void)
+{
+	ureg_t after;
+	timer_count = 0;
+	cli();
+	tap_eq((uint64_t)lp_hypercall(LP_HC_RAISE_IRQ, VEC_TIMER, 0, 0, NULL, NULL), 0,
+	       "LP_HC_RAISE_IRQ with IF=0 returns 0");
+#ifdef __x86_64__
+	asm volatile("pushfq\n\torq $0x300, (%%rsp)\n\tpopfq\n\t"
+#else
+	asm volatile("pushfl\n\torl $0x300, (%%esp)\n\tpopfl\n\t"
+#endif
+		     "hlt\n9:\n\t" HERE("0") : "=r"(after) : : "memory", "cc");
+	cli();
+	tap_eq(timer_count, 1, "hlt with an interrupt waiting: the interrupt is taken");
+	expect_one_step(after, "hlt with an interrupt waiting");
+}
+
 /* REP OUTSB of 3 bytes: a #DB after each iteration, the first two at the
  * REP instruction itself (RCX 2, then 1), the last one after it. */
 static void step_rep_outsb(void)
@@ -229,7 +254,9 @@ int guest_main(void)
 	step_mmio(LP_MMIO_TEST_BASE, "a load from the MMIO test device (the emulator)");
 	step_mmio(LAPIC_BASE + 0x30, "a load from the LAPIC version register (light MMIO)");
 	step_rep_outsb();
-	if (lp)
+	if (lp) {
 		step_hlt();
+		step_hlt_irq_waiting();
+	}
 	return tap_end();
 }

@@ -45,6 +45,12 @@ static uint8_t txbuf[HDR + FRAME_MAX + 16];
 static struct vdev dev = { .devfn = NET_DEVFN };
 static uint8_t me[6], peer[6], other[6];
 static volatile unsigned irqs;
+/* echo (gap=, 0 by default): TSC ticks to spin between a look at the
+ * empty ring and the HLT, at every second such look from the first one
+ * after READY: the frame and its interrupt come inside that window then,
+ * the others while the VM is halted */
+static uint64_t gap;
+static unsigned looks;
 static unsigned foreign;   /* frames of a type this VM must never see */
 
 static void mac_of(uint64_t v, uint8_t *mac)
@@ -106,12 +112,20 @@ static uint32_t send(const uint8_t *dst, unsigned type, uint32_t seq, unsigned l
 
 /* The next received frame (its length in *len), or 0 if none came before
  * `wait` TSC ticks passed (wait 0: HLT until one comes). The caller gives
- * the buffer back with rx_done. */
+ * the buffer back with rx_done. The ring is looked at with interrupts off,
+ * and `sti; hlt` opens them only for the HLT (STI's shadow), so that the
+ * interrupt of a frame that comes after the look ends the HLT. With them
+ * on, it could be taken between the look and the HLT, which then slept
+ * with the frame in the ring (issue 27: the echo VM, until its time limit). */
 static uint8_t *receive(unsigned *len, uint64_t wait, uint16_t *d)
 {
 	uint64_t start = rdtsc();
+	cli();
 	while (*(volatile uint16_t *)&rxq.used.idx == rxq.seen_used) {
 		if (!wait) {
+			uint64_t spin = looks++ & 1 ? 0 : gap;
+			for (uint64_t t = rdtsc(); rdtsc() - t < spin;)
+				asm volatile("pause");
 			asm volatile("sti; hlt; cli" ::: "memory");
 		} else {
 			if (rdtsc() - start > wait)
@@ -217,7 +231,6 @@ static void echo(unsigned n)
 	uint16_t d;
 	uint8_t *f;
 	/* the first hello: answered once (later ones, sent before it arrived, are dropped) */
-	sti();
 	for (;;) {
 		f = receive(&len, 0, &d);
 		if (type_of(f) == T_HELLO)
@@ -226,6 +239,7 @@ static void echo(unsigned n)
 	}
 	rx_done(d);
 	tap_eq(send(peer, T_READY, 0, 60, 0), 0, "READY sent");
+	looks = 0;
 	unsigned good = 0;
 	while (got < n) {
 		f = receive(&len, 0, &d);
@@ -239,7 +253,6 @@ static void echo(unsigned n)
 		rx_done(d);
 		send(peer, T_ECHO, seq, len, 0xff);
 	}
-	cli();
 	tap_eq(good, n, "%u frames from the ping VM, in order, intact", n);
 	tap_ge(irqs, 1, "MSI-X interrupts woke the HLT");
 	/* hostile frames: given back, sent nowhere */
@@ -280,6 +293,7 @@ int guest_main(void)
 	char role[8] = "";
 	rt_arg("role", role, sizeof(role));
 	unsigned n = (unsigned)rt_arg_u64("n", 20);
+	gap = rt_arg_u64("gap", 0);
 	mac_of(rt_arg_u64("me", 0), me);
 	mac_of(rt_arg_u64("peer", 0), peer);
 	mac_of(rt_arg_u64("other", 0), other);

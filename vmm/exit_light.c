@@ -126,14 +126,14 @@ static __attribute__((noinline)) light_ret light_cpuid_uncached(struct vcpu *v, 
 
 /* `shared`: in a VM of several vCPUs the other hypercalls (timers, the
  * VM's end) touch shared state: the heavy path's. */
-ALWAYS_INLINE light_ret light_hypercall(struct vcpu *v, const unsigned sw, const bool shared)
+ALWAYS_INLINE light_ret light_hypercall(struct vcpu *v, const unsigned sw,
+					const enum light_kind kind)
 {
+	const bool shared = kind == LIGHT_HYPERCALL_SHARED;
 	uint64_t next, *rax = vendor_rax(v);
 	v->stats.exits[LP_EXIT_HYPERCALL]++;
 	if (!vendor_next_rip(v, insn_hypercall, sw, &next))
-		return light_code_miss(v, LP_EXIT_HYPERCALL,
-				       shared ? LIGHT_HYPERCALL_SHARED : LIGHT_HYPERCALL,
-				       sw & SW_LIGHT_OFF);
+		return light_code_miss(v, LP_EXIT_HYPERCALL, kind, sw & SW_LIGHT_OFF);
 	if (__builtin_expect(*rax != LP_HC_NULL, 0)) {
 		if (shared)
 			return light_go_heavy(v, LP_EXIT_HYPERCALL);
@@ -145,12 +145,12 @@ ALWAYS_INLINE light_ret light_hypercall(struct vcpu *v, const unsigned sw, const
 	return light_done(v, LP_EXIT_HYPERCALL, sw);
 }
 
-ALWAYS_INLINE light_ret light_cpuid(struct vcpu *v, const unsigned sw)
+ALWAYS_INLINE light_ret light_cpuid(struct vcpu *v, const unsigned sw, const enum light_kind kind)
 {
 	uint64_t next;
 	v->stats.exits[LP_EXIT_CPUID]++;
 	if (!vendor_next_rip(v, insn_cpuid, sw, &next))
-		return light_code_miss(v, LP_EXIT_CPUID, LIGHT_CPUID, sw & SW_LIGHT_OFF);
+		return light_code_miss(v, LP_EXIT_CPUID, kind, sw & SW_LIGHT_OFF);
 	const uint32_t *out = exit_cpuid_cached(v, (uint32_t)*vendor_rax(v));
 	if (__builtin_expect(!out, 0))
 		return light_cpuid_uncached(v, next, sw & SW_LIGHT_OFF);
@@ -187,8 +187,9 @@ ALWAYS_INLINE light_ret light_io_port(struct vcpu *v, const unsigned sw,
 }
 
 /* Port I/O decoded from the exit information (io=fast, seed 004). */
-ALWAYS_INLINE light_ret light_io(struct vcpu *v, const unsigned sw)
+ALWAYS_INLINE light_ret light_io(struct vcpu *v, const unsigned sw, const enum light_kind kind)
 {
+	(void)kind;
 	struct io_intercept io;
 	v->stats.exits[LP_EXIT_IO]++;
 	if (sw & SW_IO_EMULATE)   /* seed 004's "before": the emulator decodes every IN/OUT */
@@ -224,13 +225,13 @@ ALWAYS_INLINE light_ret light_msr(struct vcpu *v, const unsigned sw,
  * the CPU holds (never switched). On SVM without NRIP an RDTSCP that QEMU
  * reports with the RDTSC code misses the RDTSC pattern: light_code_miss
  * tries RDTSCP's. */
-ALWAYS_INLINE light_ret light_rdtsc(struct vcpu *v, const unsigned sw, const bool rdtscp)
+ALWAYS_INLINE light_ret light_rdtsc(struct vcpu *v, const unsigned sw, const enum light_kind kind)
 {
+	const bool rdtscp = kind == LIGHT_RDTSCP;
 	uint64_t next;
 	v->stats.exits[LP_EXIT_RDTSC]++;
 	if (!vendor_next_rip(v, rdtscp ? insn_rdtscp : insn_rdtsc, sw, &next))
-		return light_code_miss(v, LP_EXIT_RDTSC, rdtscp ? LIGHT_RDTSCP : LIGHT_RDTSC,
-				       sw & SW_LIGHT_OFF);
+		return light_code_miss(v, LP_EXIT_RDTSC, kind, sw & SW_LIGHT_OFF);
 	guest_clock_rdtsc(v, rdtscp);
 	vendor_skip_insn(v, next);
 	exit_insn_completed(v);
@@ -240,14 +241,14 @@ ALWAYS_INLINE light_ret light_rdtsc(struct vcpu *v, const unsigned sw, const boo
 /* HLT while an interrupt waits for the guest to open its window: with IF=1
  * the HLT ends at once, and the interrupt is delivered now. A HLT that
  * would block (nothing pending, or IF=0) is the heavy path's. */
-ALWAYS_INLINE light_ret light_hlt(struct vcpu *v, const unsigned sw)
+ALWAYS_INLINE light_ret light_hlt(struct vcpu *v, const unsigned sw, const enum light_kind kind)
 {
 	uint64_t next;
 	v->stats.exits[LP_EXIT_HLT]++;
 	if (!vendor_intr_window_requested(v) || !(vendor_rflags(v) & RFLAGS_IF))
 		return light_go_heavy(v, LP_EXIT_HLT);
 	if (!vendor_next_rip(v, insn_hlt, sw, &next))
-		return light_code_miss(v, LP_EXIT_HLT, LIGHT_HLT, sw & SW_LIGHT_OFF);
+		return light_code_miss(v, LP_EXIT_HLT, kind, sw & SW_LIGHT_OFF);
 	vendor_skip_insn(v, next);
 	exit_insn_completed(v);   /* an STI shadow ends with the HLT */
 	v->pending |= VCPU_PENDING_RECHECK;
@@ -257,8 +258,10 @@ ALWAYS_INLINE light_ret light_hlt(struct vcpu *v, const unsigned sw)
 /* A host interrupt (the timer) arrived while the guest ran: take it (the
  * host IDT uses no IST, so the guest's TR in the CPU does not matter), run
  * the expired VM timers, deliver what they raised. */
-ALWAYS_INLINE light_ret light_host_intr(struct vcpu *v, const unsigned sw)
+ALWAYS_INLINE light_ret light_host_intr(struct vcpu *v, const unsigned sw,
+					const enum light_kind kind)
 {
+	(void)kind;
 	v->stats.exits[LP_EXIT_INTR]++;
 	if (vendor_exit_in_event_delivery(v))   /* the heavy path re-injects that event */
 		return light_go_heavy(v, LP_EXIT_INTR);
@@ -270,8 +273,10 @@ ALWAYS_INLINE light_ret light_host_intr(struct vcpu *v, const unsigned sw)
 }
 
 /* The interrupt window the injection asked for has opened. */
-ALWAYS_INLINE light_ret light_intr_window(struct vcpu *v, const unsigned sw)
+ALWAYS_INLINE light_ret light_intr_window(struct vcpu *v, const unsigned sw,
+					  const enum light_kind kind)
 {
+	(void)kind;
 	v->stats.exits[LP_EXIT_VINTR]++;
 	vendor_intr_window(v, false);
 	v->pending |= VCPU_PENDING_RECHECK;
@@ -405,8 +410,9 @@ static __attribute__((noinline)) bool light_mmio_access_shared(struct vcpu *v)
 	return light_mmio_access_as(v, true);
 }
 
-ALWAYS_INLINE light_ret light_npf(struct vcpu *v, const unsigned sw, const bool shared)
+ALWAYS_INLINE light_ret light_npf(struct vcpu *v, const unsigned sw, const enum light_kind kind)
 {
+	const bool shared = kind == LIGHT_NPF_SHARED;
 	v->stats.exits[LP_EXIT_NPF]++;
 	light_rbx_to_regs(v);   /* the MOV's operand may be RBX (light_gpr) */
 	if (!(shared ? light_mmio_access_shared(v) : light_mmio_access(v)))
@@ -452,89 +458,27 @@ ALWAYS_INLINE void per_exit_enter(struct vcpu *v, const unsigned sw)
 		smsr_load_guest(v);             /* after VMLOAD, which loaded stale copies */
 }
 
-/* Each kind's handler, as light_dispatch calls it: light_kind_<name>. */
-ALWAYS_INLINE light_ret light_kind_none(struct vcpu *v, const unsigned sw)
+/* LIGHT_MSR: one straight path per direction. */
+ALWAYS_INLINE light_ret light_msr_either(struct vcpu *v, const unsigned sw,
+					 const enum light_kind kind)
 {
-	(void)sw;
-	return light_other(v);
-}
-
-ALWAYS_INLINE light_ret light_kind_hypercall(struct vcpu *v, const unsigned sw)
-{
-	return light_hypercall(v, sw, false);
-}
-
-ALWAYS_INLINE light_ret light_kind_hypercall_shared(struct vcpu *v, const unsigned sw)
-{
-	return light_hypercall(v, sw, true);
-}
-
-ALWAYS_INLINE light_ret light_kind_cpuid(struct vcpu *v, const unsigned sw)
-{
-	return light_cpuid(v, sw);
-}
-
-ALWAYS_INLINE light_ret light_kind_io(struct vcpu *v, const unsigned sw)
-{
-	return light_io(v, sw);
-}
-
-/* one straight path per direction */
-ALWAYS_INLINE light_ret light_kind_msr(struct vcpu *v, const unsigned sw)
-{
+	(void)kind;
 	return vendor_exit_msr_write(v) ? light_msr(v, sw, LIGHT_WRMSR) : light_msr(v, sw, LIGHT_RDMSR);
 }
 
-ALWAYS_INLINE light_ret light_kind_rdmsr(struct vcpu *v, const unsigned sw)
+/* LIGHT_NONE, and what a kind has no handler for */
+ALWAYS_INLINE light_ret light_none(struct vcpu *v, const unsigned sw, const enum light_kind kind)
 {
-	return light_msr(v, sw, LIGHT_RDMSR);
-}
-
-ALWAYS_INLINE light_ret light_kind_wrmsr(struct vcpu *v, const unsigned sw)
-{
-	return light_msr(v, sw, LIGHT_WRMSR);
-}
-
-ALWAYS_INLINE light_ret light_kind_hlt(struct vcpu *v, const unsigned sw)
-{
-	return light_hlt(v, sw);
-}
-
-ALWAYS_INLINE light_ret light_kind_host_intr(struct vcpu *v, const unsigned sw)
-{
-	return light_host_intr(v, sw);
-}
-
-ALWAYS_INLINE light_ret light_kind_intr_window(struct vcpu *v, const unsigned sw)
-{
-	return light_intr_window(v, sw);
-}
-
-ALWAYS_INLINE light_ret light_kind_npf(struct vcpu *v, const unsigned sw)
-{
-	return light_npf(v, sw, false);
-}
-
-ALWAYS_INLINE light_ret light_kind_npf_shared(struct vcpu *v, const unsigned sw)
-{
-	return light_npf(v, sw, true);
-}
-
-ALWAYS_INLINE light_ret light_kind_rdtsc(struct vcpu *v, const unsigned sw)
-{
-	return light_rdtsc(v, sw, false);
-}
-
-ALWAYS_INLINE light_ret light_kind_rdtscp(struct vcpu *v, const unsigned sw)
-{
-	return light_rdtsc(v, sw, true);
+	(void)sw;
+	(void)kind;
+	return light_other(v);
 }
 
 ALWAYS_INLINE light_ret light_dispatch(struct vcpu *v, const unsigned sw,
 				       const enum light_kind kind)
 {
 	switch (kind) {
-#define LIGHT_DISPATCH_CASE(k, name, smp, ...) case k: return light_kind_##name(v, sw);
+#define LIGHT_DISPATCH_CASE(k, name, fn, smp, ...) case k: return fn(v, sw, k);
 	LIGHT_KINDS(LIGHT_DISPATCH_CASE, _)
 #undef LIGHT_DISPATCH_CASE
 	default: return light_other(v);
@@ -586,13 +530,13 @@ ALWAYS_INLINE light_ret light_exit(struct vcpu *v, const unsigned sw,
  * copy for each of the 128 sets was a megabyte of text; the generic
  * handlers below serve every other set. */
 #define LIGHT_SET_FN(set, kind) light_##set##_##kind
-#define LIGHT_SET_DEF_KIND(k, name, smp, set, sw)                                                \
+#define LIGHT_SET_DEF_KIND(k, name, fn, smp, set, sw)                                                \
 	static __attribute__((noipa)) light_ret LIGHT_SET_FN(set, name)(struct vcpu *v)          \
 	{                                                                                        \
 		return light_exit(v, (sw), k);                                                   \
 	}
 #define LIGHT_SET_DEF(set, sw, ...) LIGHT_KINDS(LIGHT_SET_DEF_KIND, set, sw)
-#define LIGHT_SET_ROW_KIND(k, name, smp, set) [k] = LIGHT_SET_FN(set, name),
+#define LIGHT_SET_ROW_KIND(k, name, fn, smp, set) [k] = LIGHT_SET_FN(set, name),
 #define LIGHT_SET_ROW(set, sw, ...) { (sw), { LIGHT_KINDS(LIGHT_SET_ROW_KIND, set) } },
 
 VENDOR_LIGHT_SETS(LIGHT_SET_DEF, _)
@@ -606,12 +550,12 @@ static const struct light_set light_sets[] = { VENDOR_LIGHT_SETS(LIGHT_SET_ROW, 
 
 /* Every other set: the switch set read at run time (v->light_sw), one test
  * per switch on the way; correct for all 128, measured by none. */
-#define LIGHT_GENERIC_DEF(k, name, smp, ...)                                                    \
+#define LIGHT_GENERIC_DEF(k, name, fn, smp, ...)                                                    \
 	static __attribute__((noipa)) light_ret light_generic_##name(struct vcpu *v)           \
 	{                                                                                        \
 		return light_exit(v, v->light_sw, k);                                            \
 	}
-#define LIGHT_GENERIC_ROW(k, name, smp, ...) [k] = light_generic_##name,
+#define LIGHT_GENERIC_ROW(k, name, fn, smp, ...) [k] = light_generic_##name,
 LIGHT_KINDS(LIGHT_GENERIC_DEF, _)
 static light_handler_fn *const light_generic[LIGHT_KIND_COUNT] = { LIGHT_KINDS(LIGHT_GENERIC_ROW, _) };
 
@@ -666,7 +610,7 @@ unsigned exit_switch_set(const struct lp_options *o)
 
 /* What a VM of several vCPUs runs instead of each kind (LIGHT_KINDS). */
 static const enum light_kind light_kind_smp[LIGHT_KIND_COUNT] = {
-#define LIGHT_SMP_ROW(k, name, smp, ...) [k] = smp,
+#define LIGHT_SMP_ROW(k, name, fn, smp, ...) [k] = smp,
 	LIGHT_KINDS(LIGHT_SMP_ROW, _)
 #undef LIGHT_SMP_ROW
 };

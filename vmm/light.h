@@ -59,33 +59,34 @@ typedef light_ret light_handler_fn(struct vcpu *v);
 #define SW_PER_EXIT      (SW_DR_ALWAYS | SW_PMU_ALWAYS | SW_MSR_ALWAYS | SW_VMLOAD_ALWAYS)
 
 /* The light handlers an exit-table row can name, written once:
- * X(kind, name, smp, ...) (the rest: LIGHT_KINDS's own arguments after X,
- * passed through). `name` makes the handler's symbol (below); `smp` is
+ * X(kind, name, fn, smp, ...) (the rest: LIGHT_KINDS's own arguments
+ * after X, passed through). `name` makes the handler's symbol (below); `fn`
+ * is the code of vmm/exit_light.c that handles it, fn(v, set, kind); `smp` is
  * the kind a VM of several vCPUs runs instead: what touches only the
  * vCPU's own state, the MSRs, the local APIC's page, the PM timer and the
  * HPET's counter stays light (their handlers of shared state leave for the
  * heavy path, but for a fixed IPI to another vCPU; vmm/platform.c); the
  * rest (devices, the local APICs' timers, interrupt delivery) is shared
  * and goes to the heavy path, which holds the VM lock (docs/SMP.md). */
-#define LIGHT_KINDS(X, ...)                                                           \
-	X(LIGHT_NONE, none, LIGHT_NONE, __VA_ARGS__)                  /* no light handling: count it, go heavy */ \
-	X(LIGHT_HYPERCALL, hypercall, LIGHT_HYPERCALL_SHARED, __VA_ARGS__) /* VMMCALL/VMCALL */               \
-	X(LIGHT_CPUID, cpuid, LIGHT_CPUID, __VA_ARGS__)                                                       \
-	X(LIGHT_IO, io, LIGHT_IO, __VA_ARGS__)                        /* IN/OUT, decoded by the CPU (io=fast) */ \
-	X(LIGHT_MSR, msr, LIGHT_MSR, __VA_ARGS__)                     /* RDMSR or WRMSR, as the exit says */  \
-	X(LIGHT_RDMSR, rdmsr, LIGHT_RDMSR, __VA_ARGS__)                                                       \
-	X(LIGHT_WRMSR, wrmsr, LIGHT_WRMSR, __VA_ARGS__)                                                       \
-	X(LIGHT_HLT, hlt, LIGHT_NONE, __VA_ARGS__)                    /* HLT with an interrupt waiting */     \
-	X(LIGHT_HOST_INTR, host_intr, LIGHT_NONE, __VA_ARGS__)        /* a host interrupt (the timer) */      \
-	X(LIGHT_INTR_WINDOW, intr_window, LIGHT_NONE, __VA_ARGS__)    /* a refused interrupt fits now */      \
-	X(LIGHT_NPF, npf, LIGHT_NPF_SHARED, __VA_ARGS__)              /* nested page fault: light MMIO */     \
-	X(LIGHT_RDTSC, rdtsc, LIGHT_RDTSC, __VA_ARGS__)               /* while the guest polls its clocks */  \
-	X(LIGHT_NPF_SHARED, npf_shared, LIGHT_NONE, __VA_ARGS__)      /* LIGHT_NPF, several vCPUs */          \
-	X(LIGHT_HYPERCALL_SHARED, hypercall_shared, LIGHT_NONE, __VA_ARGS__) /* LIGHT_HYPERCALL there */      \
-	X(LIGHT_RDTSCP, rdtscp, LIGHT_RDTSCP, __VA_ARGS__)            /* as RDTSC (Linux's rdtsc_ordered) */
+#define LIGHT_KINDS(X, ...)                                                                         \
+        X(LIGHT_NONE, none, light_none, LIGHT_NONE, __VA_ARGS__)        /* no light handling: count it, go heavy */ \
+        X(LIGHT_HYPERCALL, hypercall, light_hypercall, LIGHT_HYPERCALL_SHARED, __VA_ARGS__)/* VMMCALL/VMCALL */ \
+	X(LIGHT_CPUID, cpuid, light_cpuid, LIGHT_CPUID, __VA_ARGS__)                                \
+        X(LIGHT_IO, io, light_io, LIGHT_IO, __VA_ARGS__)                /* IN/OUT, decoded by the CPU (io=fast) */ \
+        X(LIGHT_MSR, msr, light_msr_either, LIGHT_MSR, __VA_ARGS__)     /* RDMSR or WRMSR, as the exit says */ \
+	X(LIGHT_RDMSR, rdmsr, light_msr, LIGHT_RDMSR, __VA_ARGS__)                                  \
+	X(LIGHT_WRMSR, wrmsr, light_msr, LIGHT_WRMSR, __VA_ARGS__)                                  \
+        X(LIGHT_HLT, hlt, light_hlt, LIGHT_NONE, __VA_ARGS__)           /* HLT with an interrupt waiting */ \
+        X(LIGHT_HOST_INTR, host_intr, light_host_intr, LIGHT_NONE, __VA_ARGS__)/* a host interrupt (the timer) */ \
+        X(LIGHT_INTR_WINDOW, intr_window, light_intr_window, LIGHT_NONE, __VA_ARGS__)/* a refused interrupt fits now */ \
+        X(LIGHT_NPF, npf, light_npf, LIGHT_NPF_SHARED, __VA_ARGS__)     /* nested page fault: light MMIO */ \
+        X(LIGHT_RDTSC, rdtsc, light_rdtsc, LIGHT_RDTSC, __VA_ARGS__)    /* while the guest polls its clocks */ \
+        X(LIGHT_NPF_SHARED, npf_shared, light_npf, LIGHT_NONE, __VA_ARGS__)/* LIGHT_NPF, several vCPUs */ \
+        X(LIGHT_HYPERCALL_SHARED, hypercall_shared, light_hypercall, LIGHT_NONE, __VA_ARGS__)/* LIGHT_HYPERCALL there */ \
+        X(LIGHT_RDTSCP, rdtscp, light_rdtsc, LIGHT_RDTSCP, __VA_ARGS__) /* as RDTSC (rdtsc_ordered) */
 
 enum light_kind {
-#define LIGHT_KIND_ENUM(kind, name, smp, ...) kind,
+#define LIGHT_KIND_ENUM(kind, name, fn, smp, ...) kind,
 	LIGHT_KINDS(LIGHT_KIND_ENUM, _)
 #undef LIGHT_KIND_ENUM
 	LIGHT_KIND_COUNT

@@ -365,7 +365,7 @@ def trace_row(row, opts, bits, skip, tmp):
     rdtsc = sorted(a for a, b in code.items() if b == RDTSC)
     gsyms = dict(zip(Symbols(elf).table()[1], Symbols(elf).table()[0]))
     hsyms = Symbols(HOST_ELF)
-    host_intr = [a for a, n in zip(*hsyms.table()) if re.match(r"light_set_\d+_\d+_host_intr$", n)]
+    host_intr = [a for a, n in zip(*hsyms.table()) if re.match(r"light_\w+_host_intr$", n)]
     at = hsyms.names.index("vendor_host_interrupt_window")
     window = [hsyms.addrs[at], hsyms.addrs[at + 1]]
     if row == "timer_irq":

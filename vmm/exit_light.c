@@ -1,7 +1,8 @@
 /* The light handlers (the protocol is in vmm/light.h): one per kind of exit,
- * written once for both backends, and instantiated once per switch set, so
- * that every configuration runs a straight path with its "always" pieces
- * around it and no test of an option on the way. */
+ * written once for both backends, compiled once per measured switch set, so
+ * that every published configuration runs a straight path with its "always"
+ * pieces around it and no test of an option on the way, and once generic,
+ * testing the switches at run time, for every other set (docs/EXITS.md). */
 #include "core/console.h"
 #include "core/cpu.h"
 #include "include/lightpath/abi.h"
@@ -125,14 +126,14 @@ static __attribute__((noinline)) light_ret light_cpuid_uncached(struct vcpu *v, 
 
 /* `shared`: in a VM of several vCPUs the other hypercalls (timers, the
  * VM's end) touch shared state: the heavy path's. */
-ALWAYS_INLINE light_ret light_hypercall(struct vcpu *v, const unsigned sw, const bool shared)
+ALWAYS_INLINE light_ret light_hypercall(struct vcpu *v, const unsigned sw,
+					const enum light_kind kind)
 {
+	const bool shared = kind == LIGHT_HYPERCALL_SHARED;
 	uint64_t next, *rax = vendor_rax(v);
 	v->stats.exits[LP_EXIT_HYPERCALL]++;
 	if (!vendor_next_rip(v, insn_hypercall, sw, &next))
-		return light_code_miss(v, LP_EXIT_HYPERCALL,
-				       shared ? LIGHT_HYPERCALL_SHARED : LIGHT_HYPERCALL,
-				       sw & SW_LIGHT_OFF);
+		return light_code_miss(v, LP_EXIT_HYPERCALL, kind, sw & SW_LIGHT_OFF);
 	if (__builtin_expect(*rax != LP_HC_NULL, 0)) {
 		if (shared)
 			return light_go_heavy(v, LP_EXIT_HYPERCALL);
@@ -144,12 +145,12 @@ ALWAYS_INLINE light_ret light_hypercall(struct vcpu *v, const unsigned sw, const
 	return light_done(v, LP_EXIT_HYPERCALL, sw);
 }
 
-ALWAYS_INLINE light_ret light_cpuid(struct vcpu *v, const unsigned sw)
+ALWAYS_INLINE light_ret light_cpuid(struct vcpu *v, const unsigned sw, const enum light_kind kind)
 {
 	uint64_t next;
 	v->stats.exits[LP_EXIT_CPUID]++;
 	if (!vendor_next_rip(v, insn_cpuid, sw, &next))
-		return light_code_miss(v, LP_EXIT_CPUID, LIGHT_CPUID, sw & SW_LIGHT_OFF);
+		return light_code_miss(v, LP_EXIT_CPUID, kind, sw & SW_LIGHT_OFF);
 	const uint32_t *out = exit_cpuid_cached(v, (uint32_t)*vendor_rax(v));
 	if (__builtin_expect(!out, 0))
 		return light_cpuid_uncached(v, next, sw & SW_LIGHT_OFF);
@@ -186,8 +187,9 @@ ALWAYS_INLINE light_ret light_io_port(struct vcpu *v, const unsigned sw,
 }
 
 /* Port I/O decoded from the exit information (io=fast, seed 004). */
-ALWAYS_INLINE light_ret light_io(struct vcpu *v, const unsigned sw)
+ALWAYS_INLINE light_ret light_io(struct vcpu *v, const unsigned sw, const enum light_kind kind)
 {
+	(void)kind;
 	struct io_intercept io;
 	v->stats.exits[LP_EXIT_IO]++;
 	if (sw & SW_IO_EMULATE)   /* seed 004's "before": the emulator decodes every IN/OUT */
@@ -223,13 +225,13 @@ ALWAYS_INLINE light_ret light_msr(struct vcpu *v, const unsigned sw,
  * the CPU holds (never switched). On SVM without NRIP an RDTSCP that QEMU
  * reports with the RDTSC code misses the RDTSC pattern: light_code_miss
  * tries RDTSCP's. */
-ALWAYS_INLINE light_ret light_rdtsc(struct vcpu *v, const unsigned sw, const bool rdtscp)
+ALWAYS_INLINE light_ret light_rdtsc(struct vcpu *v, const unsigned sw, const enum light_kind kind)
 {
+	const bool rdtscp = kind == LIGHT_RDTSCP;
 	uint64_t next;
 	v->stats.exits[LP_EXIT_RDTSC]++;
 	if (!vendor_next_rip(v, rdtscp ? insn_rdtscp : insn_rdtsc, sw, &next))
-		return light_code_miss(v, LP_EXIT_RDTSC, rdtscp ? LIGHT_RDTSCP : LIGHT_RDTSC,
-				       sw & SW_LIGHT_OFF);
+		return light_code_miss(v, LP_EXIT_RDTSC, kind, sw & SW_LIGHT_OFF);
 	guest_clock_rdtsc(v, rdtscp);
 	vendor_skip_insn(v, next);
 	exit_insn_completed(v);
@@ -239,14 +241,14 @@ ALWAYS_INLINE light_ret light_rdtsc(struct vcpu *v, const unsigned sw, const boo
 /* HLT while an interrupt waits for the guest to open its window: with IF=1
  * the HLT ends at once, and the interrupt is delivered now. A HLT that
  * would block (nothing pending, or IF=0) is the heavy path's. */
-ALWAYS_INLINE light_ret light_hlt(struct vcpu *v, const unsigned sw)
+ALWAYS_INLINE light_ret light_hlt(struct vcpu *v, const unsigned sw, const enum light_kind kind)
 {
 	uint64_t next;
 	v->stats.exits[LP_EXIT_HLT]++;
 	if (!vendor_intr_window_requested(v) || !(vendor_rflags(v) & RFLAGS_IF))
 		return light_go_heavy(v, LP_EXIT_HLT);
 	if (!vendor_next_rip(v, insn_hlt, sw, &next))
-		return light_code_miss(v, LP_EXIT_HLT, LIGHT_HLT, sw & SW_LIGHT_OFF);
+		return light_code_miss(v, LP_EXIT_HLT, kind, sw & SW_LIGHT_OFF);
 	vendor_skip_insn(v, next);
 	exit_insn_completed(v);   /* an STI shadow ends with the HLT */
 	v->pending |= VCPU_PENDING_RECHECK;
@@ -256,8 +258,10 @@ ALWAYS_INLINE light_ret light_hlt(struct vcpu *v, const unsigned sw)
 /* A host interrupt (the timer) arrived while the guest ran: take it (the
  * host IDT uses no IST, so the guest's TR in the CPU does not matter), run
  * the expired VM timers, deliver what they raised. */
-ALWAYS_INLINE light_ret light_host_intr(struct vcpu *v, const unsigned sw)
+ALWAYS_INLINE light_ret light_host_intr(struct vcpu *v, const unsigned sw,
+					const enum light_kind kind)
 {
+	(void)kind;
 	v->stats.exits[LP_EXIT_INTR]++;
 	if (vendor_exit_in_event_delivery(v))   /* the heavy path re-injects that event */
 		return light_go_heavy(v, LP_EXIT_INTR);
@@ -269,8 +273,10 @@ ALWAYS_INLINE light_ret light_host_intr(struct vcpu *v, const unsigned sw)
 }
 
 /* The interrupt window the injection asked for has opened. */
-ALWAYS_INLINE light_ret light_intr_window(struct vcpu *v, const unsigned sw)
+ALWAYS_INLINE light_ret light_intr_window(struct vcpu *v, const unsigned sw,
+					  const enum light_kind kind)
 {
+	(void)kind;
 	v->stats.exits[LP_EXIT_VINTR]++;
 	vendor_intr_window(v, false);
 	v->pending |= VCPU_PENDING_RECHECK;
@@ -404,8 +410,9 @@ static __attribute__((noinline)) bool light_mmio_access_shared(struct vcpu *v)
 	return light_mmio_access_as(v, true);
 }
 
-ALWAYS_INLINE light_ret light_npf(struct vcpu *v, const unsigned sw, const bool shared)
+ALWAYS_INLINE light_ret light_npf(struct vcpu *v, const unsigned sw, const enum light_kind kind)
 {
+	const bool shared = kind == LIGHT_NPF_SHARED;
 	v->stats.exits[LP_EXIT_NPF]++;
 	light_rbx_to_regs(v);   /* the MOV's operand may be RBX (light_gpr) */
 	if (!(shared ? light_mmio_access_shared(v) : light_mmio_access(v)))
@@ -423,46 +430,7 @@ static COLD light_ret light_other(struct vcpu *v)
 	return light_go_heavy(v, reason);
 }
 
-/* The next-RIP check missed (SVM without NRIP). If the code page is simply
- * not the cached one, walk the guest page tables for it (no world switch)
- * and run the handler again; if it is cached, the bytes are not the plain
- * encoding (a prefix, say) and the heavy path decodes them. */
-static COLD light_ret light_code_miss(struct vcpu *v, unsigned reason, enum light_kind kind,
-					     bool light_off)
-{
-	struct guest_paging pg;
-	vendor_guest_paging(v, &pg);
-	uint64_t lin = vendor_cs_base(v) + vendor_guest_rip(v), off;
-	light_ret r;
-	if (code_cache_peek(v, lin, pg.cr3, pg.cr0, &off)) {
-		/* QEMU's RDTSCP comes with RDTSC's exit code */
-		if (kind != LIGHT_RDTSC)
-			return light_go_heavy(v, reason);
-		kind = LIGHT_RDTSCP;
-	} else if (!code_cache_fill(v) || !code_cache_peek(v, lin, pg.cr3, pg.cr0, &off)) {
-		return light_go_heavy(v, reason);   /* near the page end */
-	}
-	v->stats.exits[reason]--;            /* the retry counts it again */
-	switch (kind) {
-	case LIGHT_HYPERCALL: r = light_hypercall(v, 0, false); break;
-	case LIGHT_HYPERCALL_SHARED: r = light_hypercall(v, 0, true); break;
-	case LIGHT_CPUID: r = light_cpuid(v, 0); break;
-	case LIGHT_MSR: r = light_msr(v, 0, LIGHT_MSR); break;
-	case LIGHT_RDMSR: r = light_msr(v, 0, LIGHT_RDMSR); break;
-	case LIGHT_WRMSR: r = light_msr(v, 0, LIGHT_WRMSR); break;
-	case LIGHT_HLT: r = light_hlt(v, 0); break;
-	case LIGHT_RDTSC: r = light_rdtsc(v, 0, false); break;
-	case LIGHT_RDTSCP: r = light_rdtsc(v, 0, true); break;
-	default:
-		v->stats.exits[reason]++;
-		return light_go_heavy(v, reason);
-	}
-	if (light_off && r)
-		return light_handled_leave(v, reason);
-	return r;
-}
-
-/* ---- one handler per switch set and kind ---- */
+/* ---- one handler per compiled switch set and kind ---- */
 
 /* The "always" switches: their piece of the state switch on every exit
  * (the seeds' "before"), around the handler. */
@@ -490,29 +458,59 @@ ALWAYS_INLINE void per_exit_enter(struct vcpu *v, const unsigned sw)
 		smsr_load_guest(v);             /* after VMLOAD, which loaded stale copies */
 }
 
+/* LIGHT_MSR: one straight path per direction. */
+ALWAYS_INLINE light_ret light_msr_either(struct vcpu *v, const unsigned sw,
+					 const enum light_kind kind)
+{
+	(void)kind;
+	return vendor_exit_msr_write(v) ? light_msr(v, sw, LIGHT_WRMSR) : light_msr(v, sw, LIGHT_RDMSR);
+}
+
+/* LIGHT_NONE, and what a kind has no handler for */
+ALWAYS_INLINE light_ret light_none(struct vcpu *v, const unsigned sw, const enum light_kind kind)
+{
+	(void)sw;
+	(void)kind;
+	return light_other(v);
+}
+
 ALWAYS_INLINE light_ret light_dispatch(struct vcpu *v, const unsigned sw,
-					      const enum light_kind kind)
+				       const enum light_kind kind)
 {
 	switch (kind) {
-	case LIGHT_HYPERCALL: return light_hypercall(v, sw, false);
-	case LIGHT_HYPERCALL_SHARED: return light_hypercall(v, sw, true);
-	case LIGHT_CPUID: return light_cpuid(v, sw);
-	case LIGHT_IO: return light_io(v, sw);
-	case LIGHT_MSR:   /* one straight path per direction */
-		return vendor_exit_msr_write(v) ? light_msr(v, sw, LIGHT_WRMSR)
-						: light_msr(v, sw, LIGHT_RDMSR);
-	case LIGHT_RDMSR:
-	case LIGHT_WRMSR: return light_msr(v, sw, kind);
-	case LIGHT_HLT: return light_hlt(v, sw);
-	case LIGHT_HOST_INTR: return light_host_intr(v, sw);
-	case LIGHT_INTR_WINDOW: return light_intr_window(v, sw);
-	case LIGHT_NPF: return light_npf(v, sw, false);
-	case LIGHT_NPF_SHARED: return light_npf(v, sw, true);
-	case LIGHT_RDTSC: return light_rdtsc(v, sw, false);
-	case LIGHT_RDTSCP: return light_rdtsc(v, sw, true);
+#define LIGHT_DISPATCH_CASE(k, name, fn, smp, ...) case k: return fn(v, sw, k);
+	LIGHT_KINDS(LIGHT_DISPATCH_CASE, _)
+#undef LIGHT_DISPATCH_CASE
 	default: return light_other(v);
 	}
 }
+
+/* The next-RIP check missed (SVM without NRIP). If the code page is simply
+ * not the cached one, walk the guest page tables for it (no world switch)
+ * and run the handler again; if it is cached, the bytes are not the plain
+ * encoding (a prefix, say) and the heavy path decodes them. */
+static COLD light_ret light_code_miss(struct vcpu *v, unsigned reason, enum light_kind kind,
+					     bool light_off)
+{
+	struct guest_paging pg;
+	vendor_guest_paging(v, &pg);
+	uint64_t lin = vendor_cs_base(v) + vendor_guest_rip(v), off;
+	light_ret r;
+	if (code_cache_peek(v, lin, pg.cr3, pg.cr0, &off)) {
+		/* QEMU's RDTSCP comes with RDTSC's exit code */
+		if (kind != LIGHT_RDTSC)
+			return light_go_heavy(v, reason);
+		kind = LIGHT_RDTSCP;
+	} else if (!code_cache_fill(v) || !code_cache_peek(v, lin, pg.cr3, pg.cr0, &off)) {
+		return light_go_heavy(v, reason);   /* near the page end */
+	}
+	v->stats.exits[reason]--;            /* the retry counts it again */
+	r = light_dispatch(v, 0, kind);   /* (only kinds that check the next RIP come here) */
+	if (light_off && r)
+		return light_handled_leave(v, reason);
+	return r;
+}
+
 
 ALWAYS_INLINE light_ret light_exit(struct vcpu *v, const unsigned sw,
 					  const enum light_kind kind)
@@ -526,47 +524,48 @@ ALWAYS_INLINE light_ret light_exit(struct vcpu *v, const unsigned sw,
 	return r;
 }
 
-/* light_handlers[sw][kind] = light_exit(v, sw, kind), as functions the
- * stub can call. LIGHT_SET(a, b) makes the handlers of set a * 8 + b. */
-#define LIGHT_FN(a, b, kind) light_set_##a##_##b##_##kind
-#define LIGHT_SET(a, b)                                                                           \
-	LIGHT_DEF(a, b, none, LIGHT_NONE) LIGHT_DEF(a, b, hypercall, LIGHT_HYPERCALL)             \
-	LIGHT_DEF(a, b, cpuid, LIGHT_CPUID) LIGHT_DEF(a, b, io, LIGHT_IO)                         \
-	LIGHT_DEF(a, b, msr, LIGHT_MSR) LIGHT_DEF(a, b, rdmsr, LIGHT_RDMSR)                       \
-	LIGHT_DEF(a, b, wrmsr, LIGHT_WRMSR) LIGHT_DEF(a, b, hlt, LIGHT_HLT)                       \
-	LIGHT_DEF(a, b, host_intr, LIGHT_HOST_INTR) LIGHT_DEF(a, b, intr_window, LIGHT_INTR_WINDOW) \
-	LIGHT_DEF(a, b, npf, LIGHT_NPF) LIGHT_DEF(a, b, rdtsc, LIGHT_RDTSC)                       \
-	LIGHT_DEF(a, b, npf_shared, LIGHT_NPF_SHARED)                                             \
-	LIGHT_DEF(a, b, rdtscp, LIGHT_RDTSCP)                                                     \
-	LIGHT_DEF(a, b, hypercall_shared, LIGHT_HYPERCALL_SHARED)
-#define LIGHT_DEF(a, b, name, kind)                                                               \
-	static __attribute__((noipa)) light_ret LIGHT_FN(a, b, name)(struct vcpu *v)         \
-	{                                                                                         \
-		return light_exit(v, (a) * 8 + (b), kind);                                        \
+/* light_<set>_<kind> = light_exit(v, set, kind), as functions the stub can
+ * call, for each compiled set (VENDOR_LIGHT_SETS) and kind (LIGHT_KINDS):
+ * the configurations `make bench` publishes each run a straight path. A
+ * copy for each of the 128 sets was a megabyte of text; the generic
+ * handlers below serve every other set. */
+#define LIGHT_SET_FN(set, kind) light_##set##_##kind
+#define LIGHT_SET_DEF_KIND(k, name, fn, smp, set, sw)                                                \
+	static __attribute__((noipa)) light_ret LIGHT_SET_FN(set, name)(struct vcpu *v)          \
+	{                                                                                        \
+		return light_exit(v, (sw), k);                                                   \
 	}
-#define LIGHT_ROW(a, b)                                                                           \
-	[(a) * 8 + (b)] = {                                                                       \
-		[LIGHT_NONE] = LIGHT_FN(a, b, none), [LIGHT_HYPERCALL] = LIGHT_FN(a, b, hypercall), \
-		[LIGHT_CPUID] = LIGHT_FN(a, b, cpuid), [LIGHT_IO] = LIGHT_FN(a, b, io),           \
-		[LIGHT_MSR] = LIGHT_FN(a, b, msr), [LIGHT_RDMSR] = LIGHT_FN(a, b, rdmsr),         \
-		[LIGHT_WRMSR] = LIGHT_FN(a, b, wrmsr), [LIGHT_HLT] = LIGHT_FN(a, b, hlt),         \
-		[LIGHT_HOST_INTR] = LIGHT_FN(a, b, host_intr),                                    \
-		[LIGHT_INTR_WINDOW] = LIGHT_FN(a, b, intr_window), [LIGHT_NPF] = LIGHT_FN(a, b, npf), \
-		[LIGHT_RDTSC] = LIGHT_FN(a, b, rdtsc),                                            \
-		[LIGHT_NPF_SHARED] = LIGHT_FN(a, b, npf_shared),                                  \
-		[LIGHT_RDTSCP] = LIGHT_FN(a, b, rdtscp),                                          \
-		[LIGHT_HYPERCALL_SHARED] = LIGHT_FN(a, b, hypercall_shared)                       \
-	},
-#define LIGHT_SETS8(a, X) X(a, 0) X(a, 1) X(a, 2) X(a, 3) X(a, 4) X(a, 5) X(a, 6) X(a, 7)
-#define LIGHT_SETS(X)                                                                             \
-	LIGHT_SETS8(0, X) LIGHT_SETS8(1, X) LIGHT_SETS8(2, X) LIGHT_SETS8(3, X)                   \
-	LIGHT_SETS8(4, X) LIGHT_SETS8(5, X) LIGHT_SETS8(6, X) LIGHT_SETS8(7, X)                   \
-	LIGHT_SETS8(8, X) LIGHT_SETS8(9, X) LIGHT_SETS8(10, X) LIGHT_SETS8(11, X)                 \
-	LIGHT_SETS8(12, X) LIGHT_SETS8(13, X) LIGHT_SETS8(14, X) LIGHT_SETS8(15, X)
+#define LIGHT_SET_DEF(set, sw, ...) LIGHT_KINDS(LIGHT_SET_DEF_KIND, set, sw)
+#define LIGHT_SET_ROW_KIND(k, name, fn, smp, set) [k] = LIGHT_SET_FN(set, name),
+#define LIGHT_SET_ROW(set, sw, ...) { (sw), { LIGHT_KINDS(LIGHT_SET_ROW_KIND, set) } },
 
-_Static_assert(LIGHT_KIND_COUNT == 15 && SW_SETS_MAX == 16 * 8, "LIGHT_SET lists every kind and set");
-LIGHT_SETS(LIGHT_SET)
-light_handler_fn *const light_handlers[SW_SETS_MAX][LIGHT_KIND_COUNT] = { LIGHT_SETS(LIGHT_ROW) };
+VENDOR_LIGHT_SETS(LIGHT_SET_DEF, _)
+
+struct light_set {
+	unsigned sw;
+	light_handler_fn *fn[LIGHT_KIND_COUNT];
+};
+
+static const struct light_set light_sets[] = { VENDOR_LIGHT_SETS(LIGHT_SET_ROW, _) };
+
+/* Every other set: the switch set read at run time (v->light_sw), one test
+ * per switch on the way; correct for all 128, measured by none. */
+#define LIGHT_GENERIC_DEF(k, name, fn, smp, ...)                                                    \
+	static __attribute__((noipa)) light_ret light_generic_##name(struct vcpu *v)           \
+	{                                                                                        \
+		return light_exit(v, v->light_sw, k);                                            \
+	}
+#define LIGHT_GENERIC_ROW(k, name, fn, smp, ...) [k] = light_generic_##name,
+LIGHT_KINDS(LIGHT_GENERIC_DEF, _)
+static light_handler_fn *const light_generic[LIGHT_KIND_COUNT] = { LIGHT_KINDS(LIGHT_GENERIC_ROW, _) };
+
+light_handler_fn *exit_light_set_handler(unsigned sw, enum light_kind kind)
+{
+	for (unsigned i = 0; i < sizeof(light_sets) / sizeof(light_sets[0]); i++)
+		if (light_sets[i].sw == sw)
+			return light_sets[i].fn[kind];
+	return light_generic[kind];
+}
 
 /* ---- the exit table ---- */
 
@@ -609,37 +608,18 @@ unsigned exit_switch_set(const struct lp_options *o)
 	       (o->io_fast ? 0 : SW_IO_EMULATE) | vendor_switch_bits(o);
 }
 
-/* What stays light in a VM of several vCPUs: what touches only the vCPU's
- * own state, the MSRs, the local APIC's page, the PM timer and the HPET's
- * counter (their handlers of shared state leave for the heavy path, but
- * for a fixed IPI to another vCPU; vmm/platform.c). The rest (devices, the local APICs, which send IPIs and arm
- * the VM's timers, the timers themselves, interrupt delivery) is shared
- * and goes to the heavy path, which holds the VM lock (docs/SMP.md). */
-static enum light_kind light_kind_smp(enum light_kind k)
-{
-	switch (k) {
-	case LIGHT_HYPERCALL:  /* the null one; the others leave */
-		return LIGHT_HYPERCALL_SHARED;
-	case LIGHT_CPUID:
-	case LIGHT_RDTSC:
-	case LIGHT_RDTSCP:
-	case LIGHT_IO:       /* the PM timer only (platform.c: the others are slow) */
-	case LIGHT_MSR:      /* a handler of shared state says MSR_NEEDS_LOCK */
-	case LIGHT_RDMSR:
-	case LIGHT_WRMSR:
-		return k;
-	case LIGHT_NPF:      /* only the local APIC's page; IO_NEEDS_LOCK likewise */
-		return LIGHT_NPF_SHARED;
-	default:
-		return LIGHT_NONE;
-	}
-}
+/* What a VM of several vCPUs runs instead of each kind (LIGHT_KINDS). */
+static const enum light_kind light_kind_smp[LIGHT_KIND_COUNT] = {
+#define LIGHT_SMP_ROW(k, name, fn, smp, ...) [k] = smp,
+	LIGHT_KINDS(LIGHT_SMP_ROW, _)
+#undef LIGHT_SMP_ROW
+};
 
 light_handler_fn *exit_light_handler_real(const struct vcpu *v, unsigned sw,
 					   const struct exit_row *r)
 {
 	enum light_kind k = r ? (enum light_kind)r->light : LIGHT_NONE;
-	return light_handlers[sw][v->vm->nr_vcpus > 1 ? light_kind_smp(k) : k];
+	return exit_light_set_handler(sw, v->vm->nr_vcpus > 1 ? light_kind_smp[k] : k);
 }
 
 light_handler_fn *exit_light_handler(const struct vcpu *v, unsigned sw, const struct exit_row *r)
@@ -649,6 +629,7 @@ light_handler_fn *exit_light_handler(const struct vcpu *v, unsigned sw, const st
 
 void exit_light_table_fill(struct vcpu *v, unsigned sw)
 {
+	v->light_sw = sw;   /* what the generic handlers test */
 	if (v->cost)
 		v->cost->sw = sw;   /* the handlers exit_cost_light measures */
 	for (unsigned c = 0; c < VENDOR_EXIT_CODES; c++)

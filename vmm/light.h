@@ -20,8 +20,8 @@
  * check: one test of v->pending on the way back to the guest.
  *
  * Which handler serves an exit comes from the backend's exit table
- * (struct exit_row, vmm/vcpu_exit.h): its light kind, instantiated once per
- * switch set so that every configuration runs a straight path. */
+ * (struct exit_row, vmm/vcpu_exit.h): its light kind, compiled once per
+ * measured switch set (a straight path) and once generic (below). */
 #ifndef VMM_LIGHT_H
 #define VMM_LIGHT_H
 
@@ -57,29 +57,61 @@ typedef light_ret light_handler_fn(struct vcpu *v);
 #define SW_VMLOAD_ALWAYS (1u << 5)   /* SVM svm.vmload=always: VMSAVE/VMLOAD on every exit */
 #define SW_NRIP          (1u << 6)   /* SVM: the CPU saves the next RIP (NRIP) */
 #define SW_PER_EXIT      (SW_DR_ALWAYS | SW_PMU_ALWAYS | SW_MSR_ALWAYS | SW_VMLOAD_ALWAYS)
-#define SW_SETS_MAX      128
 
-/* The light handlers an exit-table row can name. */
+/* The light handlers an exit-table row can name, written once:
+ * X(kind, name, fn, smp, ...) (the rest: LIGHT_KINDS's own arguments
+ * after X, passed through). `name` makes the handler's symbol (below); `fn`
+ * is the code of vmm/exit_light.c that handles it, fn(v, set, kind); `smp` is
+ * the kind a VM of several vCPUs runs instead: what touches only the
+ * vCPU's own state, the MSRs, the local APIC's page, the PM timer and the
+ * HPET's counter stays light (their handlers of shared state leave for the
+ * heavy path, but for a fixed IPI to another vCPU; vmm/platform.c); the
+ * rest (devices, the local APICs' timers, interrupt delivery) is shared
+ * and goes to the heavy path, which holds the VM lock (docs/SMP.md). */
+#define LIGHT_KINDS(X, ...)                                                                         \
+        X(LIGHT_NONE, none, light_none, LIGHT_NONE, __VA_ARGS__)        /* no light handling: count it, go heavy */ \
+        X(LIGHT_HYPERCALL, hypercall, light_hypercall, LIGHT_HYPERCALL_SHARED, __VA_ARGS__)/* VMMCALL/VMCALL */ \
+	X(LIGHT_CPUID, cpuid, light_cpuid, LIGHT_CPUID, __VA_ARGS__)                                \
+        X(LIGHT_IO, io, light_io, LIGHT_IO, __VA_ARGS__)                /* IN/OUT, decoded by the CPU (io=fast) */ \
+        X(LIGHT_MSR, msr, light_msr_either, LIGHT_MSR, __VA_ARGS__)     /* RDMSR or WRMSR, as the exit says */ \
+	X(LIGHT_RDMSR, rdmsr, light_msr, LIGHT_RDMSR, __VA_ARGS__)                                  \
+	X(LIGHT_WRMSR, wrmsr, light_msr, LIGHT_WRMSR, __VA_ARGS__)                                  \
+        X(LIGHT_HLT, hlt, light_hlt, LIGHT_NONE, __VA_ARGS__)           /* HLT with an interrupt waiting */ \
+        X(LIGHT_HOST_INTR, host_intr, light_host_intr, LIGHT_NONE, __VA_ARGS__)/* a host interrupt (the timer) */ \
+        X(LIGHT_INTR_WINDOW, intr_window, light_intr_window, LIGHT_NONE, __VA_ARGS__)/* a refused interrupt fits now */ \
+        X(LIGHT_NPF, npf, light_npf, LIGHT_NPF_SHARED, __VA_ARGS__)     /* nested page fault: light MMIO */ \
+        X(LIGHT_RDTSC, rdtsc, light_rdtsc, LIGHT_RDTSC, __VA_ARGS__)    /* while the guest polls its clocks */ \
+        X(LIGHT_NPF_SHARED, npf_shared, light_npf, LIGHT_NONE, __VA_ARGS__)/* LIGHT_NPF, several vCPUs */ \
+        X(LIGHT_HYPERCALL_SHARED, hypercall_shared, light_hypercall, LIGHT_NONE, __VA_ARGS__)/* LIGHT_HYPERCALL there */ \
+        X(LIGHT_RDTSCP, rdtscp, light_rdtsc, LIGHT_RDTSCP, __VA_ARGS__) /* as RDTSC (rdtsc_ordered) */
+
 enum light_kind {
-	LIGHT_NONE,          /* no light handling: count it and take the heavy path */
-	LIGHT_HYPERCALL,     /* VMMCALL/VMCALL */
-	LIGHT_CPUID,
-	LIGHT_IO,            /* IN/OUT from the exit information (io=fast) */
-	LIGHT_MSR,           /* RDMSR or WRMSR, direction from the exit information */
-	LIGHT_RDMSR,
-	LIGHT_WRMSR,
-	LIGHT_HLT,           /* HLT with an interrupt waiting for the guest */
-	LIGHT_HOST_INTR,     /* a host interrupt (the timer) arrived in the guest */
-	LIGHT_INTR_WINDOW,   /* the guest can take the interrupt it was refused */
-	LIGHT_NPF,           /* nested page fault: plain MOVs to a light MMIO device */
-	LIGHT_RDTSC,         /* RDTSC while the guest polls its clocks (vmm/guest_clock.h) */
-	LIGHT_NPF_SHARED,    /* LIGHT_NPF in a VM of several vCPUs (exit_light_table_fill) */
-	LIGHT_HYPERCALL_SHARED, /* LIGHT_HYPERCALL there */
-	LIGHT_RDTSCP,        /* RDTSCP likewise (Linux's rdtsc_ordered on CPUs that have it) */
+#define LIGHT_KIND_ENUM(kind, name, fn, smp, ...) kind,
+	LIGHT_KINDS(LIGHT_KIND_ENUM, _)
+#undef LIGHT_KIND_ENUM
 	LIGHT_KIND_COUNT
 };
 
-/* Every light handler, per switch set and kind (vmm/exit_light.c). */
-extern light_handler_fn *const light_handlers[SW_SETS_MAX][LIGHT_KIND_COUNT];
+/* The switch sets compiled as straight paths, with no test of a switch on
+ * the way: the configurations `make bench` publishes (tools/bench.py,
+ * CONFIGS; spec=, timer= and vmx.apicv= are not switch bits), each with
+ * the CPU bits `cpu` the backend passes (SVM: NRIP save, both ways).
+ * X(name, set, ...), the rest passed through. Every other set runs the generic handlers, which test the
+ * switches at run time (vmm/exit_light.c; docs/EXITS.md says why). */
+#define SW_ALL_OFF (SW_LIGHT_OFF | SW_DR_ALWAYS | SW_PMU_ALWAYS | SW_MSR_ALWAYS | SW_IO_EMULATE)
+#define LIGHT_BENCH_SETS(X, name, cpu, ...)                                       \
+	X(name##all_on, (cpu), __VA_ARGS__)                                       \
+	X(name##light_off, (cpu) | SW_LIGHT_OFF, __VA_ARGS__)                     \
+	X(name##dr_always, (cpu) | SW_DR_ALWAYS, __VA_ARGS__)                     \
+	X(name##pmu_always, (cpu) | SW_PMU_ALWAYS, __VA_ARGS__)                   \
+	X(name##msr_always, (cpu) | SW_MSR_ALWAYS, __VA_ARGS__)                   \
+	X(name##io_emulate, (cpu) | SW_IO_EMULATE, __VA_ARGS__)
+
+/* The handler symbols, for traces, breakpoints and docs: light_<set>_<kind>
+ * for a compiled set (light_all_on_hypercall; on SVM with NRIP save
+ * light_nrip_all_on_hypercall), light_generic_<kind> for the rest
+ * (light_generic_hypercall). The backend's sets: VENDOR_LIGHT_SETS,
+ * arch_exit.h. */
+light_handler_fn *exit_light_set_handler(unsigned sw, enum light_kind kind);
 
 #endif

@@ -181,6 +181,8 @@ struct npf_info {
  *                               its last slot); in arch_vcpu.h
  *   VENDOR_HYPERCALL_INSN       the hypercall instruction's struct insn_pattern
  *   VENDOR_TRIPLE_FAULT_EXIT    how the backend names that exit
+ *   VENDOR_LIGHT_SETS(X, ...)   the switch sets compiled as straight light
+ *                               paths (vmm/light.h, LIGHT_BENCH_SETS)
  */
 #include "arch_exit.h"
 

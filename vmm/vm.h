@@ -95,6 +95,8 @@ struct vcpu {
 	uint32_t heavy_action;
 	uint64_t spec_ctrl;         /* the guest's IA32_SPEC_CTRL (vmm/spec_ctrl.h) */
 	unsigned entry_variant;     /* which exit stub variant runs it (spec=) */
+	unsigned light_sw;          /* its switch set (vmm/light.h SW_*), which the
+				       generic light handlers test (in the hole before vm) */
 	struct vm *vm;
 	struct exit_stats stats;
 

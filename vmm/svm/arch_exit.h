@@ -19,6 +19,15 @@
 INSN_PATTERN insn_hypercall = { 3, { 0x0f, 0x01, 0xd9 } };
 #define VENDOR_TRIPLE_FAULT_EXIT "SHUTDOWN exit"
 
+/* The switch sets compiled as straight paths (vmm/light.h): the bench's
+ * configurations, with svm.vmload's, each with and without NRIP save. */
+#define SVM_LIGHT_SETS(X, name, cpu, ...)                                                 \
+	LIGHT_BENCH_SETS(X, name, cpu, __VA_ARGS__)                                       \
+	X(name##vmload_always, (cpu) | SW_VMLOAD_ALWAYS, __VA_ARGS__)                     \
+	X(name##all_off, (cpu) | SW_ALL_OFF | SW_VMLOAD_ALWAYS, __VA_ARGS__)
+#define VENDOR_LIGHT_SETS(X, ...) \
+	SVM_LIGHT_SETS(X, , 0, __VA_ARGS__) SVM_LIGHT_SETS(X, nrip_, SW_NRIP, __VA_ARGS__)
+
 /* Whether the CPU saves the next RIP (vmm/svm/cpu.c). The host's VMLOAD
  * state is per CPU: v->arch.host_vmstate_pa. */
 extern bool svm_has_nrip;

@@ -20,6 +20,11 @@
 INSN_PATTERN insn_hypercall = { 3, { 0x0f, 0x01, 0xc1 } };
 #define VENDOR_TRIPLE_FAULT_EXIT "VM exit 2"
 
+/* The switch sets compiled as straight paths (vmm/light.h): the bench's
+ * configurations (svm.vmload has no VT-x meaning). */
+#define VENDOR_LIGHT_SETS(X, ...) \
+	LIGHT_BENCH_SETS(X, , 0, __VA_ARGS__) X(all_off, SW_ALL_OFF, __VA_ARGS__)
+
 /* EPT violation qualification: bit 2 instruction fetch, bit 7 guest linear
  * address valid, bit 8 (with bit 7) the access was to the translated
  * address, not a page walk. */

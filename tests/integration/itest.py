@@ -18,6 +18,7 @@ import glob
 import os
 import re
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -35,7 +36,11 @@ import serial_log  # noqa: E402  (tools/serial_log.py: lines a guest cannot forg
 LP_QEMU = os.path.join(ROOT, "tools", "lp-qemu")
 OUT = os.path.join(ROOT, "build", "test")
 GUESTS = "build/guests"
+# A run fails as hung when its serial output stays the same for TIMEOUT
+# seconds, not when a loaded host makes it slow; CAP_FACTOR * TIMEOUT
+# seconds in all bound a run that prints for ever (run_watched).
 TIMEOUT = int(os.environ.get("LP_TEST_TIMEOUT", "60"))
+CAP_FACTOR = int(os.environ.get("LP_TEST_CAP_FACTOR", "10"))
 
 # The multiboot self-test (guests/selftest/mbinfo.c): 32-bit, 64-bit, and
 # 32-bit linked at 0x8000, below 1 MiB.
@@ -102,6 +107,63 @@ _log_owners = {}               # log path -> the test of this run that wrote it
 _log_owners_lock = threading.Lock()
 
 
+def session_pids(sid):
+    p = subprocess.run(["pgrep", "-s", str(sid)], capture_output=True, text=True)
+    return [int(x) for x in p.stdout.split()]
+
+
+def run_watched(cmd, watch, stall):
+    """Runs cmd (the emulator's wrapper, whose own --timeout is the cap) in
+    a session of its own until it exits, or until the file `watch` (where
+    the machine's serial output lands) has not changed size for `stall`
+    seconds: then the emulator is stopped (the wrapper still collects its
+    log) and the run counts as hung. Returns (completed process, seconds of
+    silence that stopped it or 0)."""
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+    out = {}
+    readers = [threading.Thread(target=lambda k, f: out.__setitem__(k, f.read()), args=(k, f))
+               for k, f in (("out", p.stdout), ("err", p.stderr))]
+    for t in readers:
+        t.start()
+    path = os.path.join(ROOT, watch)
+    size, since, silent = -1, time.monotonic(), 0
+    while p.poll() is None:
+        try:
+            now_size = os.path.getsize(path)
+        except OSError:
+            now_size = -1
+        now = time.monotonic()
+        if now_size != size:
+            size, since = now_size, now
+        elif now - since >= stall:
+            silent = now - since
+            for pid in session_pids(p.pid):   # the emulator, not its wrapper
+                if pid != p.pid:
+                    try:
+                        os.kill(pid, signal.SIGTERM)
+                    except OSError:
+                        pass
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                for pid in session_pids(p.pid):
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+            break
+        try:
+            p.wait(0.5)
+        except subprocess.TimeoutExpired:
+            pass
+    p.wait()
+    for t in readers:
+        t.join()
+    return subprocess.CompletedProcess(cmd, 124 if silent else p.returncode, out.get("out", ""),
+                                       out.get("err", "")), silent
+
+
 def claim_log(log):
     """Records that the running test writes `log` (a Bochs boot's emulator
     directory is named like its log). A second test of the run that would
@@ -128,12 +190,15 @@ class Boot:
     `kernel`: boot that multiboot image instead of lightpath (a 32-bit guest
     run natively, `append` its arguments)."""
 
+    silent = 0   # seconds without output that stopped the run (run_watched)
+
     def __init__(self, name, modules, append="", cpu=None, timeout=TIMEOUT, smp=None, icount=False,
                  kernel=None):
         safe = re.sub(r"[^A-Za-z0-9._=+-]", "_", name)
         self.log = os.path.join("build", "test", safe + ".log")
         claim_log(self.log)
-        cmd = [LP_QEMU, "--timeout", str(timeout), "--log", self.log, "--append", append]
+        cmd = [LP_QEMU, "--timeout", str(timeout * CAP_FACTOR), "--log", self.log,
+               "--append", append]
         if kernel:
             cmd += ["--kernel", kernel]
         if cpu:
@@ -146,8 +211,7 @@ class Boot:
         self.cmd = cmd
         self.timeout = timeout
         t0 = time.monotonic()
-        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
-                           stdin=subprocess.DEVNULL)
+        p, self.silent = run_watched(cmd, self.log, timeout)
         self.secs = time.monotonic() - t0
         self.rc = p.returncode
         self.stderr = p.stderr
@@ -162,8 +226,10 @@ class Boot:
                 f.write(p.stderr)
 
     def why_rc(self):
+        if self.silent:
+            return "hung: no output for %d s (at %d s)" % (self.silent, self.secs)
         if self.rc == 124 or self.rc == 137:
-            return "timed out after %d s" % self.timeout
+            return "timed out after %d s" % (self.timeout * CAP_FACTOR)
         if self.rc == 2 and self.stderr.startswith("lp-qemu:"):
             return self.stderr.strip().splitlines()[0]
         if self.rc == 0:

@@ -85,8 +85,8 @@ class BochsBoot(itest.Boot):
         safe = re.sub(r"[^A-Za-z0-9._=+-]", "_", name)
         self.log = os.path.join("build", "test", "vmx-" + safe + ".log")
         itest.claim_log(self.log)
-        cmd = [LP_BOCHS, "--timeout", str(timeout), "--log", self.log, "--name", "test-" + safe,
-               "--append", append]
+        cmd = [LP_BOCHS, "--timeout", str(timeout * itest.CAP_FACTOR), "--log", self.log,
+               "--name", "test-" + safe, "--append", append]
         if cpu:
             cmd += ["--cpu", cpu]
         if kernel:   # another image, e.g. the SVM one under cpu=ryzen
@@ -97,7 +97,9 @@ class BochsBoot(itest.Boot):
         self.cmd = cmd
         self.timeout = timeout
         t0 = time.monotonic()
-        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        # lp-bochs copies Bochs's serial file to the log at the end
+        p, self.silent = itest.run_watched(cmd, os.path.join("build", "bochs", "test-" + safe,
+                                                             "serial.txt"), timeout)
         self.secs = time.monotonic() - t0
         self.rc = p.returncode
         self.stderr = p.stderr
@@ -108,8 +110,10 @@ class BochsBoot(itest.Boot):
         self.lines = itest.serial_log.lines(self.text)   # split at '\n' only
 
     def why_rc(self):
+        if self.silent:
+            return "hung: no output for %d s (at %d s)" % (self.silent, self.secs)
         if self.rc == 124 or self.rc == 137:
-            return "timed out after %d s" % self.timeout
+            return "timed out after %d s" % (self.timeout * itest.CAP_FACTOR)
         if self.rc in (2, 3) and self.stderr.strip().startswith("lp-bochs:"):
             return self.stderr.strip().splitlines()[-1]
         s = "lp-bochs exit %d" % self.rc

@@ -78,7 +78,7 @@ enum heavy_action {
 	HEAVY_EXIT,           /* the exit still needs its heavy handler */
 };
 
-/* The syscall MSRs msr=lazy|always switches (seed 000). */
+/* The syscall MSRs msr=lazy|always switches. */
 enum syscall_msr { SMSR_STAR, SMSR_LSTAR, SMSR_CSTAR, SMSR_SFMASK, SMSR_KGS, SMSR_COUNT };
 
 struct vm;

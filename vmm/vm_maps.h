@@ -36,7 +36,7 @@ void vm_maps_pass_msr(struct vm *vm, const struct vm_map_format *f, uint32_t msr
  * STAR, LSTAR, CSTAR, SFMASK, KERNEL_GS_BASE with msr=lazy. Both backends
  * keep all of them per guest without seeing the guest's writes (VMSAVE,
  * VMCS fields, RDMSR at the lazy switch); msr=always keeps the syscall
- * five intercepted (seed 000's "before", v->guest_smsr their home). */
+ * five intercepted (v->guest_smsr their home). */
 void vm_maps_pass_guest_msrs(struct vm *vm, const struct vm_map_format *f);
 
 #endif

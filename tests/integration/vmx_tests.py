@@ -43,7 +43,7 @@ ALWAYS_IN_LIGHT = "dr=always pmu=always msr=always io=emulate"
 
 # Lines that exist on one vendor only (guests/README.md, docs): the VMX
 # instructions tested on Intel, and SYSCALL outside 64-bit mode, which Intel
-# does not have (syscall64 tests seed 000 with a 64-bit SYSCALL on both).
+# does not have (syscall64 tests the lazy syscall MSRs with a 64-bit SYSCALL on both).
 INTEL_ONLY = re.compile(r"^ok # - (VMXON|VMCLEAR|VMPTRLD|VMPTRST|VMREAD|VMWRITE|VMLAUNCH|"
                         r"VMRESUME|VMXOFF|INVEPT|INVVPID|VMFUNC) |"
                         r"^ok # - legacy-mode SYSCALL raises #UD|"

@@ -49,7 +49,7 @@ void vcpu_state_leave(struct vcpu *v)
  * shadow (an INTR exit with RIP at the HLT, shadow 0, whose timer then fired
  * the guest's one-shot); injected at the HLT, the handler returned to it and
  * the guest halted with its wake-up already handled (the irqonce guest
- * under host load, issue 11 item 8). Only exits of those two kinds leave
+ * under host load). Only exits of those two kinds leave
  * RIP at a HLT the guest has not run yet (an exit that completed an
  * instruction moved RIP on; a HLT there is the guest's to run, after the
  * interrupt, as on a CPU), so the code byte is read only after the rows

@@ -122,7 +122,7 @@ static int msr_cpu_state(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_wr
 	return vendor_msr_vmstate(v, msr, val, is_write);
 }
 
-/* ---- MSRs of the CPU that no device owns (issue 11, item 1; docs/CPUID.md) ---- */
+/* ---- MSRs of the CPU that no device owns (docs/CPUID.md) ---- */
 
 /* The guest's TSC is the VM's time (vmm/guest_clock.h: the host's TSC less
  * what polling hid) plus the guest's own offset, kept in the local APIC,

@@ -70,7 +70,7 @@ struct dev_host {
 	struct acpi_pm acpi_pm;
 	struct hpet hpet;
 	struct vm_timer console_timer;
-	/* disk = and net = (issue 15): virtio functions on the PCI bus, their
+	/* disk = and net = (docs/VIRTIO.md): virtio functions on the PCI bus, their
 	 * wiring, the guest memory their queues reach, the disk's image (a
 	 * private copy when writable) and the network device's link port */
 	struct virtio_blk blk;
@@ -297,7 +297,7 @@ static bool eoi_light(struct vcpu *v)
 	return true;
 }
 
-/* A fixed IPI to another vCPU on the sender's light path (issue 12 item 4,
+/* A fixed IPI to another vCPU on the sender's light path (docs/SMP.md;
  * KVM's "fastpath" for the x2APIC write; here the xAPIC MOV too): the vector is posted to the
  * target lock-free and the target is kicked; it moves the vector to its
  * IRR on its own heavy path (vcpu_take_notices). False: not that kind of
@@ -462,7 +462,7 @@ static void platform_light_shared(struct vm *vm)
 	}
 }
 
-/* ---- disk = and net = : virtio functions (issue 15, docs/VIRTIO.md) ---- */
+/* ---- disk = and net = : virtio functions (docs/VIRTIO.md) ---- */
 
 /* Where firmware would place them: BARs in the MMIO hole, INTA# on a PCI
  * interrupt line of the I/O APIC and the 8259. */

@@ -52,8 +52,8 @@ COMPARE_BEGIN = "<!-- compare -->"
 COMPARE_END = "<!-- /compare -->"
 MSR = "0x2ff (IA32_MTRR_DEF_TYPE)"
 
-# The compared pairs (issue 14): each sets both sides the same way. "bar" is
-# the issue's target: every row's KVM path at least that many times longer.
+# The compared pairs: each sets both sides the same way. "bar" is the
+# project's target: every row's KVM path at least that many times longer.
 # "config" is a tools/bench.py config; "append" goes after kvmboot's
 # KERNEL_APPEND on the KVM side's kernel command line.
 PAIRS = (
@@ -277,7 +277,7 @@ def pair_section(doc, pair, num):
 
 lightpath with {pair["lightpath_says"]}, `make bench`'s `{info["lightpath_config"]}`
 config, against KVM with {pair["kvm_says"]}.
-**Bar (issue 14): every row at least {pair["bar"]}x shorter than KVM's path; {verdict(doc, pair)}.**
+**Bar: every row at least {pair["bar"]}x shorter than KVM's path; {verdict(doc, pair)}.**
 
 What each side reported in this run:
 - lightpath: `{info["lightpath_spec"] or "(no spec line)"}`

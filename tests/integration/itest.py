@@ -51,10 +51,10 @@ HPET_GUESTS = ("hpet32", "hpet64")
 # timer, self-IPIs, STI shadow and TPR windows, NMIs, ExtINT from the 8259.
 INTR_GUESTS = ("intr32", "intr64")
 # Checks that QEMU 7.2's SVM fails now and then for a defect of the emulator,
-# not of lightpath (docs: /work/shared/EMULATORS.md, "Interrupt shadow"): it
-# ignores the VMCB's interrupt-shadow bit at VMRUN. When a host interrupt's
-# exit lands between STI and the instruction in its shadow, the exit reports
-# the shadow, lightpath asks for an interrupt window, and QEMU opens it at
+# not of lightpath (docs/TESTING.md, the `selftest-intr32` row): it ignores
+# the VMCB's interrupt-shadow bit at VMRUN. When a host interrupt's exit
+# lands between STI and the instruction in its shadow, the exit reports the
+# shadow, lightpath asks for an interrupt window, and QEMU opens it at
 # once: the interrupt comes one instruction early, at the instruction in the
 # shadow ("got 0x0": intr.c reports offsets from it). Exactly that failure of
 # exactly these checks is excused under QEMU; under Bochs (VT-x and ryzen)

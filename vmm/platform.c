@@ -35,11 +35,6 @@
 #define COM1 0x3f8
 #define CONSOLE_BACKLOG 4096u   /* typed bytes held for a guest that is not reading */
 
-/* The PC of one VM: its devices, the wiring of their interrupt lines, and the
- * host console's input for it. The devices know it only as their opaque
- * struct dev_host: the services below (interrupt lines, timers, the clock,
- * the console, ending the VM) are all they reach, and only this file sees the
- * devices. */
 /* A virtio function's place in the PC: its two MMIO ranges (vm->mmio
  * indices: BAR 4, BAR 1) and where they are, its INTx line and its
  * interrupt counts. */
@@ -53,6 +48,11 @@ struct virtio_slot {
 	uint64_t intx_raised;
 };
 
+/* The PC of one VM: its devices, the wiring of their interrupt lines, and the
+ * host console's input for it. The devices know it only as their opaque
+ * struct dev_host: the services below (interrupt lines, timers, the clock,
+ * the console, ending the VM) are all they reach, and only this file sees the
+ * devices. */
 struct dev_host {
 	struct dev_host_head head;   /* first: dev_host_vm() */
 	struct uart16550 uart;

@@ -708,8 +708,8 @@ real AMD hardware.
 Each cell is the minimum over n={n} iterations (`mean` is in `build/bench/exits.json`).
 Columns are configurations (boot options); each `-off` column turns one optimisation off.
 Every configuration also has `clock=host`: the bench guests time exits with RDTSC, which
-the guest clock's polling (README, "Guest time while polling") would make exit; the
-PM-timer read still runs the polling test:
+the guest clock's polling (docs/USAGE.md, "Guest time while polling") would make
+exit; the PM-timer read still runs the polling test:
 
 | config | boot options |
 |---|---|

@@ -366,7 +366,7 @@ Read these numbers with their caveats:
   handler's first instruction, at the vector's IDT entry. Both sides fire the timer ahead
   of the deadline and wait for it before entering the guest: KVM by its
   `kvm.lapic_timer_advance_ns` (the value above; -1 is its default, a per-vCPU lead it tunes
-  itself), lightpath by `timer=lead`, its default (README, "Boot options"). lightpath's
+  itself), lightpath by `timer=lead`, its default (docs/USAGE.md, "Boot options"). lightpath's
   `lead-off` column (`timer=exact`) in the tables above is the same latency with the
   host timer at the deadline.
 - **A minimal VMM.** kvmrun has no in-kernel irqchip, no timers and one vCPU, except

@@ -5,6 +5,18 @@ BUILD      := build
 CC         := gcc
 OBJCOPY    := objcopy
 
+# One line per step ("  CC      vmm/vm.c"); `make V=1` prints the commands
+# in full. Compiler errors and warnings show either way. A recipe line
+# starts with $(call say,TAG,WHAT) (or $(Q) for a step that needs no line
+# of its own).
+ifeq ($(V),1)
+Q   :=
+say  =
+else
+Q   := @
+say  = @printf '  %-7s %s\n' '$(1)' '$(2)';
+endif
+
 WARN       := -Wall -Wextra -Werror
 # -ffixed-r10/r11/rbx: no hypervisor C code uses r10, r11 or rbx (nor does
 # its assembly, the exit stubs and the light path's rbx accessors aside), so
@@ -32,10 +44,10 @@ hv: $(BUILD)/lightpath.elf
 
 # Linked as ELF64 at 1 MiB; QEMU's -kernel wants the multiboot image as ELF32.
 $(BUILD)/lightpath64.elf: $(SVM_OBJS) boot/linker.ld
-	$(CC) $(SVM_CFLAGS) $(HV_LDFLAGS) -o $@ $(SVM_OBJS)
+	$(call say,LD,$@)$(CC) $(SVM_CFLAGS) $(HV_LDFLAGS) -o $@ $(SVM_OBJS)
 
 $(BUILD)/lightpath.elf: $(BUILD)/lightpath64.elf
-	$(OBJCOPY) -I elf64-x86-64 -O elf32-i386 $< $@
+	$(call say,OBJCOPY,$@)$(OBJCOPY) -I elf64-x86-64 -O elf32-i386 $< $@
 
 # The flags are part of every object (-ffixed-r10/r11 above all): a
 # change to them rebuilds the hypervisor.
@@ -43,17 +55,17 @@ $(SVM_OBJS): Makefile
 
 $(BUILD)/hv/%.c.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(SVM_CFLAGS) -c $< -o $@
+	$(call say,CC,$<)$(CC) $(SVM_CFLAGS) -c $< -o $@
 
 $(BUILD)/hv/%.S.o: %.S
 	@mkdir -p $(dir $@)
-	$(CC) $(SVM_CFLAGS) -D__ASSEMBLY__ -c $< -o $@
+	$(call say,AS,$<)$(CC) $(SVM_CFLAGS) -D__ASSEMBLY__ -c $< -o $@
 
 # Assembly offsets are generated from C (offsetof), never typed by hand.
 $(BUILD)/gen/svm/asm-offsets.h: vmm/svm/asm-offsets.c $(wildcard vmm/*.h vmm/svm/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(SVM_CFLAGS) -S -o $@.s $<
-	sed -n 's/.*@@OFFSET \([A-Z0-9_]*\) \$$\{0,1\}\([0-9-]*\).*/#define \1 \2/p' $@.s > $@
+	$(call say,GEN,$@)$(CC) $(SVM_CFLAGS) -S -o $@.s $<
+	$(Q)sed -n 's/.*@@OFFSET \([A-Z0-9_]*\) \$$\{0,1\}\([0-9-]*\).*/#define \1 \2/p' $@.s > $@
 $(BUILD)/hv/vmm/svm/entry.S.o: $(BUILD)/gen/svm/asm-offsets.h
 
 # A second backend adds its own image the same way (vmm/vmx/rules.mk).
@@ -64,6 +76,6 @@ $(BUILD)/hv/vmm/svm/entry.S.o: $(BUILD)/gen/svm/asm-offsets.h
 -include tools/rules.mk
 
 clean:
-	rm -rf $(BUILD)
+	$(call say,CLEAN,$(BUILD))rm -rf $(BUILD)
 
 -include $(SVM_OBJS:.o=.d)

@@ -9,17 +9,17 @@
 #include "core/limits.h"
 
 struct lp_options {
-	bool light;        /* light=on|off         seed 000 */
-	bool vmload_lazy;  /* svm.vmload=lazy|always  seed 003 */
+	bool light;        /* light=on|off: frequent exits handled in the light loop */
+	bool vmload_lazy;  /* svm.vmload=lazy|always: VMLOAD/VMSAVE on heavy exits only */
 	bool vmx_tpr_shadow; /* vmx.tpr=shadow|exit: CR8 through VT-x's TPR shadow where the
 				CPU has one, or CR8 exiting (the fallback) */
 	bool vmx_apicv;    /* vmx.apicv=on|off: VT-x's APIC virtualization (APIC-access
 			      page, x2APIC and register virtualization, virtual-interrupt
 			      delivery) where the CPU has it, or injection (the fallback) */
-	bool dr_lazy;      /* dr=lazy|always       seed 001 */
-	bool pmu_lazy;     /* pmu=lazy|always      seed 002 */
-	bool msr_lazy;     /* msr=lazy|always      seed 000 follow-up */
-	bool io_fast;      /* io=fast|emulate      seed 004 */
+	bool dr_lazy;      /* dr=lazy|always: DR0-3 switched once the guest uses them */
+	bool pmu_lazy;     /* pmu=lazy|always: PMU MSRs switched only for a vPMU */
+	bool msr_lazy;     /* msr=lazy|always: syscall MSRs switched on heavy exits only */
+	bool io_fast;      /* io=fast|emulate: IN/OUT decoded from the exit information */
 	bool spec;         /* spec=on|off: speculative-execution hygiene on the exit path */
 	bool clock_poll;   /* clock=poll|host: guest time while polling (vmm/guest_clock.h) */
 	bool timer_lead;   /* timer=lead|exact: a VM's timers run ahead of their deadline and

@@ -1,7 +1,8 @@
 /* Per-CPU data, found from the stack pointer: each CPU's stack is
  * PERCPU_STACK_SIZE bytes, aligned to its size, with struct percpu at its
  * bottom. Nothing here depends on GS.base or anything else VMLOAD/VMSAVE
- * switch (seed 003): on a light exit the CPU still holds the guest's GS. */
+ * switch (svm.vmload=lazy skips them on light exits): there the CPU still
+ * holds the guest's GS. */
 #ifndef CORE_PERCPU_H
 #define CORE_PERCPU_H
 

@@ -1,4 +1,4 @@
-/* Host SMP bring-up (issue 12, item 1): the CPUs the firmware's ACPI MADT
+/* Host SMP bring-up (docs/SMP.md): the CPUs the firmware's ACPI MADT
  * lists are started with INIT-SIPI-SIPI and each is given its own stack
  * with its struct percpu at the bottom (found from RSP, never GS.base:
  * core/percpu.h), the shared IDT, its own local APIC timer, and

@@ -1,4 +1,4 @@
-/* Network links between VMs (issue 15 item 4): `net = NAME` in VM
+/* Network links between VMs (docs/VIRTIO.md): `net = NAME` in VM
  * descriptions puts each of those VMs' network device on the link NAME, a
  * small switch inside lightpath with one port per VM.
  *

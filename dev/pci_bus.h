@@ -1,4 +1,4 @@
-/* PCI bus 0 as a guest sees it through configuration space (issue 15 item 1:
+/* PCI bus 0 as a guest sees it through configuration space (docs/VIRTIO.md:
  * configuration space only, no ECAM; a VM without a virtio device keeps an
  * empty bus, as before).
  *

@@ -1,5 +1,5 @@
 /* virtio-blk (virtio spec 1.2, section 5.2) over dev/virtio_pci.c, backed by
- * a disk image in host memory (issue 15 item 3; `disk =`, docs/VIRTIO.md).
+ * a disk image in host memory (`disk =`, docs/VIRTIO.md).
  *
  * One request queue. Requests: IN (read), OUT (write; IOERR on a read-only
  * image), FLUSH (nothing to do: the image is RAM), GET_ID; any other type is

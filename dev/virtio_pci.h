@@ -1,5 +1,5 @@
 /* The virtio 1.x PCI transport (virtio spec 1.2, section 4.1), as any device
- * type uses it (issue 15 item 2: virtio-blk and virtio-net; docs/VIRTIO.md).
+ * type uses it (virtio-blk and virtio-net; docs/VIRTIO.md).
  *
  * A modern-only (non-transitional) function: vendor 0x1af4, device 0x1040 +
  * the virtio device ID, revision 1. One 64-bit memory BAR (BAR 4, 16 KiB)

@@ -1,5 +1,5 @@
-/* IN/OUT/INS/OUTS decoder for io=emulate (seed 004's "before": port I/O
- * decoded from the instruction bytes instead of the exit information), and
+/* IN/OUT/INS/OUTS decoder for io=emulate (port I/O decoded from the
+ * instruction bytes instead of the exit information), and
  * for string I/O, which always needs the bytes. Pure function of the bytes:
  * the caller fetches them from guest memory. */
 #ifndef EMUL_PIO_DECODE_H

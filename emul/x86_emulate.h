@@ -3,7 +3,7 @@
  * Under SVM without decode assists (QEMU TCG) a guest access to emulated
  * MMIO arrives as a nested page fault (#VMEXIT_NPF) that gives only the
  * faulting guest-physical address, and a string I/O intercept gives no
- * memory address at all. With io=emulate (seed 004's "before") every port
+ * memory address at all. With io=emulate every port
  * I/O intercept is emulated from the instruction bytes too. The emulator fetches the instruction at CS:RIP by
  * walking the guest's own page tables (paging off, 32-bit, PAE, 4-level),
  * decodes it (emul/x86_decode.h), performs the access on the device through

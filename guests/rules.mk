@@ -41,63 +41,63 @@ guests: $(G_ELFS)
 
 $(G_DIR)/obj32/%.c.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(G_CFLAGS) -m32 -c $< -o $@
+	$(call say,CC,$< [guest32])$(CC) $(G_CFLAGS) -m32 -c $< -o $@
 
 $(G_DIR)/obj32/%.S.o: %.S
 	@mkdir -p $(dir $@)
-	$(CC) $(G_CFLAGS) -m32 -c $< -o $@
+	$(call say,AS,$< [guest32])$(CC) $(G_CFLAGS) -m32 -c $< -o $@
 
 $(G_DIR)/obj64/%.c.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(G_CFLAGS) -m64 -c $< -o $@
+	$(call say,CC,$< [guest64])$(CC) $(G_CFLAGS) -m64 -c $< -o $@
 
 $(G_DIR)/obj64/%.S.o: %.S
 	@mkdir -p $(dir $@)
-	$(CC) $(G_CFLAGS) -m64 -c $< -o $@
+	$(call say,AS,$< [guest64])$(CC) $(G_CFLAGS) -m64 -c $< -o $@
 
 $(G_TESTS32:%=$(G_DIR)/%.elf): $(G_DIR)/%.elf: $(G_DIR)/obj32/guests/selftest/%.c.o \
 		$(G_RT32) guests/rt/guest.ld
-	$(CC) -m32 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
+	$(call say,LD,$@)$(CC) -m32 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
 
 $(G_TESTS64:%=$(G_DIR)/%.elf): $(G_DIR)/%.elf: $(G_DIR)/obj64/guests/selftest/%.c.o \
 		$(G_RT64) guests/rt/guest.ld
-	$(CC) -m64 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
+	$(call say,LD,$@)$(CC) -m64 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
 
 $(G_HOSTILE32:%=$(G_DIR)/%.elf): $(G_DIR)/%.elf: $(G_DIR)/obj32/guests/hostile/%.c.o \
 		$(G_RT32) guests/rt/guest.ld
-	$(CC) -m32 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
+	$(call say,LD,$@)$(CC) -m32 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
 
 $(G_HOSTILE64:%=$(G_DIR)/%.elf): $(G_DIR)/%.elf: $(G_DIR)/obj64/guests/hostile/%.c.o \
 		$(G_RT64) guests/rt/guest.ld
-	$(CC) -m64 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
+	$(call say,LD,$@)$(CC) -m64 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
 
 $(G_DIR)/bench32.elf: $(G_DIR)/obj32/guests/bench/bench.c.o $(G_RT32) guests/rt/guest.ld
-	$(CC) -m32 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
+	$(call say,LD,$@)$(CC) -m32 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
 
 $(G_DIR)/vbench.elf: $(G_DIR)/obj32/guests/bench/vbench.c.o $(G_RT32) guests/rt/guest.ld
-	$(CC) -m32 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
+	$(call say,LD,$@)$(CC) -m32 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
 
 $(G_DIR)/bench64.elf: $(G_DIR)/obj64/guests/bench/bench.c.o $(G_RT64) guests/rt/guest.ld
-	$(CC) -m64 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
+	$(call say,LD,$@)$(CC) -m64 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
 
 $(G_TESTS_BOTH:%=$(G_DIR)/%32.elf): $(G_DIR)/%32.elf: $(G_DIR)/obj32/guests/selftest/%.c.o \
 		$(G_RT32) guests/rt/guest.ld
-	$(CC) -m32 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
+	$(call say,LD,$@)$(CC) -m32 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
 
 $(G_TESTS_BOTH:%=$(G_DIR)/%64.elf): $(G_DIR)/%64.elf: $(G_DIR)/obj64/guests/selftest/%.c.o \
 		$(G_RT64) guests/rt/guest.ld
-	$(CC) -m64 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
+	$(call say,LD,$@)$(CC) -m64 $(G_CFLAGS) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
 
 $(G_TESTS_LOW32:%=$(G_DIR)/%-low32.elf): $(G_DIR)/%-low32.elf: $(G_DIR)/obj32/guests/selftest/%.c.o \
 		$(G_RT32) guests/rt/guest.ld
-	$(CC) -m32 $(G_CFLAGS) -Wl,--defsym=RT_LOAD_ADDR=$(G_LOW_ADDR) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
+	$(call say,LD,$@)$(CC) -m32 $(G_CFLAGS) -Wl,--defsym=RT_LOAD_ADDR=$(G_LOW_ADDR) $(G_LDFLAGS) -o $@ $(filter %.o,$^)
 
 # ELF32 copies of the 64-bit guests, only so that QEMU's own multiboot
 # loader (which refuses ELF64) can boot them without lightpath.
 guests-native: $(G_TESTS64:%=$(G_DIR)/native/%.elf) $(G_DIR)/native/bench64.elf
 $(G_DIR)/native/%.elf: $(G_DIR)/%.elf
 	@mkdir -p $(dir $@)
-	$(OBJCOPY) -I elf64-x86-64 -O elf32-i386 $< $@
+	$(call say,OBJCOPY,$@)$(OBJCOPY) -I elf64-x86-64 -O elf32-i386 $< $@
 
 -include $(G_RT32:.o=.d) $(G_RT64:.o=.d) \
          $(wildcard $(G_DIR)/obj32/guests/*/*.d $(G_DIR)/obj64/guests/*/*.d)

@@ -51,19 +51,19 @@ MODES = ("flat32", "paged64")
 # shows the cost of the heavy path itself.
 EXITS = ("none", "hypercall", "cpuid", "pio_in_pmtimer", "pio_out", "rdmsr",
          "wrmsr", "hypercall_heavy", "mmio_read", "mmio_write", "pio_rep_outsb")
-# The local APIC rows (issue 14: MSRs registered late cost what early ones
-# do): every lightpath run reports them (tools/bench.py requires them), logs
-# from before they existed and other hosts need not.
+# The local APIC rows (MSRs registered late cost what early ones do): every
+# lightpath run reports them (tools/bench.py requires them), logs from
+# before they existed and other hosts need not.
 # timer_irq is no round trip but a latency: from the TSC-deadline expiry the
 # guest armed to the RDTSC that is its handler's first instruction.
 APIC_EXITS = ("wrmsr_tsc_deadline", "x2apic_eoi", "xapic_eoi", "self_ipi", "timer_irq")
-# A guest-owned MSR's write (issue 14 item 5): where lightpath passes the MSR
-# through (msr=lazy, the default) it is no exit and the row measures the
-# WRMSR instruction itself; under msr=always it exits. Required like the APIC
-# rows.
+# A guest-owned MSR's write (docs/SECURITY.md, case 18): where lightpath
+# passes the MSR through (msr=lazy, the default) it is no exit and the row
+# measures the WRMSR instruction itself; under msr=always it exits. Required
+# like the APIC rows.
 GUEST_MSR_EXITS = ("wrmsr_kernel_gs_base",)
 LP_EXITS = EXITS + APIC_EXITS + GUEST_MSR_EXITS
-# The IPI round trip (issue 12): a second boot per configuration, QEMU
+# The IPI round trip (docs/SMP.md): a second boot per configuration, QEMU
 # -smp 2, one VM of two vCPUs (SMP_CFG) running bench32 with ipi=1, which
 # reports mode=flat32-smp2. Its TSC counts the instructions of both CPUs
 # (guests/bench/bench.c, ipi_main, says what the row includes).
@@ -72,7 +72,7 @@ SMP_EXITS = ("ipi_roundtrip",)
 SMP_QEMU_CPUS = 2
 SMP_CFG = "# lightpath vm\nname = ipi\nkernel = bench32.elf\ncpus = 2\nmemory = 64\n"
 
-# The virtio rows (issue 15): a third boot for some configurations, QEMU
+# The virtio rows (docs/VIRTIO.md): a third boot for some configurations, QEMU
 # -icount -smp 2, two VMs side by side (VIRTIO_CFGS): guests/bench/vbench.c
 # as `main` (a disk and a network link) and `echo` (the link's other end),
 # reporting mode=virtio. Its TSC counts both CPUs' instructions.
@@ -413,7 +413,7 @@ def virtio_section(results, configs):
     cfgs = [c for c in configs if c[0] in VIRTIO_CONFIGS]
     return f"""## virtio
 
-The virtio rows (issue 15) come from a third boot for the configurations below: QEMU
+The virtio rows come from a third boot for the configurations below: QEMU
 `-icount ... -smp 2` with two VMs side by side, guests/bench/vbench.c as `vmain` (a
 virtio-blk disk, `disk =`, and a virtio-net device on the link `bench`, `net =`) and as
 `vecho` (the link's other end, which sends back every frame it gets). As in the IPI row,
@@ -708,8 +708,8 @@ real AMD hardware.
 Each cell is the minimum over n={n} iterations (`mean` is in `build/bench/exits.json`).
 Columns are configurations (boot options); each `-off` column turns one optimisation off.
 Every configuration also has `clock=host`: the bench guests time exits with RDTSC, which
-the guest clock's polling (README, "Guest time while polling") would make exit; the
-PM-timer read still runs the polling test:
+the guest clock's polling (docs/USAGE.md, "Guest time while polling") would make
+exit; the PM-timer read still runs the polling test:
 
 | config | boot options |
 |---|---|

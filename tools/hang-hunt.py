@@ -10,8 +10,8 @@ hang: Ctrl-] is typed three times (lightpath prints the VM's interrupt and
 timer state) and its output is kept in build/hang-hunt/. --load starts L
 busy loops next to the runs (a loaded CI machine). Prints one line per run
 and "N runs, H hung". Not part of make test: it takes minutes and a hang is
-found by chance (issue 11 item 8's irqonce hang showed under these settings,
---parallel 4 --load 3, before it was fixed).
+found by chance (irqonce's hang at a HLT whose wake-up was already handled
+showed under these settings, --parallel 4 --load 3, before it was fixed).
 """
 
 import argparse

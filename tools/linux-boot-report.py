@@ -323,7 +323,7 @@ SO_FAR = (r"lightpath: vm0: so far (\d+) exits \((\d+) heavy\), (\d+) disk reads
 
 def dd_run(timeout=COST_TIMEOUT):
     """A dd of DD_MIB MiB from a read-only disk in the Linux guest under
-    lightpath and QEMU -icount (issue 15): Ctrl-] before and after it prints
+    lightpath and QEMU -icount: Ctrl-] before and after it prints
     the VM's exits, disk reads and the host TSC (instructions, both guest and
     hypervisor; and the time a halted vCPU waits), so the command's own
     exits and instructions per request are the differences. {"not_measured":
@@ -381,7 +381,7 @@ def dd_section(d):
     """The dd figures (markdown)."""
     if "not_measured" in d:
         return "Disk read: not measured (%s).\n" % d["not_measured"]
-    return ("**Disk read** (issue 15): `dd if=/dev/vda of=/dev/null bs=1M count=%d` in the Linux "
+    return ("**Disk read**: `dd if=/dev/vda of=/dev/null bs=1M count=%d` in the Linux "
             "guest with a %d MiB read-only virtio-blk disk (`disk = ...,ro`), under QEMU -icount, "
             "bracketed by Ctrl-] (lightpath prints the VM's exits, disk reads and the host TSC): "
             "%d requests of %.1f KiB, **%.2f exits per request** (%.2f heavy) and **%d "

@@ -98,7 +98,7 @@ compare: deps
 # The /dev/kvm runner, static so that it runs from a busybox initramfs.
 $(BUILD)/compare/kvmrun: tools/compare/kvmrun.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -static -o $@ $<
+	$(call say,CC,$@)$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -static -o $@ $<
 
 .PHONY: compare
 

@@ -1,4 +1,4 @@
-/* stats=cost and stats=sites (issue 14 item 6): per exit reason, the TSC
+/* stats=cost and stats=sites (docs/EXITS.md): per exit reason, the TSC
  * ticks each exit took (instructions, under QEMU -icount and Bochs) and the
  * guest RIPs that exit most.
  *

@@ -49,7 +49,7 @@ void vcpu_state_leave(struct vcpu *v)
  * shadow (an INTR exit with RIP at the HLT, shadow 0, whose timer then fired
  * the guest's one-shot); injected at the HLT, the handler returned to it and
  * the guest halted with its wake-up already handled (the irqonce guest
- * under host load, issue 11 item 8). Only exits of those two kinds leave
+ * under host load). Only exits of those two kinds leave
  * RIP at a HLT the guest has not run yet (an exit that completed an
  * instruction moved RIP on; a HLT there is the guest's to run, after the
  * interrupt, as on a CPU), so the code byte is read only after the rows
@@ -391,7 +391,7 @@ void heavy_io(struct vcpu *v)
 		heavy_port_io(v, io.port, io.size, io.in);
 		return;
 	}
-	/* io=emulate (seed 004's "before": every port I/O is fetched, decoded
+	/* io=emulate (every port I/O is fetched, decoded
 	 * and performed by the instruction emulator; the exit information only
 	 * cross-checks what it decoded), or string I/O */
 	io.next_rip = vendor_exit_io_next_rip(v);
@@ -578,7 +578,7 @@ void heavy_rdpmc(struct vcpu *v)
 	heavy_skip(v, insn_rdpmc);
 }
 
-/* dr=lazy: first use of a debug register (seed 001). Stop trapping, switch
+/* dr=lazy: first use of a debug register. Stop trapping, switch
  * the DRs from now on, and let the guest re-execute its MOV DR. */
 void heavy_dr_first_use(struct vcpu *v)
 {

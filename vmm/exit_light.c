@@ -73,7 +73,7 @@ static COLD light_ret light_recheck(struct vcpu *v, unsigned reason)
 }
 
 /* The end of every handled light exit: one test of v->pending (NOVA's
- * hazard check). With light=off (seed 000's "before") every exit goes round
+ * hazard check). With light=off every exit goes round
  * the outer loop instead. */
 ALWAYS_INLINE light_ret light_done(struct vcpu *v, unsigned reason, const unsigned sw)
 {
@@ -186,13 +186,13 @@ ALWAYS_INLINE light_ret light_io_port(struct vcpu *v, const unsigned sw,
 	return light_done(v, LP_EXIT_IO, sw);
 }
 
-/* Port I/O decoded from the exit information (io=fast, seed 004). */
+/* Port I/O decoded from the exit information (io=fast). */
 ALWAYS_INLINE light_ret light_io(struct vcpu *v, const unsigned sw, const enum light_kind kind)
 {
 	(void)kind;
 	struct io_intercept io;
 	v->stats.exits[LP_EXIT_IO]++;
-	if (sw & SW_IO_EMULATE)   /* seed 004's "before": the emulator decodes every IN/OUT */
+	if (sw & SW_IO_EMULATE)   /* io=emulate: the emulator decodes every IN/OUT */
 		return light_go_heavy(v, LP_EXIT_IO);
 	vendor_exit_io(v, &io);
 	if (io.string)

@@ -108,8 +108,8 @@ static int msr_cpu_state(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_wr
 	/* reserved high halves: the guest gets #GP, never the host's WRMSR */
 	if (is_write && (msr == MSR_SFMASK || msr == MSR_IA32_SYSENTER_CS) && (*val >> 32))
 		return -1;
-	/* The guest's value lives in exactly one place; writing anywhere else is
-	 * seed 000's double-fault bug (the write is lost at the next switch).
+	/* The guest's value lives in exactly one place; a write anywhere else
+	 * would be lost at the next switch (and the guest run on the old value).
 	 * msr=always: the host's values are in the CPU whenever lightpath runs. */
 	int slot = smsr_slot(msr);
 	if (slot >= 0 && !v->vm->opt->msr_lazy) {
@@ -122,7 +122,7 @@ static int msr_cpu_state(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_wr
 	return vendor_msr_vmstate(v, msr, val, is_write);
 }
 
-/* ---- MSRs of the CPU that no device owns (issue 11, item 1; docs/CPUID.md) ---- */
+/* ---- MSRs of the CPU that no device owns (docs/CPUID.md) ---- */
 
 /* The guest's TSC is the VM's time (vmm/guest_clock.h: the host's TSC less
  * what polling hid) plus the guest's own offset, kept in the local APIC,

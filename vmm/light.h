@@ -48,7 +48,7 @@ static inline light_ret light_leave(void)
 typedef light_ret light_handler_fn(struct vcpu *v);
 
 /* The switch set one light-handler copy is compiled for: each bit is a boot
- * option in its "off" (seed's "before") state, or a CPU feature. */
+ * option in its "off" state, or a CPU feature. */
 #define SW_LIGHT_OFF     (1u << 0)   /* light=off: every exit leaves the light loop */
 #define SW_DR_ALWAYS     (1u << 1)   /* dr=always: DR0-3 (VMX: and DR6) on every exit */
 #define SW_PMU_ALWAYS    (1u << 2)   /* pmu=always: PMU MSRs on every exit */

@@ -35,11 +35,6 @@
 #define COM1 0x3f8
 #define CONSOLE_BACKLOG 4096u   /* typed bytes held for a guest that is not reading */
 
-/* The PC of one VM (DESIGN.md, "What a guest sees"): its devices, the
- * wiring of their interrupt lines, and the host console's input for it.
- * The devices know it only as their opaque struct dev_host: the services
- * below (interrupt lines, timers, the clock, the console, ending the VM)
- * are all they reach, and only this file sees the devices. */
 /* A virtio function's place in the PC: its two MMIO ranges (vm->mmio
  * indices: BAR 4, BAR 1) and where they are, its INTx line and its
  * interrupt counts. */
@@ -53,6 +48,11 @@ struct virtio_slot {
 	uint64_t intx_raised;
 };
 
+/* The PC of one VM: its devices, the wiring of their interrupt lines, and the
+ * host console's input for it. The devices know it only as their opaque
+ * struct dev_host: the services below (interrupt lines, timers, the clock,
+ * the console, ending the VM) are all they reach, and only this file sees the
+ * devices. */
 struct dev_host {
 	struct dev_host_head head;   /* first: dev_host_vm() */
 	struct uart16550 uart;
@@ -70,7 +70,7 @@ struct dev_host {
 	struct acpi_pm acpi_pm;
 	struct hpet hpet;
 	struct vm_timer console_timer;
-	/* disk = and net = (issue 15): virtio functions on the PCI bus, their
+	/* disk = and net = (docs/VIRTIO.md): virtio functions on the PCI bus, their
 	 * wiring, the guest memory their queues reach, the disk's image (a
 	 * private copy when writable) and the network device's link port */
 	struct virtio_blk blk;
@@ -297,7 +297,7 @@ static bool eoi_light(struct vcpu *v)
 	return true;
 }
 
-/* A fixed IPI to another vCPU on the sender's light path (issue 12 item 4,
+/* A fixed IPI to another vCPU on the sender's light path (docs/SMP.md;
  * KVM's "fastpath" for the x2APIC write; here the xAPIC MOV too): the vector is posted to the
  * target lock-free and the target is kicked; it moves the vector to its
  * IRR on its own heavy path (vcpu_take_notices). False: not that kind of
@@ -462,7 +462,7 @@ static void platform_light_shared(struct vm *vm)
 	}
 }
 
-/* ---- disk = and net = : virtio functions (issue 15, docs/VIRTIO.md) ---- */
+/* ---- disk = and net = : virtio functions (docs/VIRTIO.md) ---- */
 
 /* Where firmware would place them: BARs in the MMIO hole, INTA# on a PCI
  * interrupt line of the I/O APIC and the 8259. */

@@ -1,8 +1,8 @@
-/* The PC platform every VM gets (DESIGN.md, "What a guest sees"): the
- * devices on their ports and MMIO pages, interrupt routing from device lines
- * through the 8259s and the I/O APIC to the vCPU's local APIC, the local
- * APIC's MSRs, and the host-console input poll. What the firmware leaves in
- * memory (ACPI tables, BIOS data area) is vmm/firmware.h's. */
+/* The PC platform every VM gets: the devices on their ports and MMIO pages,
+ * interrupt routing from device lines through the 8259s and the I/O APIC to
+ * the vCPU's local APIC, the local APIC's MSRs, and the host-console input
+ * poll. What the firmware leaves in memory (ACPI tables, BIOS data area) is
+ * vmm/firmware.h's. */
 #ifndef VMM_PLATFORM_H
 #define VMM_PLATFORM_H
 

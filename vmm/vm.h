@@ -78,7 +78,7 @@ enum heavy_action {
 	HEAVY_EXIT,           /* the exit still needs its heavy handler */
 };
 
-/* The syscall MSRs msr=lazy|always switches (seed 000). */
+/* The syscall MSRs msr=lazy|always switches. */
 enum syscall_msr { SMSR_STAR, SMSR_LSTAR, SMSR_CSTAR, SMSR_SFMASK, SMSR_KGS, SMSR_COUNT };
 
 struct vm;
@@ -241,9 +241,6 @@ static inline struct vm *dev_host_vm(const struct dev_host *h)
  * Returns IO_OK. */
 int vm_port_unclaimed(struct vcpu *v, uint64_t *data, bool is_write) __attribute__((cold));
 
-/* One port access as a device sees it (the heavy path and the emulator; the
- * light path tests VM_PORT_SLOW itself): *data in/out. Returns IO_OK,
- * IO_VM_END or negative. */
 /* The device range of `port`, or NULL when nobody claimed the port
  * (vm_port_unclaimed answers it). */
 static inline const struct io_range *vm_port_range(const struct vm *vm, uint16_t port)
@@ -252,6 +249,9 @@ static inline const struct io_range *vm_port_range(const struct vm *vm, uint16_t
 	return __builtin_expect(idx != 0, 1) ? &vm->io[idx].r : 0;
 }
 
+/* One port access as a device sees it (the heavy path and the emulator; the
+ * light path tests VM_PORT_SLOW itself): *data in/out. Returns IO_OK,
+ * IO_VM_END or negative. */
 static inline int vm_port_access(struct vcpu *v, uint16_t port, uint64_t *data, unsigned size,
 				 bool is_write)
 {
@@ -388,6 +388,9 @@ struct vm_spec {
  * (vmm/guests.c), which enables the switch key and its lines. */
 void vm_console_idle(struct vm *vm);
 bool vm_console_input_mine(const struct vm *vm);
+void vm_console_switch(struct vm *vm);
+extern bool vm_side_by_side;
+
 /* This CPU panicked (core/smp.c) while it was given to a vCPU: the VM is
  * stopped with one line ("stopped: CPU n panicked while it ran vCPU i") and
  * that vCPU counts as finished. True when it was the VM's first vCPU (whose
@@ -395,8 +398,6 @@ bool vm_console_input_mine(const struct vm *vm);
  * and it is off the running list; its memory stays allocated, as the
  * parked CPU may still hold its VMCB or VMCS. */
 bool vm_cpu_panicked(void);
-void vm_console_switch(struct vm *vm);
-extern bool vm_side_by_side;
 
 /* Creates, runs to its end and destroys one VM. Returns its end status. */
 unsigned vm_run(unsigned id, const struct vm_spec *spec, const struct lp_options *opt);

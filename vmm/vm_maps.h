@@ -31,12 +31,12 @@ void vm_maps_destroy(struct vm *vm, const struct vm_map_format *f);
 /* Lets the guest read and write an MSR of 0-0x1FFF or 0xC0000000-0xC0001FFF
  * itself. */
 void vm_maps_pass_msr(struct vm *vm, const struct vm_map_format *f, uint32_t msr);
-/* Passes through the guest-owned MSRs (issue 14 item 5; docs/SECURITY.md,
+/* Passes through the guest-owned MSRs (docs/SECURITY.md,
  * case 18): FS/GS.base and SYSENTER_CS/ESP/EIP always, and
  * STAR, LSTAR, CSTAR, SFMASK, KERNEL_GS_BASE with msr=lazy. Both backends
  * keep all of them per guest without seeing the guest's writes (VMSAVE,
  * VMCS fields, RDMSR at the lazy switch); msr=always keeps the syscall
- * five intercepted (seed 000's "before", v->guest_smsr their home). */
+ * five intercepted (v->guest_smsr their home). */
 void vm_maps_pass_guest_msrs(struct vm *vm, const struct vm_map_format *f);
 
 #endif

@@ -11,7 +11,7 @@
  *   cpus    = 1                            # vCPUs, 1..64 (each on a host CPU of its own)
  *   pcpus   = 2                            # host CPUs to pin them to, optional
  *   timeout = 30                           # seconds, 0..86400; 0 = no limit
- *   unclaimed = stop                       # pc (default) | stop: see README
+ *   unclaimed = stop                       # pc (default) | stop: docs/USAGE.md
  *   disk    = rootfs.img,ro                # module basename: a virtio-blk disk, optional;
  *                                          # ,ro read-only, ,rw (default) changes kept in RAM
  *   net     = link0,mac=52:54:00:12:34:56  # a virtio-net device on the link link0 (between

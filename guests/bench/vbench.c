@@ -1,4 +1,4 @@
-/* vbench: the virtio rows of `make bench` (issue 15), flat 32-bit, in two
+/* vbench: the virtio rows of `make bench`, flat 32-bit, in two
  * VMs side by side (tools/bench.py, run_virtio: QEMU -icount -smp 2, where
  * the TSC counts the instructions of both CPUs):
  *

@@ -1,4 +1,4 @@
-/* clockpoll64: a guest that polls its clocks forever (issue 11, item 7;
+/* clockpoll64: a guest that polls its clocks forever (vmm/guest_clock.h;
  * docs/SECURITY.md, case 17).
  *
  * While a guest polls a clock device through slow exits, lightpath makes

@@ -1,5 +1,5 @@
 /* ipistorm: a VM that sends IPIs and NMIs to every destination it can
- * name (issue 12: a VM must not reach another CPU's VM). Through its local
+ * name (a VM must not reach another CPU's VM; docs/SMP.md). Through its local
  * APIC, in xAPIC mode (the MMIO page) and then in x2APIC mode (MSR 0x830),
  * rounds=N times (default 3):
  *   - physical destinations 0..255 (x2APIC: and 0xffffffff, the broadcast),

@@ -1,5 +1,5 @@
 /* leak64: a hostile guest that leaves a marker value in everything a guest
- * can write and the next VM could read (issue 10, item 1), then ends with
+ * can write and the next VM could read (docs/SECURITY.md, case 1), then ends with
  * status 0: the x87 registers, control, status and tag words, pointers and
  * opcode, MXCSR, XMM0-15, XCR0 and every XSAVE component it can turn on
  * (YMM upper halves, AVX-512, PKRU), TSC_AUX, DR0-3/DR6/DR7, CR2, CR8, EFER,

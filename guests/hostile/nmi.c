@@ -1,4 +1,4 @@
-/* nmi: NMIs reach the guest (issue 10, item 7), as the CPU delivers them
+/* nmi: NMIs reach the guest (docs/SECURITY.md, case 7), as the CPU delivers them
  * (Intel SDM vol. 3 6.7.1, AMD APM vol. 2 8.2.5): whatever IF says, once per
  * NMI, and never while the handler of the last one runs: an NMI that arrives
  * there waits until the handler's IRET has completed and is delivered right

@@ -1,19 +1,19 @@
 /* resetcheck: a healthy VM that checks it starts from the architectural
- * reset state of everything a guest can read (issue 10, item 1): x87
- * (control, status and tag words, the last-instruction pointers, the
- * register contents), MXCSR and the XMM registers, XCR0, the upper halves
- * of the YMM registers and every other XSAVE component the CPU offers,
- * TSC_AUX (RDMSR and RDTSCP), DR0-3/DR6/DR7, CR2, CR4, CR8, EFER, PAT, the
- * syscall, SYSENTER and segment-base MSRs, IA32_APIC_BASE, SPEC_CTRL, a
- * register in two devices, the UART's line settings, guest RAM above
- * 2 MiB (a 4 KiB page at every MiB up to the end of RAM: zero), the interrupt
- * controllers as a PC BIOS hands them over (item 8: the 8259 masks and
- * requests, the local APIC's SVR, LINT0/1, LVTs, TPR and timer, every I/O
- * APIC pin masked). Then that the VM runs normally from there: an NMI sent
- * to itself arrives once (no NMI blocking or pending NMI left by the last
- * VM, item 7), and with IF=1 for a few milliseconds no interrupt arrives
- * (no timer, pin or request left programmed). Run it after a hostile
- * guest: nothing that guest did may be visible.
+ * reset state of everything a guest can read (docs/SECURITY.md, case 1): x87
+ * (control, status and tag words, the last-instruction pointers, the register
+ * contents), MXCSR and the XMM registers, XCR0, the upper halves of the YMM
+ * registers and every other XSAVE component the CPU offers, TSC_AUX (RDMSR
+ * and RDTSCP), DR0-3/DR6/DR7, CR2, CR4, CR8, EFER, PAT, the syscall, SYSENTER
+ * and segment-base MSRs, IA32_APIC_BASE, SPEC_CTRL, a register in two
+ * devices, the UART's line settings, guest RAM above 2 MiB (a 4 KiB page at
+ * every MiB up to the end of RAM: zero), the interrupt controllers as a PC
+ * BIOS hands them over (docs/SECURITY.md case 8: the 8259 masks and requests,
+ * the local APIC's SVR, LINT0/1, LVTs, TPR and timer, every I/O APIC pin
+ * masked). Then that the VM runs normally from there: an NMI sent to itself
+ * arrives once (no NMI blocking or pending NMI left by the last VM, case 7),
+ * and with IF=1 for a few milliseconds no interrupt arrives (no timer, pin or
+ * request left programmed). Run it after a hostile guest: nothing that guest
+ * did may be visible.
  *
  * Everything is read before the first line is printed. To read the SSE,
  * AVX and other XSAVE state the checker turns on CR4.OSFXSR and

@@ -1,5 +1,5 @@
 /* spec64: a hostile guest against the speculative-execution hygiene of the
- * exit path (issue 10, item 14; docs/SECURITY.md, case 14).
+ * exit path (docs/SECURITY.md, case 14).
  *
  * - It fills the return stack buffer with its own addresses right before
  *   each VM exit: 40 CALLs that never return (each pushes the address of

@@ -1,5 +1,5 @@
 /* tpr64: a guest that sends itself IPIs while raising and lowering its task
- * priority around `sti; nop` (issue 10, item 15), through all three ways a
+ * priority around `sti; nop` (docs/SECURITY.md, case 15), through all three ways a
  * 64-bit guest has: the xAPIC TPR at 0xFEE00080, CR8, and the x2APIC TPR
  * MSR 0x808. Under QEMU 7.2 (TCG, SVM) a MOV to CR8 while the hypervisor
  * waits for an interrupt window (V_IRQ set in the VMCB) aborted QEMU, taking

@@ -1,4 +1,4 @@
-/* tscwild64: a hostile guest of the state issue 11 items 1 and 2 gave VMs
+/* tscwild64: a hostile guest of the CPU state docs/CPUID.md gives VMs
  * (docs/SECURITY.md, case 16): its TSC (IA32_TSC, IA32_TSC_ADJUST, the
  * offset the CPU adds to RDTSC), the counters that never count, RDPMC, and
  * CPUID bits that follow CR4 and IA32_APIC_BASE.

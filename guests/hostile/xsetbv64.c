@@ -1,5 +1,5 @@
 /* xsetbv64: a hostile guest that tries every XCR0 value XSETBV must refuse
- * (issue 10, item 2), then turns AVX on as an OS would. Each refused try
+ * (docs/SECURITY.md, case 2), then turns AVX on as an OS would. Each refused try
  * must raise #GP(0) (#UD without CR4.OSXSAVE) and leave XCR0 as it was;
  * the valid one must read back through XGETBV and make a 256-bit VEX
  * instruction work. 64-bit, to try XSETBV at CPL 3 (AMD CPUs, and QEMU from

@@ -1,5 +1,5 @@
-/* cpumsr: the CPU a VM finds is the one its CPUID describes (issue 11,
- * items 1 and 2; docs/CPUID.md). Built as cpumsr32 (flat protected mode)
+/* cpumsr: the CPU a VM finds is the one its CPUID describes
+ * (docs/CPUID.md). Built as cpumsr32 (flat protected mode)
  * and cpumsr64 (long mode, paging on).
  *
  * - the CPUID walk: for every feature with an MSR, a CR4 or EFER bit or an
@@ -582,7 +582,7 @@ static void debugctl(void)
 	tap_eq(wrmsr_safe(MSR_DEBUGCTL, 2), VEC_GP, "IA32_DEBUGCTL.BTF (not emulated) raises #GP");
 }
 
-/* ---- CPUID follows guest state (item 2) ---- */
+/* ---- CPUID follows guest state ---- */
 
 static uint32_t xsave_end(uint64_t xcr0)
 {

@@ -1,4 +1,4 @@
-/* dr: debug registers under lightpath's lazy DR switching (seed 001).
+/* dr: debug registers under lightpath's lazy DR switching (dr=lazy).
  * DR0-3 keep their values across light and heavy exits, and an execution
  * breakpoint set through DR0/DR7 raises #DB in the guest, before and after
  * a heavy exit. */

@@ -1,4 +1,4 @@
-/* forever: a guest that does not end by itself (issue 10, item 9), for the
+/* forever: a guest that does not end by itself (docs/SECURITY.md, case 9), for the
  * time limit (`timeout =`, vm.timeout=) and the console key.
  *
  *   mode=spin     CLI, then a jump to itself: no VM exit at all, only the

@@ -1,5 +1,5 @@
-/* intr: interrupt delivery as the CPU and its local APIC do it (issue 13
- * item 4), flat 32-bit (intr32.elf) and 64-bit paged (intr64.elf).
+/* intr: interrupt delivery as the CPU and its local APIC do it, flat
+ * 32-bit (intr32.elf) and 64-bit paged (intr64.elf).
  *
  *  1. The local APIC timer, one-shot and TSC-deadline (where CPUID offers
  *     it): once while the guest runs, once to wake `sti; hlt`, returning to

@@ -1,4 +1,4 @@
-/* irqonce: every interrupt exactly once (issue 11 item 8). Long random
+/* irqonce: every interrupt exactly once. Long random
  * sequences of self-IPIs on eight vectors (four priority classes), LAPIC
  * timer one-shots, TPR changes (the APIC's TPR; CR8 in 64-bit mode) and
  * every kind of interrupt window: `sti; nop; cli`, `sti; hlt; cli`, a

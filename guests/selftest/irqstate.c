@@ -1,4 +1,4 @@
-/* irqstate: the interrupt controllers as a VM finds them (issue 10, item 8).
+/* irqstate: the interrupt controllers as a VM finds them (docs/SECURITY.md, case 8).
  * A multiboot guest that never programs them must get the state a PC BIOS
  * hands over: 8259s initialised with bases 0x08/0x70 and every IRQ masked
  * but the cascade, the local APIC with LINT0 ExtINT and LINT1 NMI, every
@@ -12,7 +12,7 @@
  * arrive on 0x20 and 0x24. `deliver=0` leaves out that last part (for a
  * backend that does not deliver the platform's interrupts yet).
  *
- * `leave=1` makes it a hostile guest for the next VM (issue 10, item 8):
+ * `leave=1` makes it a hostile guest for the next VM (the same case):
  * after its checks it leaves every controller programmed onto exception
  * vectors and its devices raising interrupts (the 8259s at bases 0x00/0x08
  * with every IRQ unmasked and the PIT at 1 kHz, every I/O APIC pin unmasked

@@ -1,15 +1,16 @@
 /* mbinfo: what a multiboot kernel finds when lightpath starts it, as a PC
- * with GRUB or QEMU would give it (issue 11 item 5): the multiboot
- * information (flags, mem_lower/mem_upper agreeing with the memory map, a
- * memory map that reserves the EBDA, the BIOS area and the ACPI tables, the
- * modules with their contents and strings), the ACPI tables found the way an
- * OS finds them (RSDP by scanning 0xE0000-0xFFFFF; RSDT, XSDT, FADT with a PM
- * timer that counts, MADT with the local APIC and an I/O APIC that answer),
- * and the BIOS data area (COM1, EBDA segment, base memory, equipment word).
+ * with GRUB or QEMU would give it (docs/USAGE.md, "What a guest finds in
+ * memory"): the multiboot information (flags, mem_lower/mem_upper agreeing
+ * with the memory map, a memory map that reserves the EBDA, the BIOS area and
+ * the ACPI tables, the modules with their contents and strings), the ACPI
+ * tables found the way an OS finds them (RSDP by scanning 0xE0000-0xFFFFF;
+ * RSDT, XSDT, FADT with a PM timer that counts, MADT with the local APIC and
+ * an I/O APIC that answer), and the BIOS data area (COM1, EBDA segment, base
+ * memory, equipment word).
  *
  * Built three ways: mbinfo32.elf (flat 32-bit), mbinfo64.elf (64-bit, paged)
  * and mbinfo-low32.elf (flat 32-bit linked at 0x8000, below 1 MiB, where the
- * multiboot information used to be). Before item 5 the low one was refused,
+ * multiboot information used to be). Before lightpath wrote them, the low one was refused,
  * and the others found no ACPI tables, an empty BIOS data area and no
  * modules.
  *

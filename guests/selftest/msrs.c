@@ -1,8 +1,8 @@
 /* msrs: MSR virtualization. Unknown MSRs raise #GP; the virtual
  * MTRR_DEF_TYPE keeps what is written and rejects reserved bits; the
- * syscall MSRs survive lightpath's heavy path; and (seed 000's double-fault
- * bug) a guest WRMSR to STAR/EFER takes effect in the CPU at once: a
- * legacy-mode SYSCALL must arrive at the target just written. */
+ * syscall MSRs survive lightpath's heavy path; and a guest WRMSR to
+ * STAR/EFER takes effect in the CPU at once, though lightpath switches them
+ * lazily: a legacy-mode SYSCALL must arrive at the target just written. */
 #include "guests/rt/rt.h"
 
 #define EFER_SCE           1u
@@ -144,7 +144,7 @@ int guest_main(void)
 	       "LP_HC_NULL returns 0");
 	check_syscall_msrs("after a light exit");
 
-	/* Seed 000: the new STAR/EFER must be live in the CPU right away. */
+	/* The new STAR/EFER must be live in the CPU right away. */
 	uint64_t efer = rdmsr(MSR_EFER);
 	tap_eq(wrmsr_safe(MSR_EFER, efer | EFER_SCE), 0, "wrmsr EFER.SCE accepted");
 	tap_eq(rdmsr(MSR_EFER) & EFER_SCE, EFER_SCE, "EFER.SCE reads back set");

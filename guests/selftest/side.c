@@ -1,5 +1,5 @@
 /* side: a guest that keeps working for a while, for VMs side by side on
- * several CPUs (issue 12, items 2 and 6; docs/SMP.md). It takes every
+ * several CPUs (docs/SMP.md, "Static partitioning"). It takes every
  * interrupt vector (32-255) and the NMI, enables interrupts, and prints
  * lines=N long lines (default 20), reading the ACPI PM timer for ms=M
  * milliseconds (default 20) before each: a VM next to it that faults, or

@@ -1,7 +1,7 @@
 /* smp: a multiprocessor guest, the way an OS brings up and uses its CPUs
  * (Intel SDM vol. 3 ch. 10 "APIC" and 8.4 "MP initialization"; ACPI's MADT),
- * written for lightpath's SMP guests (issue 12 item 3) and proven on plain
- * QEMU first. Flat 32-bit only.
+ * written for lightpath's SMP guests (docs/SMP.md, "Several vCPUs per
+ * VM") and proven on plain QEMU first. Flat 32-bit only.
  *
  *  - The CPUs: the MADT's enabled local APIC entries (type 0; type 9, the
  *    x2APIC entry, too), the boot CPU found among them by its APIC ID;

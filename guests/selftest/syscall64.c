@@ -1,5 +1,5 @@
-/* syscall64: seed 000's double-fault bug, in 64-bit mode where both vendors
- * have SYSCALL (Intel has it nowhere else). lightpath switches LSTAR, STAR
+/* syscall64: guest writes to lazily switched MSRs, in 64-bit mode where both
+ * vendors have SYSCALL (Intel has it nowhere else). lightpath switches LSTAR, STAR
  * and SFMASK lazily: a guest WRMSR must still be live in the CPU at once,
  * after a light exit and after a heavy exit, or the next SYSCALL goes to a
  * stale target. Each target counts its hits, records RFLAGS (SFMASK clears

@@ -1,11 +1,11 @@
-/* tfstep: single-stepping over instructions lightpath executes for the
- * guest (issue 11 item 4). With RFLAGS.TF=1 every instruction is followed by
- * a #DB trap with DR6.BS and the saved RIP at the next instruction, also
- * when the hypervisor skipped or emulated it: CPUID, the hypercall (light
- * and heavy), IN/OUT (a device's port, an unclaimed one), RDMSR/WRMSR,
- * MMIO through the emulator and through the light LAPIC path, HLT, and REP
- * OUTSB, which traps after each iteration as on a CPU. Built flat 32-bit
- * (tfstep32.elf) and 64-bit paged (tfstep64.elf).
+/* tfstep: single-stepping over instructions lightpath executes for the guest
+ * (docs/EXITS.md, "Completing an instruction"). With RFLAGS.TF=1 every
+ * instruction is followed by a #DB trap with DR6.BS and the saved RIP at the
+ * next instruction, also when the hypervisor skipped or emulated it: CPUID,
+ * the hypercall (light and heavy), IN/OUT (a device's port, an unclaimed
+ * one), RDMSR/WRMSR, MMIO through the emulator and through the light LAPIC
+ * path, HLT, and REP OUTSB, which traps after each iteration as on a CPU.
+ * Built flat 32-bit (tfstep32.elf) and 64-bit paged (tfstep64.elf).
  *
  * Each case sets TF with POPF right before the instruction (TF set by POPF
  * traps after the instruction that follows it); the #DB handler records the

@@ -1,4 +1,4 @@
-/* timers: the PC's timers as Linux relies on them (issue 11, item 7).
+/* timers: the PC's timers as Linux relies on them (vmm/guest_clock.h).
  *
  * Linux 6.1 calibrates its TSC by timing port reads of the PIT and the ACPI
  * PM timer with RDTSC (arch/x86/kernel/tsc.c), then keeps time with the TSC

@@ -1,5 +1,5 @@
 /* unclaimed: guest-physical addresses that neither RAM nor a device claims
- * behave as on a PC (issue 11 item 6): reads return all-ones, writes are
+ * behave as on a PC (unclaimed=pc): reads return all-ones, writes are
  * dropped, for every access size, read-modify-write and string instruction.
  * Built flat 32-bit (unclaimed32.elf) and 64-bit paged (unclaimed64.elf).
  *

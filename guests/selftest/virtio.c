@@ -1,4 +1,4 @@
-/* virtio: the disk a VM description's `disk =` gives (issue 15), found and
+/* virtio: the disk a VM description's `disk =` gives (docs/VIRTIO.md), found and
  * driven the way a virtio 1.x driver does it, flat 32-bit:
  *  - PCI mechanism #1: the host bridge at 00.0, virtio-blk (1af4:1042) at
  *    00:03.0 with its BARs placed and memory decode on, as firmware leaves

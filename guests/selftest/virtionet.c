@@ -1,5 +1,5 @@
-/* virtionet: the network device a VM description's `net =` gives (issue
- * 15), driven as a virtio 1.x driver does, flat 32-bit, in one of three
+/* virtionet: the network device a VM description's `net =` gives
+ * (docs/VIRTIO.md), driven as a virtio 1.x driver does, flat 32-bit, in one of three
  * roles (arguments: role=ping|echo|other, n=frames, me/peer/other = MAC
  * addresses as 48-bit numbers):
  *  - every role: virtio-net (1af4:1041) at 00:04.0, class Ethernet, BARs at

@@ -45,21 +45,21 @@ CAP_FACTOR = int(os.environ.get("LP_TEST_CAP_FACTOR", "10"))
 # The multiboot self-test (guests/selftest/mbinfo.c): 32-bit, 64-bit, and
 # 32-bit linked at 0x8000, below 1 MiB.
 MBINFO_GUESTS = ("mbinfo32", "mbinfo64", "mbinfo-low32")
-# The CPU a VM finds (guests/selftest/cpumsr.c, issue 11 items 1 and 2): the
+# The CPU a VM finds (guests/selftest/cpumsr.c, docs/CPUID.md): the
 # CPUID walk, the counters, IA32_TSC, CPUID following guest state.
 CPUMSR_GUESTS = ("cpumsr32", "cpumsr64")
-# The PC's timers as Linux relies on them (guests/selftest/timers.c, issue 11 item 7).
+# The PC's timers as Linux relies on them (guests/selftest/timers.c).
 TIMERS_GUESTS = ("timers",)
 # The HPET as an OS finds and uses it (guests/selftest/hpet.c).
 HPET_GUESTS = ("hpet32", "hpet64")
-# Interrupt delivery (guests/selftest/intr.c, issue 13 item 4): the APIC
+# Interrupt delivery (guests/selftest/intr.c): the APIC
 # timer, self-IPIs, STI shadow and TPR windows, NMIs, ExtINT from the 8259.
 INTR_GUESTS = ("intr32", "intr64")
 # Checks that QEMU 7.2's SVM fails now and then for a defect of the emulator,
-# not of lightpath (docs: /work/shared/EMULATORS.md, "Interrupt shadow"): it
-# ignores the VMCB's interrupt-shadow bit at VMRUN. When a host interrupt's
-# exit lands between STI and the instruction in its shadow, the exit reports
-# the shadow, lightpath asks for an interrupt window, and QEMU opens it at
+# not of lightpath (docs/TESTING.md, the `selftest-intr32` row): it ignores
+# the VMCB's interrupt-shadow bit at VMRUN. When a host interrupt's exit
+# lands between STI and the instruction in its shadow, the exit reports the
+# shadow, lightpath asks for an interrupt window, and QEMU opens it at
 # once: the interrupt comes one instruction early, at the instruction in the
 # shadow ("got 0x0": intr.c reports offsets from it). Exactly that failure of
 # exactly these checks is excused under QEMU; under Bochs (VT-x and ryzen)
@@ -93,7 +93,7 @@ TIMER_LEAD_LINE = (r"^\s+timer lead: (\d+) timers fired ahead of their deadline,
                    r"(\d+) waits \((\d+) us in all\), (\d+) found the deadline passed; "
                    r"lead (\d+) ns$")
 TIMER_LEAD_MAX_NS = 10000   # vmm/timer_lead.h
-# The hostile-guest cases (issue 10) also run with the heavy paths forced.
+# The hostile-guest cases (docs/SECURITY.md) also run with the heavy paths forced.
 HOSTILE_SWITCHES = ("hostile-opts", "light=off io=emulate dr=always")
 # Self-tests that also run under HOSTILE_SWITCHES (the interrupt paths forced heavy).
 HOSTILE_GUESTS = ("irqonce32", "irqonce64") + INTR_GUESTS
@@ -669,7 +669,7 @@ IRQSTATE_LEAVE = "irqstate: leave=1: the controllers stay programmed onto except
 
 
 def check_irqstate_leave(b, path, healthy):
-    """Issue 10, item 8: `irqstate leave=1` (`path`: as lightpath names it)
+    """docs/SECURITY.md, case 8: `irqstate leave=1` (`path`: as lightpath names it)
     finds the handover state, gets no device interrupt on an exception
     vector, then leaves every controller programmed onto exception vectors
     with its devices raising interrupts; resetcheck (`healthy`: healthy())
@@ -1021,7 +1021,7 @@ def t_bad_linux_small_memory():
     return b
 
 
-# Issue 11 item 5: multiboot kernels get their modules, anywhere in RAM but
+# Multiboot kernels get their modules, anywhere in RAM but
 # lightpath's own ranges (guests/selftest/mbinfo.c checks what they find).
 def xorshift_bytes(seed, n):
     out = bytearray(n)
@@ -1178,7 +1178,7 @@ def virtio_disk(name):
 
 
 def t_virtio(ro, boot_cls=None, label="virtio", cpus=1):
-    """Issue 15: a VM description's `disk =` gives the VM a virtio-blk
+    """A VM description's `disk =` gives the VM a virtio-blk
     function (guests/selftest/virtio.c drives it: PCI, negotiation, reads
     against the image, a write, the edges, MSI-X, a hostile ring); a second
     VM given the same image reads it as it was (a writable disk is the VM's
@@ -1219,7 +1219,7 @@ ECHO_GAP = 50000000
 
 
 def t_virtionet(frames=20):
-    """Issue 15 item 4: `net =` gives a VM a virtio-net device on a link
+    """`net =` gives a VM a virtio-net device on a link
     between VMs side by side (QEMU -smp 4, one CPU each).
     guests/selftest/virtionet.c as three VMs: ping and echo on link0 (hello,
     `frames` frames of 60..1514 bytes echoed with their bytes inverted, a
@@ -1443,7 +1443,7 @@ def t_bad_modules_linux():
     return b
 
 
-# Issue 10, item 9: VMs that never end by themselves (guests/selftest/forever.c)
+# docs/SECURITY.md, case 9: VMs that never end by themselves (guests/selftest/forever.c)
 # are stopped by their time limit (a VM description's `timeout =`, or the boot
 # option vm.timeout=) or by Ctrl-^ on the console; the next VM still runs.
 FOREVER = GUESTS + "/forever.elf"
@@ -1802,7 +1802,7 @@ CONSOLE_SWITCH_KEY = b"\x1c"  # Ctrl-\\
 
 
 def t_console_switch():
-    """Issue 12 item 6: with two VMs side by side (-smp 2, forever mode=hlt,
+    """With two VMs side by side (-smp 2, forever mode=hlt,
     neither ends by itself), console input goes to the VM that starts first
     (a race between the CPUs; lightpath says which); Ctrl-\\ passes it to the
     other, so the next Ctrl-^ stops that one; input goes back to the first
@@ -2001,7 +2001,7 @@ def elf_functions(path):
 
 
 def check_stats_cost(b, elf, hypercalls):
-    """stats=all (issue 14 item 6): vm0's cost table has a row for every
+    """stats=all (docs/EXITS.md): vm0's cost table has a row for every
     reason of its exit table with the same count (every exit measured, light
     and heavy), min <= mean <= max, a histogram that adds up to the count
     with buckets between log2(min) and log2(max); its sites lie in the
@@ -2532,7 +2532,7 @@ def all_tests():
     return t
 
 
-# Issue 12 item 1, host SMP: lightpath finds the CPUs in the firmware's ACPI
+# Host SMP (docs/SMP.md): lightpath finds the CPUs in the firmware's ACPI
 # MADT (SeaBIOS's under QEMU), starts the others and says how many; VMs still
 # run one after another on the boot CPU.
 SMP_CPU_LINE = re.compile(r"^lightpath: (\d+ CPUs? found|no ACPI MADT|CPU \d+ \(APIC id|"
@@ -2553,7 +2553,7 @@ def t_smp(label, smp, want, append=""):
     """Two hello VMs (status 3 each) on a machine with `smp` CPUs: the exact
     CPU line, then both VMs' lines exactly, and the status. With one CPU they
     run one after the other, every line in order; with more, side by side
-    (issue 12 item 2): each VM's own lines in order, on CPU 1 and CPU 2 (or
+    (docs/SMP.md, "Static partitioning"): each VM's own lines in order, on CPU 1 and CPU 2 (or
     CPU 0 when there is no second AP)."""
     def run():
         b = Boot("smp-" + label, [HELLO3, HELLO3], append=append, smp=smp)
@@ -2574,7 +2574,7 @@ def t_smp(label, smp, want, append=""):
     return run
 
 
-# Issue 12 items 2 and 6 (docs/SMP.md, "Static partitioning"): VMs side by
+# docs/SMP.md, "Static partitioning": VMs side by
 # side, one CPU each. Lines of different VMs interleave in no fixed order, so
 # each VM's own lines (guest and lightpath's "vmN:" lines) are compared in
 # order, and every line must be one VM's or lightpath's, whole.
@@ -2644,7 +2644,7 @@ def triple_side_lines(vm, cpu, path=None, why=r"triple fault \(SHUTDOWN exit\)")
 
 
 def t_side_by_side_triple(label, smp, icount=False):
-    """Issue 12's test: two VMs at the same time on different CPUs; the
+    """Two VMs at the same time on different CPUs; the
     second triple-faults and is stopped, the first keeps working unaffected
     (every line of it, and no interrupt or NMI reaches it). The triple
     fault's line comes before the side guest is done: they overlapped.

@@ -59,7 +59,7 @@ triple-faults and is stopped ('vm1: stopped: triple fault') while Linux boots;
 Linux answers a command and powers off with status 0; the final status is
 vm1's (112), QEMU exit 225.
 
-Then `linux-disk` (issue 15) gives the 1-vCPU guest `disk =` a 16 MiB ext4 image
+Then `linux-disk` gives the 1-vCPU guest `disk =` a 16 MiB ext4 image
 the test makes (mkfs.ext4 -d): /init loads the virtio and ext4 modules; the test
 mounts /dev/vda, checks a file's text and a blob's sha256, writes a file, syncs,
 remounts and reads it back, powers off (status 0) and checks lightpath's two
@@ -71,7 +71,7 @@ routed by the DSDT's _PRT ('IO-APIC 11-fasteoi virtio0'), the ECAM window
 reserved in the e820 and used ('PCI: MMCONFIG ... reserved in E820'), the
 files read back, a write synced; the disk: line shows INTx and no MSI-X.
 
-Then `linux-rootfs` (issue 15) boots build/linux/linux-rootfs.cfg (disk =
+Then `linux-rootfs` boots build/linux/linux-rootfs.cfg (disk =
 rootfs.img, root=/dev/vda rw) with build/linux/rootfs.img as a fourth module:
 /init mounts the disk and switches to it; the test checks the console lines of
 /init ('root is /dev/vda (ext4, rw), switching to it') and of the disk's rcS
@@ -79,7 +79,7 @@ rootfs.img, root=/dev/vda rw) with build/linux/rootfs.img as a fourth module:
 ext4 in /proc/mounts, writes /root/new.txt, syncs, drops the page cache and
 reads it back, powers off (status 0) and checks the disk lines as linux-disk.
 
-Then `linux-net` (issue 15) boots two 1-vCPU guests side by side on QEMU
+Then `linux-net` boots two 1-vCPU guests side by side on QEMU
 -smp 2, A (vm0) and B (vm1), from build/test/linux-net-a.cfg and -b.cfg
 (linux.cfg with memory = 128, net = link0 with MACs 52:54:00:4c:50:0a and
 :0b, lp.ip=10.0.0.1/24 and 10.0.0.2/24, lp.test=1), and drives both shells
@@ -96,7 +96,7 @@ milliseconds, and TCP sends them again), B's last frames may come after
 A's end, the `net refused:` line otherwise all zeros but resets. About
 40 s.
 
-Then `linux-vmx` (issue 13) boots the 1-vCPU guest on the Intel VT-x image under
+Then `linux-vmx` boots the 1-vCPU guest on the Intel VT-x image under
 Bochs (tools/lp-bochs, corei7_skylake_x, COM1 on a pty; about 3 minutes, the
 shell after ~170 s) and checks less, for Bochs' speed: GenuineIntel and the
 hypervisor flag in /proc/cpuinfo, 'sleep 1' by the guest's uptime, poweroff
@@ -451,7 +451,7 @@ def run_smp_test(direct):
 
 
 def run_beside_test(direct):
-    """linux-beside-triple (issue 12): two VMs at once on QEMU -smp 2, the
+    """linux-beside-triple: two VMs at once on QEMU -smp 2, the
     Linux guest (vm0, CPU 1) and guests/selftest/triple.c (vm1, CPU 0),
     which triple-faults and is stopped while Linux boots; Linux is
     unaffected: it answers commands and powers off with status 0."""
@@ -530,7 +530,7 @@ def disk_vm(name, cmdline_extra=""):
 
 
 def run_disk_test(direct):
-    """linux-disk (issue 15): the Linux guest with `disk =` an ext4 image:
+    """linux-disk: the Linux guest with `disk =` an ext4 image:
     /init loads the virtio and ext4 modules, Linux finds virtio-blk on the
     PCI bus (ACPI's \\_SB.PCI0) and uses MSI-X; the test mounts /dev/vda,
     reads a file and checks a blob's checksum, writes a file, syncs,
@@ -583,7 +583,7 @@ def check_disk_stats(g, name):
 
 
 def run_disk_intx_test(direct):
-    """linux-disk-intx (issue 15): linux-disk's image with pci=nomsi on the
+    """linux-disk-intx: linux-disk's image with pci=nomsi on the
     kernel command line: Linux routes virtio-blk's INTA# by the DSDT's _PRT
     (GSI 11, level: 'IO-APIC 11-fasteoi virtio0' in /proc/interrupts) and
     takes the ECAM window the MCFG announces, reserved in the e820; the
@@ -627,7 +627,7 @@ def run_disk_intx_test(direct):
 
 
 def run_rootfs_test(direct, smp2=False):
-    """linux-rootfs (issue 15): build/linux/linux-rootfs.cfg, the guest with
+    """linux-rootfs: build/linux/linux-rootfs.cfg, the guest with
     its root disk (disk = rootfs.img, root=/dev/vda): /init loads the
     modules, mounts /dev/vda and switches to it; the shell runs from the
     disk (its marker file, /dev/vda on / as ext4 in /proc/mounts, rcS's
@@ -704,7 +704,7 @@ def net_vm_cfgs(name):
 
 
 def run_net_test(direct):
-    """linux-net (issue 15): two Linux VMs side by side (QEMU -smp 2, one
+    """linux-net: two Linux VMs side by side (QEMU -smp 2, one
     CPU each) on one link: ping both ways, 1 MiB from A to B with busybox
     nc, the same sha256 on both sides, poweroff of both with status 0, and
     lightpath's net statistics lines of both VMs."""
@@ -863,7 +863,7 @@ VMX_PROMPT_TIMEOUT = int(os.environ.get("LP_VMX_LINUX_TIMEOUT", "600"))
 
 
 def run_vmx_test(direct):
-    """linux-vmx (issue 13): the same kernel, initramfs and command line in a
+    """linux-vmx: the same kernel, initramfs and command line in a
     VM on the Intel VT-x backend, under Bochs (corei7_skylake_x; about 3.5
     minutes to the shell, most of it the kernel's decompressor): a few
     commands over the serial port and ACPI power-off. Bochs is slow, so

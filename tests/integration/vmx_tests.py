@@ -43,7 +43,7 @@ ALWAYS_IN_LIGHT = "dr=always pmu=always msr=always io=emulate"
 
 # Lines that exist on one vendor only (guests/README.md, docs): the VMX
 # instructions tested on Intel, and SYSCALL outside 64-bit mode, which Intel
-# does not have (syscall64 tests seed 000 with a 64-bit SYSCALL on both).
+# does not have (syscall64 tests the lazy syscall MSRs with a 64-bit SYSCALL on both).
 INTEL_ONLY = re.compile(r"^ok # - (VMXON|VMCLEAR|VMPTRLD|VMPTRST|VMREAD|VMWRITE|VMLAUNCH|"
                         r"VMRESUME|VMXOFF|INVEPT|INVVPID|VMFUNC) |"
                         r"^ok # - legacy-mode SYSCALL raises #UD|"
@@ -53,7 +53,7 @@ AMD_ONLY = re.compile(r"^ok # - (legacy-mode SYSCALL does not fault|SYSCALL arri
                       r"heavy exit|STAR reads back after SYSCALL)")
 NO_VMX_LINE = "lightpath: this CPU has no Intel VMX"
 NO_EPT_LINE = "lightpath: this CPU's VMX has no EPT"
-# The target the issue sets for the VMX light path (instructions per VMCALL).
+# The project's target for the VMX light path (instructions per VMCALL).
 HYPERCALL_TARGET = 60
 
 # The SVM image under Bochs' AMD model with NRIP save: the path every AMD CPU
@@ -65,8 +65,8 @@ NRIP_LINE = "lightpath: AMD SVM with nested paging; next RIP from the CPU (NRIP 
 # Checks that fail under Bochs' SVM for a defect of the emulator, not of
 # lightpath: at a #DB intercept Bochs 2.7 writes the cause neither into the
 # VMCB's DR6 (as the APM has the CPU do, and as QEMU does) nor into DR6, so
-# the #DB lightpath reflects carries no B0 (lightpath intercepts #DB since
-# issue 10 case 3, CVE-2015-8104). Exactly these may fail there, as exactly
+# the #DB lightpath reflects carries no B0 (lightpath intercepts #DB:
+# docs/SECURITY.md case 3, CVE-2015-8104). Exactly these may fail there, as exactly
 # this; every other check must pass and equal QEMU's.
 BOCHS_SVM_KNOWN = {
     "dr": ("DR6.B0 set in the #DB handler (got 0x0, expected 0x1)",),
@@ -322,9 +322,9 @@ def t_isolation():
 
 
 def t_smp(label, cpus, kernel=None, cpu=None):
-    """Issue 12 under Bochs: `cpus` CPUs, all found in the Bochs BIOS's ACPI
+    """Host SMP under Bochs: `cpus` CPUs, all found in the Bochs BIOS's ACPI
     MADT and started (VT-x: VMXON on each; ryzen: the SVM image), then two
-    hello VMs side by side (items 2 and 6): on CPU 1 and CPU 2 (CPU 0 with
+    hello VMs side by side (docs/SMP.md): on CPU 1 and CPU 2 (CPU 0 with
     2 CPUs), each VM's lines exact and in order."""
     def run():
         b = BochsBoot(label, [itest.HELLO3, itest.HELLO3], cpus=cpus, kernel=kernel, cpu=cpu)
@@ -342,7 +342,7 @@ def t_smp(label, cpus, kernel=None, cpu=None):
     return run
 
 
-# One VM of several vCPUs running guests/selftest/smp.c (issue 12 item 3):
+# One VM of several vCPUs running guests/selftest/smp.c (docs/SMP.md):
 # vCPU i has APIC ID i, runs on CPU i of the machine, the APs start by the
 # guest's INIT-SIPI-SIPI (VT-x: in real mode under unrestricted guest).
 SMP_GUEST_CFG = "# lightpath vm\nkernel = smp.elf\ncpus = %d\nmemory = 64\n"
@@ -497,7 +497,7 @@ def t_timeout(label, mode, how, switches=""):
 
 
 def t_mb_modules():
-    """Issue 11 item 5 on VT-x (the loader is shared): mbinfo32 with an
+    """Multiboot modules on VT-x (the loader is shared): mbinfo32 with an
     initrd and two modules = entries from a description passes, the modules
     do not run as VMs, hello runs after it."""
     b, _ = itest.mb_modules_boot(BochsBoot, "32", "mbinfo32")

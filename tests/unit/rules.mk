@@ -29,13 +29,13 @@ unit-tests: $(UNIT_TESTS)
 
 $(UNIT_DIR)/obj/%.c.o: %.c
 	@mkdir -p $(dir $@)
-	$(UNIT_CC) $(UNIT_CFLAGS) -c $< -o $@
+	$(call say,CC,$< [unit])$(UNIT_CC) $(UNIT_CFLAGS) -c $< -o $@
 
 $(UNIT_DIR)/test_%: $(UNIT_DIR)/obj/tests/unit/test_%.c.o $(UNIT_SUT_OBJS)
-	$(UNIT_CC) $(UNIT_CFLAGS) -o $@ $^ $(UNIT_LDLIBS)
+	$(call say,LD,$@)$(UNIT_CC) $(UNIT_CFLAGS) -o $@ $^ $(UNIT_LDLIBS)
 
 $(UNIT_ZYDIS): $(UNIT_DIR)/obj/tests/unit/diff_zydis.c.o $(UNIT_DIR)/obj/emul/x86_decode.c.o
-	$(UNIT_CC) $(UNIT_CFLAGS) -o $@ $^ $(UNIT_LDLIBS) -lZydis
+	$(call say,LD,$@)$(UNIT_CC) $(UNIT_CFLAGS) -o $@ $^ $(UNIT_LDLIBS) -lZydis
 
 # test_linux_boot loads a real bzImage: Debian's kernel (the package
 # linux-image-amd64 depends on), fetched with apt-get download (nothing is
@@ -93,7 +93,7 @@ fuzz-build: $(FUZZ_DIR)/fuzz_emulate
 $(FUZZ_DIR)/fuzz_emulate: $(FUZZ_SRCS) $(wildcard emul/*.h)
 	@mkdir -p $(dir $@)
 	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: $(FUZZ_CC) not found (apt-get install clang)"; exit 1; }
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(FUZZ_SRCS)
+	$(call say,CC,$@)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(FUZZ_SRCS)
 fuzz:
 	@LP_DEPS_FUZZ=1 tools/deps.sh
 	@$(MAKE) --no-print-directory fuzz-build

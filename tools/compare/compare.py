@@ -52,8 +52,8 @@ COMPARE_BEGIN = "<!-- compare -->"
 COMPARE_END = "<!-- /compare -->"
 MSR = "0x2ff (IA32_MTRR_DEF_TYPE)"
 
-# The compared pairs (issue 14): each sets both sides the same way. "bar" is
-# the issue's target: every row's KVM path at least that many times longer.
+# The compared pairs: each sets both sides the same way. "bar" is the
+# project's target: every row's KVM path at least that many times longer.
 # "config" is a tools/bench.py config; "append" goes after kvmboot's
 # KERNEL_APPEND on the KVM side's kernel command line.
 PAIRS = (
@@ -277,7 +277,7 @@ def pair_section(doc, pair, num):
 
 lightpath with {pair["lightpath_says"]}, `make bench`'s `{info["lightpath_config"]}`
 config, against KVM with {pair["kvm_says"]}.
-**Bar (issue 14): every row at least {pair["bar"]}x shorter than KVM's path; {verdict(doc, pair)}.**
+**Bar: every row at least {pair["bar"]}x shorter than KVM's path; {verdict(doc, pair)}.**
 
 What each side reported in this run:
 - lightpath: `{info["lightpath_spec"] or "(no spec line)"}`
@@ -366,7 +366,7 @@ Read these numbers with their caveats:
   handler's first instruction, at the vector's IDT entry. Both sides fire the timer ahead
   of the deadline and wait for it before entering the guest: KVM by its
   `kvm.lapic_timer_advance_ns` (the value above; -1 is its default, a per-vCPU lead it tunes
-  itself), lightpath by `timer=lead`, its default (README, "Boot options"). lightpath's
+  itself), lightpath by `timer=lead`, its default (docs/USAGE.md, "Boot options"). lightpath's
   `lead-off` column (`timer=exact`) in the tables above is the same latency with the
   host timer at the deadline.
 - **A minimal VMM.** kvmrun has no in-kernel irqchip, no timers and one vCPU, except

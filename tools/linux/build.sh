@@ -452,7 +452,7 @@ read -r -d '' CFG <<'EOF' || true
 # lightpath vm
 # lightpath's Linux test guest: Debian's kernel with a busybox initramfs, both
 # built from Debian packages by tools/linux/build.sh (`make linux-guest`).
-# `make run` boots it: -initrd "linux.cfg,vmlinuz,initrd.cpio.gz" (README.md).
+# `make run` boots it: -initrd "linux.cfg,vmlinuz,initrd.cpio.gz" (docs/USAGE.md).
 name    = linux
 kernel  = vmlinuz
 initrd  = initrd.cpio.gz

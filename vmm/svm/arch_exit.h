@@ -345,7 +345,7 @@ static inline void vendor_guest_msrs_leave(struct vcpu *v)
 
 /* ---- state switched per exit by the "always" switches ---- */
 
-/* svm.vmload=always: VMSAVE/VMLOAD on every exit (seed 003's "before") */
+/* svm.vmload=always: VMSAVE/VMLOAD on every exit */
 SVM_ALWAYS_INLINE void vendor_vmload_leave(struct vcpu *v)
 {
 	svm_vmsave(svm_vmcb_pa(v));

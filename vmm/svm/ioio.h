@@ -1,5 +1,5 @@
 /* Decoding of the AMD SVM IOIO intercept (#VMEXIT 0x7b) from EXITINFO1 and
- * EXITINFO2, seed 004's fast path. Layout per the AMD64 APM vol. 2, section
+ * EXITINFO2, the io=fast path. Layout per the AMD64 APM vol. 2, section
  * 15.10.2 "IN and OUT Behavior" (figure "EXITINFO1 for IOIO Intercept"). Static
  * inline: it sits on the light exit path. */
 #ifndef VMM_SVM_IOIO_H

@@ -1,4 +1,4 @@
-"""Issue 10, item 12: exit codes, VMEXIT_INVALID and failed VM entries
+"""Exit codes, VMEXIT_INVALID and failed VM entries
 (docs/SECURITY.md, case 12).
 
 guests/hostile/badcr64.c writes CR3/CR4 values with reserved bits (#GP, as a

@@ -1,4 +1,4 @@
-"""Issue 11, item 7: the guest clock's polling, attacked
+"""The guest clock's polling (vmm/guest_clock.h), attacked
 (guests/hostile/clockpoll64.c; docs/SECURITY.md, case 17).
 
 vm0 polls the PM timer, PIT channel 2 and RDTSC forever with interrupts off:

@@ -1,4 +1,4 @@
-"""Issue 10, item 3: exceptions whose delivery can loop inside the CPU (#DB,
+"""docs/SECURITY.md, case 3: exceptions whose delivery can loop inside the CPU (#DB,
 #AC). Both are intercepted and reflected, so a guest that makes their
 delivery fault again forever makes a VM exit each round, and its time limit
 stops it; ordinary #DB and #AC still reach the guest as the CPU delivers

@@ -1,4 +1,4 @@
-"""Issue 10, item 4: guest breakpoints in the hypervisor. The guest
+"""docs/SECURITY.md, case 4: guest breakpoints in the hypervisor. The guest
 (guests/hostile/drhost64.c) arms instruction breakpoints on every byte of
 lightpath's exit path and #DB handler, read/write breakpoints on all of its
 data, and a targeted set (the instruction after VMRUN, the #DB handler) four

@@ -1,4 +1,4 @@
-"""Issue 10, item 5: the host's control registers after #VMEXIT
+"""The host's control registers after #VMEXIT
 (docs/SECURITY.md, case 5).
 
 guests/hostile/hostcr64.c leaves long mode the legal way into EFER.LME=1

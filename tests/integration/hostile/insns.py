@@ -1,9 +1,9 @@
-"""Issue 10, item 6: instructions that would reach the physical CPU
+"""Instructions that would reach the physical CPU
 (docs/SECURITY.md, "What a guest can execute", case 6).
 
 guests/hostile/insns64.c executes MONITOR/MWAIT(X) (#UD: CPUID does not offer
 them; MWAIT with interrupts off would park the CPU), RDPRU (#UD), RDPMC
-(counter 0 reads 0: the VM's counters never count, issue 11 item 1; a fixed
+(counter 0 reads 0: the VM's counters never count, docs/CPUID.md; a fixed
 counter is #GP(0)), WBINVD/WBNOINVD/INVD (no-ops that must reach
 lightpath, counted as exits), MOV CR8 (the VM's own priority: on VT-x it was
 the physical TPR, and CR8=15 masked the host's timer, so the guest's timer

@@ -1,11 +1,11 @@
-"""Issue 12 (docs/SMP.md, "Static partitioning"; docs/SECURITY.md): a VM
+"""docs/SMP.md, "Static partitioning"; docs/SECURITY.md: a VM
 must not reach a VM on another CPU. guests/hostile/ipistorm.c sends IPIs
 and NMIs (fixed, NMI, INIT, STARTUP) to every physical destination 0..255,
 every logical pattern, the x2APIC broadcast and the three shorthands, in
 xAPIC and x2APIC mode, while the side guest runs next to it on the other
 CPU with every vector and the NMI taken: side must see none of them, every
 one of its lines exact; lightpath survives, and both VMs end with 0.
-The same with ipistorm in a VM of 2 vCPUs (issue 12 item 3): its INITs and
+The same with ipistorm in a VM of 2 vCPUs (docs/SMP.md, "Several vCPUs per VM"): its INITs and
 STARTUPs now also start its own second vCPU (parked by ipistorm in real
 mode), and still nothing reaches the VM beside it."""
 

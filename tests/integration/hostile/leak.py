@@ -1,4 +1,4 @@
-"""Issue 10, item 1: state left by the previous VM.
+"""docs/SECURITY.md, case 1: state left by the previous VM.
 
 guests/hostile/leak64.c leaves a marker in everything a guest can write and
 the next VM could read (x87, SSE, XCR0 and the XSAVE components, TSC_AUX,

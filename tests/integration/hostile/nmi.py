@@ -1,4 +1,4 @@
-"""Case 7 of issue 10: NMIs are delivered (guests/hostile/nmi.c). Before,
+"""docs/SECURITY.md, case 7: NMIs are delivered (guests/hostile/nmi.c). Before,
 ICR writes with delivery mode NMI and I/O APIC pins in NMI mode set the
 local APIC's nmi_pending and nothing read it: no NMI ever arrived.
 

@@ -1,4 +1,4 @@
-"""Issue 10, item 14: speculative-execution hygiene on the exit path
+"""Speculative-execution hygiene on the exit path
 (docs/SECURITY.md, case 14).
 
 guests/hostile/spec64.c fills the return stack buffer with its own return

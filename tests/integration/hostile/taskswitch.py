@@ -1,4 +1,4 @@
-"""Issue 10, item 6 (docs/SECURITY.md, "What a guest can execute"): hardware
+"""docs/SECURITY.md, case 6 and "What a guest can execute": hardware
 task switches. guests/hostile/taskswitch.c far-jumps to a TSS selector and
 back. SVM lets the CPU switch tasks inside the guest: the guest checks it
 worked, as on a CPU. VT-x exits on every task switch and lightpath does not

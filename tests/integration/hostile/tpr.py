@@ -1,4 +1,4 @@
-"""Case 15 of issue 10: a guest that sends itself IPIs while raising and
+"""docs/SECURITY.md, case 15: a guest that sends itself IPIs while raising and
 lowering its TPR around `sti; nop` (guests/hostile/tpr64.c), through the
 xAPIC TPR, CR8 and the x2APIC TPR MSR. Under QEMU 7.2 a MOV to CR8 while
 lightpath waited for an interrupt window (V_IRQ set) aborted QEMU

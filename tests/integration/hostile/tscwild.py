@@ -1,4 +1,4 @@
-"""Issue 11, items 1 and 2: the state they gave VMs, attacked
+"""The CPU state docs/CPUID.md gives VMs, attacked
 (guests/hostile/tscwild64.c; docs/SECURITY.md, case 16).
 
 vm0 writes IA32_TSC with absurd values (0, ~0, 2^63, random) around TSC
@@ -14,7 +14,7 @@ loop with interrupts on and a deadline past the wrap: the time limit
 itest.HOSTILE_SWITCHES on QEMU, on VT-x and on the SVM image under Bochs'
 ryzen (NRIP save, TSC_OFFSET written by Bochs' VMRUN).
 
-Before items 1 and 2: IA32_TSC and the counters raised #GP, so vm0 failed
+Before docs/CPUID.md's CPU model, IA32_TSC and the counters raised #GP, so vm0 failed
 its first three checks and its TSC never moved."""
 
 import itest

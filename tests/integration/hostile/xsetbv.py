@@ -1,4 +1,4 @@
-"""Issue 10, item 2: XSETBV.
+"""docs/SECURITY.md, case 2: XSETBV.
 
 guests/hostile/xsetbv64.c tries the XCR0 values XSETBV must refuse (#GP(0),
 or #UD without CR4.OSXSAVE, and XCR0 unchanged each time), XSETBV at CPL 3,

@@ -107,20 +107,35 @@ _log_owners = {}               # log path -> the test of this run that wrote it
 _log_owners_lock = threading.Lock()
 
 
-def session_pids(sid):
-    p = subprocess.run(["pgrep", "-s", str(sid)], capture_output=True, text=True)
-    return [int(x) for x in p.stdout.split()]
+def descendants(pid):
+    """Every process below pid (the emulator under its wrappers)."""
+    out, todo = [], [pid]
+    while todo:
+        p = subprocess.run(["pgrep", "-P", str(todo.pop())], capture_output=True, text=True)
+        kids = [int(x) for x in p.stdout.split()]
+        out += kids
+        todo += kids
+    return out
+
+
+def signal_all(pids, sig):
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
 
 
 def run_watched(cmd, watch, stall):
-    """Runs cmd (the emulator's wrapper, whose own --timeout is the cap) in
-    a session of its own until it exits, or until the file `watch` (where
-    the machine's serial output lands) has not changed size for `stall`
-    seconds: then the emulator is stopped (the wrapper still collects its
-    log) and the run counts as hung. Returns (completed process, seconds of
-    silence that stopped it or 0)."""
+    """Runs cmd (the emulator's wrapper, whose own --timeout is the cap)
+    until it exits, or until the file `watch` (where the machine's serial
+    output lands) has not changed size for `stall` seconds: then the
+    emulator is stopped (the wrapper still collects its log) and the run
+    counts as hung. Returns (completed process, seconds of silence that
+    stopped it or 0). The child stays in this process group, so that
+    Ctrl-C and tools/stress.py's killpg still reach the emulator."""
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+                         stdin=subprocess.DEVNULL, text=True)
     out = {}
     readers = [threading.Thread(target=lambda k, f: out.__setitem__(k, f.read()), args=(k, f))
                for k, f in (("out", p.stdout), ("err", p.stderr))]
@@ -138,20 +153,11 @@ def run_watched(cmd, watch, stall):
             size, since = now_size, now
         elif now - since >= stall:
             silent = now - since
-            for pid in session_pids(p.pid):   # the emulator, not its wrapper
-                if pid != p.pid:
-                    try:
-                        os.kill(pid, signal.SIGTERM)
-                    except OSError:
-                        pass
+            signal_all(descendants(p.pid), signal.SIGTERM)   # the wrapper collects the log
             try:
                 p.wait(15)
             except subprocess.TimeoutExpired:
-                for pid in session_pids(p.pid):
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except OSError:
-                        pass
+                signal_all(descendants(p.pid) + [p.pid], signal.SIGKILL)
             break
         try:
             p.wait(0.5)

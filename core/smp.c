@@ -190,10 +190,13 @@ void smp_ap_panicked(void)
 {
 	struct percpu *pc = this_cpu();
 	asm volatile("cli" ::: "memory");
-	__atomic_store_n(&pc->state, PERCPU_PARKED, __ATOMIC_RELEASE);
 	console_release_mine();
 	if (__atomic_load_n(&pc->work, __ATOMIC_ACQUIRE))   /* a VM's vCPU, or none */
 		guests_cpu_panicked(pc);
+	/* parked only now: the boot CPU stops waiting for a parked CPU and may
+	 * power off, which cut the VM's "stopped" line (ap-panic, once in a
+	 * fresh-clone make test) */
+	__atomic_store_n(&pc->state, PERCPU_PARKED, __ATOMIC_RELEASE);
 	halt_forever();
 }
 

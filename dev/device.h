@@ -66,10 +66,17 @@ uint64_t platform_tsc_hz(void);                         /* host TSC frequency */
  * and the guest's time advances by a fixed CLOCK_POLL_STEP per exit, as if
  * each exit cost what it costs on hardware (vmm/guest_clock.h). Devices
  * keep the pointer dev_clock() gives them and read it with clock_now() or,
- * for a guest's access to a clock device, clock_access(). */
+ * for a guest's access to a clock device, clock_access().
+ *
+ * A guest's clock read that finds the VM's earliest device timer due
+ * (next_due) makes the VM's timers run at the end of that exit: the host
+ * timer that should have run them can come late (QEMU's comes tens of
+ * milliseconds late on a busy host), and a guest must never read a time
+ * past a timer's deadline with that timer's interrupt not raised yet. */
 struct guest_clock {
 	int64_t offset;         /* guest time = host TSC + offset, while not polling */
 	uint64_t vt;            /* guest time while polling */
+	uint64_t next_due;      /* the VM's earliest device timer, its time (~0: none) */
 	bool polling;
 	bool touched;           /* the current exit accessed a clock device */
 	uint64_t last_read;     /* host TSC of the guest's last clock read */
@@ -82,9 +89,11 @@ struct guest_clock {
 };
 
 struct guest_clock *dev_clock(struct dev_host *h);
-/* A read at host TSC `host` whose gap fell in the range: the guest's time
- * while polling, or polling starts (out of line: it changes the vCPU's
- * intercepts). */
+/* A read at host TSC `host` whose gap fell in the range (then last_read is
+ * still the previous read's): the guest's time while polling, or polling
+ * starts (out of line: it changes the vCPU's intercepts); or a read that
+ * found a device timer due (last_read is this read's): the timers run at
+ * the end of the exit. */
 uint64_t clock_read_slow(struct guest_clock *c, uint64_t host);
 
 /* The VM's time when the host TSC reads `host`. */
@@ -105,12 +114,14 @@ static inline uint64_t clock_now(const struct guest_clock *c)
 static inline bool clock_read_fast(struct guest_clock *c, uint64_t *now)
 {
 	uint64_t host = platform_tsc();
-	uint64_t gap = host - c->last_read;
-	c->last_read = host;
 	*now = host;
-	if (__builtin_expect(gap - c->gap_min <= c->gap_span, 0))
-		return false;
-	*now = host + (uint64_t)c->offset;
+	if (__builtin_expect(host - c->last_read - c->gap_min <= c->gap_span, 0))
+		return false;   /* clock_read_slow sees the gap: last_read not yet moved */
+	c->last_read = host;
+	uint64_t t = host + (uint64_t)c->offset;
+	if (__builtin_expect(t >= c->next_due, 0))
+		return false;   /* a timer is due: it fires before the guest reads on */
+	*now = t;
 	return true;
 }
 

@@ -613,6 +613,8 @@ void exit_heavy(struct vcpu *v)
 	 * (the light path's hazard check relies on the same), or while the
 	 * guest could not take it (then an interrupt window is requested). */
 	if ((v->pending || vendor_intr_window_requested(v)) && !v->vm->ended) {
+		if (v->pending & VCPU_PENDING_TIMERS)
+			vm_timers_run(v->vm);   /* a clock read found one due */
 		unsigned p = v->pending;
 		v->pending = 0;
 		if (p & VCPU_PENDING_STEP)   /* a trap outranks NMIs and interrupts */

@@ -66,6 +66,8 @@ static COLD light_ret light_recheck(struct vcpu *v, unsigned reason)
 	/* (several vCPUs: interrupt state is shared, the heavy path's) */
 	if (v->vm->ended || (v->pending & VCPU_PENDING_STEP) || v->vm->nr_vcpus > 1)
 		return light_handled_leave(v, reason);   /* (the DRs are the heavy path's) */
+	if (v->pending & VCPU_PENDING_TIMERS)
+		vm_timers_run(v->vm);   /* a clock read found one due */
 	v->pending = 0;
 	exit_inject_interrupts(v);
 	vm_timer_lead_wait(v->vm);   /* last: the guest runs next */

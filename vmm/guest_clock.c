@@ -135,31 +135,51 @@ void guest_clock_init(struct vm *vm)
 	p->max_lag = tsc_from_ns(CLOCK_POLL_MAX_LAG_MS * 1000000ull);
 	vm_timer_init(&p->idle_timer, vm->pc, idle_fire, vm);
 	p->idle_timer.host_clock = true;
-	p->next_deadline = UINT64_MAX;
+	c->next_due = UINT64_MAX;
+}
+
+/* A clock read found the VM's earliest device timer due, and the host timer
+ * has not run it yet (under QEMU it comes tens of milliseconds late on a busy
+ * host): the reading vCPU's hazard check runs the VM's timers, so that what
+ * they raise is delivered before the guest goes on from the time it read. */
+static void timers_due(void)
+{
+	struct vcpu *v = this_cpu()->current;
+	if (v)
+		v->pending |= VCPU_PENDING_TIMERS;
 }
 
 uint64_t clock_read_slow(struct guest_clock *c, uint64_t host)
 {
 	struct vm *vm = clock_vm(c);
 	struct clock_poll *p = &vm->clock_poll;
+	/* 0 when clock_read_fast came for a due timer (it moved last_read):
+	 * a gap no range holds but polling's, which takes every read */
+	uint64_t gap = host - c->last_read;
+	c->last_read = host;
 	if (c->polling) {
 		c->touched = true;
 		return c->vt;
 	}
+	uint64_t now = host + (uint64_t)c->offset;
+	if (now >= c->next_due)
+		timers_due();
+	if (gap - c->gap_min > c->gap_span)
+		return now;
 	if (c->gap_min != p->gap_min) {
 		/* after a spell without RDTSC: reads more than the range apart
 		 * (it stopped polling) may start polling again */
 		c->gap_min = p->gap_min;
 		c->gap_span = p->gap_span;
-		return host + (uint64_t)c->offset;
+		return now;
 	}
 	if (lag(vm, host) >= (int64_t)p->max_lag) {
 		c->gap_min = GAP_NEVER;   /* hid enough: never again in this VM */
 		c->gap_span = 0;
-		return host + (uint64_t)c->offset;
+		return now;
 	}
 	/* at least what the guest can have read before this exit */
-	c->vt = host + (uint64_t)c->offset;
+	c->vt = now;
 	c->polling = true;
 	c->gap_min = 0;   /* every read takes clock_read_slow now */
 	c->gap_span = UINT64_MAX;
@@ -227,7 +247,7 @@ void guest_clock_after_exit(struct vcpu *v)
 		return;
 	}
 	v->pending |= VCPU_PENDING_CLOCK;
-	if (c->vt >= p->next_deadline)
+	if (c->vt >= c->next_due)
 		vm_timers_run(vm);   /* device timers run on the guest's time */
 }
 

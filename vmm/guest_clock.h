@@ -88,7 +88,6 @@ struct clock_poll {
 	uint64_t max_lag;       /* CLOCK_POLL_MAX_LAG_MS in TSC ticks */
 	uint64_t gap_min, gap_span;  /* guest_clock's range when not polling */
 	uint64_t last_exit;     /* host TSC of the last exit that kept polling */
-	uint64_t next_deadline; /* the earliest device timer, in the VM's time */
 	unsigned quiet;         /* exits since the last clock device access */
 	unsigned probe;         /* exits of this polling spell, up to CLOCK_POLL_PROBE_EXITS */
 	bool probe_rdtsc;       /* an RDTSC came in this spell */

@@ -369,7 +369,7 @@ void vm_timers_reprogram(struct vm *vm)
 		else if (!next || d < next)
 			next = d;
 	}
-	vm->clock_poll.next_deadline = next_guest;
+	vm->clock.next_due = next_guest;   /* a clock read past it runs the timers */
 	if (next_guest != UINT64_MAX) {
 		uint64_t h = guest_deadline_to_host(vm, next_guest);
 		if (h && vm->timer_lead.on && h != UINT64_MAX) {   /* timer=lead: ahead of it */

@@ -69,6 +69,9 @@ struct ipi_stats {
 #define VCPU_PENDING_STEP    (1u << 1)  /* lightpath completed an instruction for a
 					   guest with RFLAGS.TF set: the single-step
 					   #DB is due (delivered on the heavy path) */
+#define VCPU_PENDING_TIMERS  (1u << 2)  /* a guest's clock read found a device
+					   timer due that has not fired: the VM's
+					   timers run before it resumes */
 #define VCPU_PENDING_CLOCK   (1u << 3)  /* the guest polls its clocks: every exit
 					   advances its time (vmm/guest_clock.h) */
 

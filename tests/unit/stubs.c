@@ -47,6 +47,7 @@ void stubs_reset(void)
 	stub_tsc_hz = 0;
 	memset(&stub_clock, 0, sizeof(stub_clock));
 	stub_clock.gap_min = 1ull << 63;   /* never polls */
+	stub_clock.next_due = UINT64_MAX;  /* no timer the hypervisor runs */
 	stub_clock_polls = 0;
 	stub_irq_edge_state = IRQ_EDGE_FREE;
 	memset(stub_irq_level, 0, sizeof(stub_irq_level));
@@ -94,6 +95,7 @@ struct guest_clock *dev_clock(struct dev_host *h)
 uint64_t clock_read_slow(struct guest_clock *c, uint64_t host)
 {
 	stub_clock_polls++;
+	c->last_read = host;   /* clock_read_fast leaves it to the slow path */
 	return host + (uint64_t)c->offset;
 }
 

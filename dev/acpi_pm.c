@@ -13,15 +13,11 @@ void acpi_pm_init(struct acpi_pm *pm, struct dev_host *host, struct irq_line sci
 	pm->sci = false;
 }
 
-void acpi_pm_range(struct acpi_pm *pm, struct io_range *r)
-{
-	r->base = ACPI_PM_BASE;
-	r->len = ACPI_PM_PORTS;
-	r->fn = acpi_pm_io;
-	r->opaque = pm;
-	r->light = false;   /* may end the VM */
-	r->name = "acpi-pm1";
-}
+const struct dev_desc acpi_pm_desc = {
+	.name = "acpi-pm1",
+	DEV_RANGES({ .base = ACPI_PM_BASE, .len = ACPI_PM_PORTS,
+		   .fn = acpi_pm_io, .light = false }),   /* may end the VM */
+};
 
 static void update_sci(struct acpi_pm *pm)
 {

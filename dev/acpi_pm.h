@@ -44,6 +44,6 @@ struct acpi_pm {
 void acpi_pm_init(struct acpi_pm *pm, struct dev_host *host, struct irq_line sci);
 int acpi_pm_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
 	       bool is_write, void *opaque);
-void acpi_pm_range(struct acpi_pm *pm, struct io_range *r);
+extern const struct dev_desc acpi_pm_desc;
 
 #endif

@@ -9,15 +9,11 @@ void debug_exit_init(struct debug_exit *dev, struct dev_host *host)
 	dev->base = LP_DEBUG_EXIT_PORT;
 }
 
-void debug_exit_range(struct debug_exit *dev, struct io_range *r)
-{
-	r->base = dev->base;
-	r->len = DEBUG_EXIT_PORTS;
-	r->fn = debug_exit_io;
-	r->opaque = dev;
-	r->light = true;
-	r->name = "isa-debug-exit";
-}
+const struct dev_desc debug_exit_desc = {
+	.name = "isa-debug-exit",
+	DEV_RANGES({ .base = LP_DEBUG_EXIT_PORT, .len = DEBUG_EXIT_PORTS,
+		   .fn = debug_exit_io, .light = true }),
+};
 
 int debug_exit_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
 		  unsigned size, bool is_write, void *opaque)

@@ -22,6 +22,6 @@ void debug_exit_init(struct debug_exit *dev, struct dev_host *host);
 int debug_exit_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
 		  unsigned size, bool is_write, void *opaque);
 
-void debug_exit_range(struct debug_exit *dev, struct io_range *r);
+extern const struct dev_desc debug_exit_desc;
 
 #endif

@@ -1,10 +1,11 @@
-/* Device model: a device registers a range of ports (or, later, MMIO) with
- * one callback shape. A callback returns IO_OK to resume the guest, IO_VM_END
- * when it ended the VM, or a negative error. `light` says the callback may run
- * on the light exit path: it needs no state the heavy path restores, and what
- * it does to interrupts reaches the vCPU through irq_line_set (or the
- * platform's wrappers), which the end of every exit checks. The light path
- * hands accesses to other devices to the heavy path. */
+/* Device model: a device describes the ports or MMIO ranges it decodes
+ * (struct dev_desc, below), all with one callback shape. A callback returns
+ * IO_OK to resume the guest, IO_VM_END when it ended the VM, or a negative
+ * error. `light` says the callback may run on the light exit path: it needs
+ * no state the heavy path restores, and what it does to interrupts reaches
+ * the vCPU through irq_line_set (or the platform's wrappers), which the end
+ * of every exit checks. The light path hands accesses to other devices to
+ * the heavy path. */
 #ifndef DEV_DEVICE_H
 #define DEV_DEVICE_H
 
@@ -36,6 +37,36 @@ struct io_range {
 	bool light;
 	const char *name;
 };
+
+/* A device describes itself once, in a const descriptor declared in its
+ * header: the ranges it decodes, and whether it may stay light in a VM of
+ * several vCPUs. The platform (vmm/platform.c) registers each range with
+ * the device object as the callback's opaque, in the order of its table;
+ * no device builds its ranges at run time. */
+struct dev_range {
+	uint64_t base;
+	io_handler_fn fn;
+	const char *name;   /* 0: the device's */
+	uint32_t len;       /* (32 bits: a range takes 32 bytes) */
+	bool light;         /* may run on the light path (see the top) */
+};
+
+struct dev_desc {
+	const char *name;
+	bool mmio;          /* the ranges are MMIO addresses, else ports */
+	/* In a VM of several vCPUs its light ranges stay light, without the VM
+	 * lock: the callback touches no shared state (the PM timer), or the
+	 * platform's wrapper for such a VM hands whatever would to the heavy
+	 * path (the local APIC, the HPET). Otherwise they go heavy there. */
+	bool lock_free;
+	unsigned nr_ranges;
+	const struct dev_range *ranges;
+};
+
+/* .ranges and .nr_ranges of a descriptor, from its list of ranges. */
+#define DEV_RANGES(...)                                                              \
+	.ranges = (const struct dev_range[]){ __VA_ARGS__ },                           \
+	.nr_ranges = sizeof((const struct dev_range[]){ __VA_ARGS__ }) / sizeof(struct dev_range)
 
 /* What a device reaches outside itself, handed to it at init: the VM it
  * belongs to, as an opaque handle (the hypervisor's is the VM's platform,

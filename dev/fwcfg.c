@@ -10,15 +10,10 @@ void fwcfg_init(struct fwcfg *dev, uint64_t ram_size, unsigned ncpus)
 	dev->max_cpus = (uint16_t)ncpus;
 }
 
-void fwcfg_range(struct fwcfg *dev, struct io_range *r)
-{
-	r->base = FWCFG_BASE;
-	r->len = FWCFG_PORTS;
-	r->fn = fwcfg_io;
-	r->opaque = dev;
-	r->light = true;
-	r->name = "fw_cfg";
-}
+const struct dev_desc fwcfg_desc = {
+	.name = "fw_cfg",
+	DEV_RANGES({ .base = FWCFG_BASE, .len = FWCFG_PORTS, .fn = fwcfg_io, .light = true }),
+};
 
 static uint8_t le_byte(uint64_t v, uint32_t off, uint32_t len)
 {

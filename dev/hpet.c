@@ -49,18 +49,14 @@ void hpet_init(struct hpet *h, struct dev_host *host, hpet_legacy_fn legacy, voi
 	}
 }
 
-void hpet_range(struct hpet *h, struct io_range *r)
-{
-	r->base = HPET_BASE;
-	r->len = HPET_SIZE;
-	r->fn = hpet_mmio;
-	r->opaque = h;
+const struct dev_desc hpet_desc = {
+	.name = "hpet", .mmio = true,
+	.lock_free = true,   /* its counter read; the rest the platform hands on */
 	/* light: its plain 32-bit MOVs are decoded on the light path like the
 	 * APICs' (Linux's clocksource watchdog and calibrations read the
 	 * counter; a heavy trip per read made the watchdog skip rounds) */
-	r->light = true;
-	r->name = "hpet";
-}
+	DEV_RANGES({ .base = HPET_BASE, .len = HPET_SIZE, .fn = hpet_mmio, .light = true }),
+};
 
 static bool running(const struct hpet *h)
 {

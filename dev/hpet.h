@@ -157,7 +157,7 @@ int hpet_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
 	      bool is_write, void *opaque);
 /* The page at HPET_BASE; a light device (its 32-bit MOVs are decoded on the
  * light path, anything else goes to the emulator). */
-void hpet_range(struct hpet *h, struct io_range *r);
+extern const struct dev_desc hpet_desc;
 
 /* The main counter at `now` (the VM's time). */
 uint64_t hpet_counter_at(const struct hpet *h, uint64_t now);

@@ -14,17 +14,12 @@ void i8042_init(struct i8042 *dev, struct dev_host *host)
 	dev->output_port = 0x01; /* bit 0: the reset line is not asserted */
 }
 
-void i8042_ranges(struct i8042 *dev, struct io_range r[2])
-{
-	for (int i = 0; i < 2; i++) {
-		r[i].base = i ? I8042_CMD_PORT : I8042_DATA_PORT;
-		r[i].len = 1;
-		r[i].fn = i8042_io;
-		r[i].opaque = dev;
-		r[i].light = true;
-		r[i].name = i ? "i8042-cmd" : "i8042-data";
-	}
-}
+const struct dev_desc i8042_desc = {
+	.name = "i8042",
+	DEV_RANGES(   /* 0x61, between them, is the PIT's */
+		{ .base = I8042_DATA_PORT, .len = 1, .fn = i8042_io, .name = "i8042-data", .light = true },
+		{ .base = I8042_CMD_PORT, .len = 1, .fn = i8042_io, .name = "i8042-cmd", .light = true }),
+};
 
 static void reply(struct i8042 *dev, uint8_t v)
 {

@@ -15,15 +15,10 @@ void ioapic_init(struct ioapic *io, uint8_t id, ioapic_deliver_fn deliver,
 		io->rte[i] = IOAPIC_RTE_MASKED;
 }
 
-void ioapic_range(struct ioapic *io, struct io_range *r)
-{
-	r->base = io->base;
-	r->len = IOAPIC_SIZE;
-	r->fn = ioapic_mmio;
-	r->opaque = io;
-	r->light = true;
-	r->name = "ioapic";
-}
+const struct dev_desc ioapic_desc = {
+	.name = "ioapic", .mmio = true,
+	DEV_RANGES({ .base = IOAPIC_BASE, .len = IOAPIC_SIZE, .fn = ioapic_mmio, .light = true }),
+};
 
 static void send(struct ioapic *io, unsigned pin)
 {

@@ -81,7 +81,7 @@ void ioapic_init(struct ioapic *io, uint8_t id, ioapic_deliver_fn deliver,
  * offsets read 0 and ignore writes. */
 int ioapic_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
 		bool is_write, void *opaque);
-void ioapic_range(struct ioapic *io, struct io_range *r);
+extern const struct dev_desc ioapic_desc;
 
 /* GSI `pin` driven to level (asserted = true). */
 void ioapic_set_irq(struct ioapic *io, unsigned pin, bool level);

@@ -171,16 +171,11 @@ void lapic_set_eoi_hook(struct lapic *a, lapic_eoi_fn fn, void *ctx)
 	a->eoi_ctx = ctx;
 }
 
-void lapic_range(struct lapic *a, struct io_range *r)
-{
-	(void)a;
-	r->base = LAPIC_BASE;
-	r->len = LAPIC_SIZE;
-	r->fn = lapic_mmio;
-	r->opaque = a;
-	r->light = true;
-	r->name = "lapic";
-}
+const struct dev_desc lapic_desc = {
+	.name = "lapic", .mmio = true,
+	.lock_free = true,   /* the page is each vCPU's own */
+	DEV_RANGES({ .base = LAPIC_BASE, .len = LAPIC_SIZE, .fn = lapic_mmio, .light = true }),
+};
 
 static uint32_t x2apic_ldr(uint32_t id)
 {

@@ -247,7 +247,7 @@ void lapic_write(struct lapic *a, unsigned off, uint64_t value);
  * is not decoded: reads all-ones, writes dropped. */
 int lapic_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
 	       bool is_write, void *opaque);
-void lapic_range(struct lapic *a, struct io_range *r);
+extern const struct dev_desc lapic_desc;
 
 /* MSRs IA32_APIC_BASE (0x1B), IA32_TSC_DEADLINE (0x6E0) and the x2APIC range
  * (0x800-0x8FF). Returns 0, or LAPIC_GP for #GP: an x2APIC MSR outside

@@ -1,6 +1,7 @@
 #include "dev/mmio_test.h"
 
 #include "lib/string.h"
+#include "lightpath/abi.h"
 
 void mmio_test_init(struct mmio_test *dev, uint64_t base)
 {
@@ -43,12 +44,8 @@ int mmio_test_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size
 	return IO_OK;
 }
 
-void mmio_test_range(struct mmio_test *dev, struct io_range *r)
-{
-	r->base = dev->base;
-	r->len = MMIO_TEST_SIZE;
-	r->fn = mmio_test_io;
-	r->opaque = dev;
-	r->light = false;
-	r->name = "mmio-test";
-}
+const struct dev_desc mmio_test_desc = {
+	.name = "mmio-test", .mmio = true,
+	DEV_RANGES({ .base = LP_MMIO_TEST_BASE, .len = MMIO_TEST_SIZE,
+		   .fn = mmio_test_io, .light = false }),
+};

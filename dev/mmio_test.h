@@ -25,6 +25,6 @@ struct mmio_test {
 void mmio_test_init(struct mmio_test *dev, uint64_t base);
 int mmio_test_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size, bool is_write,
 		 void *opaque);
-void mmio_test_range(struct mmio_test *dev, struct io_range *r);
+extern const struct dev_desc mmio_test_desc;
 
 #endif

@@ -10,15 +10,11 @@ void pci_host_init(struct pci_host *dev)
 	pci_bus_init(&dev->bus);
 }
 
-void pci_host_range(struct pci_host *dev, struct io_range *r)
-{
-	r->base = PCI_CONFIG_ADDRESS;
-	r->len = PCI_HOST_PORTS;
-	r->fn = pci_host_io;
-	r->opaque = dev;
-	r->light = true;
-	r->name = "pci-host";
-}
+const struct dev_desc pci_host_desc = {
+	.name = "pci-host",
+	DEV_RANGES({ .base = PCI_CONFIG_ADDRESS, .len = PCI_HOST_PORTS,
+		   .fn = pci_host_io, .light = true }),
+};
 
 int pci_host_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
 		bool is_write, void *opaque)
@@ -49,15 +45,11 @@ int pci_host_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
 	return IO_OK;
 }
 
-void pci_ecam_range(struct pci_host *dev, struct io_range *r)
-{
-	r->base = PCI_ECAM_GPA;
-	r->len = PCI_ECAM_SIZE;
-	r->fn = pci_ecam_mmio;
-	r->opaque = dev;
-	r->light = false;
-	r->name = "pci-ecam";
-}
+const struct dev_desc pci_ecam_desc = {
+	.name = "pci-ecam", .mmio = true,
+	DEV_RANGES({ .base = PCI_ECAM_GPA, .len = PCI_ECAM_SIZE,
+		   .fn = pci_ecam_mmio, .light = false }),
+};
 
 int pci_ecam_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
 		  bool is_write, void *opaque)

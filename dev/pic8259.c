@@ -23,19 +23,16 @@ void pic_init(struct pic8259 *pic)
 	chip_reset(&pic->chip[1]);
 }
 
-void pic_ranges(struct pic8259 *pic, struct io_range r[3])
-{
-	static const char *const names[3] = { "pic-master", "pic-slave", "pic-elcr" };
-	static const uint16_t bases[3] = { PIC_MASTER_BASE, PIC_SLAVE_BASE, PIC_ELCR_BASE };
-	for (int i = 0; i < 3; i++) {
-		r[i].base = bases[i];
-		r[i].len = i == 2 ? PIC_ELCR_PORTS : PIC_PORTS;
-		r[i].fn = i == 2 ? pic_elcr_io : pic_io;
-		r[i].opaque = pic;
-		r[i].light = true;
-		r[i].name = names[i];
-	}
-}
+const struct dev_desc pic8259_desc = {
+	.name = "pic8259",
+	DEV_RANGES(
+		{ .base = PIC_MASTER_BASE, .len = PIC_PORTS, .fn = pic_io,
+		  .name = "pic-master", .light = true },
+		{ .base = PIC_SLAVE_BASE, .len = PIC_PORTS, .fn = pic_io,
+		  .name = "pic-slave", .light = true },
+		{ .base = PIC_ELCR_BASE, .len = PIC_ELCR_PORTS, .fn = pic_elcr_io,
+		  .name = "pic-elcr", .light = true }),
+};
 
 /* Priority 0 is the highest; returns 8 if mask is empty. */
 static unsigned get_priority(const struct pic_chip *c, uint8_t mask)

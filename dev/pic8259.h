@@ -74,9 +74,8 @@ int pic_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
 int pic_elcr_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
 		bool is_write, void *opaque);
 
-/* The three ranges to register: r[0] master 0x20, r[1] slave 0xa0,
- * r[2] ELCR 0x4d0. */
-void pic_ranges(struct pic8259 *pic, struct io_range r[3]);
+/* Three ranges: the master at 0x20, the slave at 0xa0, the ELCR at 0x4d0. */
+extern const struct dev_desc pic8259_desc;
 
 /* ISA line irq (0-15) driven to level. Edge-triggered lines latch on the
  * rising edge, level-triggered ones (ELCR) follow the level. */

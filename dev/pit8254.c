@@ -31,21 +31,11 @@ void pit_init(struct pit8254 *pit, struct dev_host *host, struct irq_line irq)
 	}
 }
 
-void pit_ranges(struct pit8254 *pit, struct io_range r[2])
-{
-	r[0].base = PIT_BASE;
-	r[0].len = PIT_PORTS;
-	r[0].fn = pit_io;
-	r[0].opaque = pit;
-	r[0].light = true;
-	r[0].name = "pit8254";
-	r[1].base = PIT_PORT61;
-	r[1].len = 1;
-	r[1].fn = pit_port61_io;
-	r[1].opaque = pit;
-	r[1].light = true;
-	r[1].name = "port61";
-}
+const struct dev_desc pit8254_desc = {
+	.name = "pit8254",
+	DEV_RANGES({ .base = PIT_BASE, .len = PIT_PORTS, .fn = pit_io, .light = true },
+		   { .base = PIT_PORT61, .len = 1, .fn = pit_port61_io, .name = "port61", .light = true }),
+};
 
 /* Modes 1 and 5 count only once a rising gate has triggered them. */
 static bool gate_triggered(const struct pit_channel *c)

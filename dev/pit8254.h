@@ -92,8 +92,8 @@ int pit_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
 int pit_port61_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
 		  bool is_write, void *opaque);
 
-/* r[0]: 0x40-0x43, r[1]: 0x61. */
-void pit_ranges(struct pit8254 *pit, struct io_range r[2]);
+/* Two ranges: 0x40-0x43, and 0x61. */
+extern const struct dev_desc pit8254_desc;
 
 /* Channel n's counter and OUT at `now` (the VM's time). */
 uint16_t pit_get_count(struct pit8254 *pit, unsigned n, uint64_t now);

@@ -36,15 +36,12 @@ void pmtimer_init(struct pmtimer *dev, struct guest_clock *clock)
 	dev->tsc_at_init = clock_now(dev->clock);
 }
 
-void pmtimer_range(struct pmtimer *dev, struct io_range *r)
-{
-	r->base = dev->base;
-	r->len = PMTIMER_PORTS;
-	r->fn = pmtimer_io;
-	r->opaque = dev;
-	r->light = true;
-	r->name = "acpi-pm-timer";
-}
+const struct dev_desc pmtimer_desc = {
+	.name = "acpi-pm-timer",
+	.lock_free = true,   /* it only reads the VM's time */
+	DEV_RANGES({ .base = LP_PMTIMER_PORT, .len = PMTIMER_PORTS,
+		   .fn = pmtimer_io, .light = true }),
+};
 
 static inline int pmtimer_put(struct pmtimer *dev, uint64_t addr, uint64_t *data,
 			      unsigned size, uint64_t now)

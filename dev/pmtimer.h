@@ -30,7 +30,7 @@ void pmtimer_init(struct pmtimer *dev, struct guest_clock *clock);
 int pmtimer_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
 	       unsigned size, bool is_write, void *opaque);
 
-void pmtimer_range(struct pmtimer *dev, struct io_range *r);
+extern const struct dev_desc pmtimer_desc;
 
 /* The fastest TSC the conversion below is exact for (9.2 EHz: no CPU's; a
  * faster platform_tsc_hz() is taken as this one). */

@@ -9,15 +9,11 @@ void postcode_init(struct postcode *dev)
 	dev->last = 0;
 }
 
-void postcode_range(struct postcode *dev, struct io_range *r)
-{
-	r->base = dev->base;
-	r->len = POSTCODE_PORTS;
-	r->fn = postcode_io;
-	r->opaque = dev;
-	r->light = true;
-	r->name = "postcode";
-}
+const struct dev_desc postcode_desc = {
+	.name = "postcode",
+	DEV_RANGES({ .base = LP_BENCH_PORT_OUT, .len = POSTCODE_PORTS,
+		   .fn = postcode_io, .light = true }),
+};
 
 int postcode_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
 		unsigned size, bool is_write, void *opaque)

@@ -24,6 +24,6 @@ void postcode_init(struct postcode *dev);
 int postcode_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
 		unsigned size, bool is_write, void *opaque);
 
-void postcode_range(struct postcode *dev, struct io_range *r);
+extern const struct dev_desc postcode_desc;
 
 #endif

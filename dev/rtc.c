@@ -93,15 +93,10 @@ void rtc_set_memory(struct rtc *rtc, uint64_t ram_below_4g, uint64_t ram_above_4
 	c[0x5f] = (uint8_t)(ncpus ? ncpus - 1 : 0);
 }
 
-void rtc_range(struct rtc *rtc, struct io_range *r)
-{
-	r->base = RTC_BASE;
-	r->len = RTC_PORTS;
-	r->fn = rtc_io;
-	r->opaque = rtc;
-	r->light = true;
-	r->name = "cmos-rtc";
-}
+const struct dev_desc rtc_desc = {
+	.name = "cmos-rtc",
+	DEV_RANGES({ .base = RTC_BASE, .len = RTC_PORTS, .fn = rtc_io, .light = true }),
+};
 
 static int64_t now_secs(const struct rtc *rtc, uint64_t now, uint64_t *frac)
 {

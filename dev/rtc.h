@@ -74,7 +74,7 @@ void rtc_set_memory(struct rtc *rtc, uint64_t ram_below_4g, uint64_t ram_above_4
 
 int rtc_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
 	   bool is_write, void *opaque);
-void rtc_range(struct rtc *rtc, struct io_range *r);
+extern const struct dev_desc rtc_desc;
 
 /* The current time (what the guest's registers hold), for tests. */
 void rtc_now(struct rtc *rtc, struct rtc_time *t);

@@ -15,15 +15,11 @@ void uart16550_init(struct uart16550 *dev, struct dev_host *host, struct irq_lin
 	dev->msr = UART_MSR_DCD | UART_MSR_DSR | UART_MSR_CTS;
 }
 
-void uart16550_range(struct uart16550 *dev, struct io_range *r)
-{
-	r->base = dev->base;
-	r->len = UART16550_PORTS;
-	r->fn = uart16550_io;
-	r->opaque = dev;
-	r->light = true;
-	r->name = "uart16550";
-}
+const struct dev_desc uart16550_desc = {
+	.name = "uart16550",
+	DEV_RANGES({ .base = UART16550_COM1_BASE, .len = UART16550_PORTS,
+		   .fn = uart16550_io, .light = true }),
+};
 
 /* The interrupt output: IRQ 4 on a PC, gated by MCR.OUT2 as the board wires it. */
 static void update_irq(struct uart16550 *dev)

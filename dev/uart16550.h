@@ -89,7 +89,7 @@ void uart16550_init(struct uart16550 *dev, struct dev_host *host, struct irq_lin
 int uart16550_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
 		 unsigned size, bool is_write, void *opaque);
 
-void uart16550_range(struct uart16550 *dev, struct io_range *r);
+extern const struct dev_desc uart16550_desc;
 
 /* Host -> guest input: queues one byte. Returns false (and sets LSR.OE) when
  * the FIFO is full and the byte was dropped. */

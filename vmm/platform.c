@@ -208,12 +208,6 @@ static struct irq_line pc_line(struct dev_host *pc, unsigned gsi)
 	return (struct irq_line){ .host = pc, .gsi = (uint8_t)gsi };
 }
 
-static void add_port(struct vm *vm, const struct io_range *r)
-{
-	if (vm_register_io(vm, r))
-		panic("vm%u: too many port ranges", vm->id);
-}
-
 static void add_mmio(struct vm *vm, const struct io_range *r)
 {
 	if (vm_register_mmio(vm, r))
@@ -445,23 +439,6 @@ static void host_wall_clock(struct rtc_time *t)
 		*t = (struct rtc_time){ 2026, 1, 1, 0, 0, 0 };   /* no usable host RTC */
 }
 
-/* A VM of several vCPUs: what stays on the light path, which takes no lock,
- * are the devices whose light accesses touch no shared state (their
- * wrappers above answer IO_NEEDS_LOCK for the others): the local APIC's
- * page (each vCPU's own), the HPET's counter and the PM timer, which only
- * read the VM's time. */
-static void platform_light_shared(struct vm *vm)
-{
-	for (unsigned i = 0; i < vm->nr_mmio; i++)
-		vm->mmio[i].light = vm->mmio[i].fn == lapic_mmio_shared ||
-				    vm->mmio[i].fn == hpet_mmio_shared;
-	for (unsigned p = 0; p < 65536; p++) {
-		unsigned idx = vm->port_map[p] & ~VM_PORT_SLOW;
-		if (idx && vm->io[idx].r.fn != pmtimer_io)
-			vm->port_map[p] |= VM_PORT_SLOW;
-	}
-}
-
 /* ---- disk = and net = : virtio functions (docs/VIRTIO.md) ---- */
 
 /* Where firmware would place them: BARs in the MMIO hole, INTA# on a PCI
@@ -591,9 +568,10 @@ static void virtio_resume_later(struct virtio_pci *t)
 
 /* Puts the function `t` (initialised) on the bus at devfn, as firmware
  * leaves it: BARs placed, memory decode and bus mastering on, INTA# routed
- * to `gsi`. Its BARs are light MMIO ranges: the light path's decode takes
- * their 32-bit MOVs (one vCPU: nothing the device does needs the heavy
- * path's state). */
+ * to `gsi`. Its BARs are light MMIO ranges in a VM of one vCPU: the light
+ * path's decode takes their 32-bit MOVs (nothing the device does needs the
+ * heavy path's state); with several, the device's state is shared and
+ * needs the VM lock, which the heavy path holds. */
 static void virtio_place(struct vm *vm, struct dev_host *pc, struct virtio_slot *slot,
 			 struct virtio_pci *t, uint8_t devfn, uint64_t bar4, uint64_t bar1, unsigned gsi,
 			 const char *name)
@@ -608,7 +586,7 @@ static void virtio_place(struct vm *vm, struct dev_host *pc, struct virtio_slot 
 	for (unsigned i = 0; i < 2; i++) {   /* placed (and sized) by virtio_bar_moved */
 		struct io_range r = { .base = vm->mem_size, .len = 0,
 				      .fn = i ? virtio_msix_mmio : virtio_bar4_mmio, .opaque = slot,
-				      .light = true, .name = name };
+				      .light = vm->nr_vcpus == 1, .name = name };
 		add_mmio(vm, &r);
 		slot->mmio[i] = vm->nr_mmio - 1;
 	}
@@ -722,27 +700,75 @@ bool platform_kick_source(const struct vm *vm)
 	return vm->net != 0;
 }
 
-void platform_create(struct vm *vm)
+/* The platform's devices, in the order their ranges are registered. The
+ * MMIO lookup scans them in this order: the local APIC's page first (an
+ * xAPIC guest's EOI, its most frequent MMIO access), then the I/O APIC and
+ * the HPET, the bench's test device, the virtio BARs, PCI's ECAM window
+ * last (configuration is rare). `at` is the device object's place in
+ * struct dev_host, the callbacks' opaque; `one` and `several` are the
+ * platform's wrappers of the device's first callback (every range that
+ * has it) in a VM of one vCPU and of several, 0 for the callback itself. */
+#define PC_AT(field) __builtin_offsetof(struct dev_host, field)
+#define PC_BOOT_LAPIC UINT32_MAX   /* not in dev_host: the boot vCPU's */
+#define PC_VIRTIO ((const struct dev_desc *)0)   /* disk = and net = go here */
+
+static const struct pc_device {
+	const struct dev_desc *desc;
+	io_handler_fn one, several;
+	uint32_t at;
+	bool pci;   /* only with a PCI function on the bus (disk = or net =) */
+} pc_devices[] = {
+	{ .desc = &uart16550_desc, .at = PC_AT(uart) },
+	{ .desc = &debug_exit_desc, .at = PC_AT(debug_exit) },
+	{ .desc = &pmtimer_desc, .at = PC_AT(pmtimer) },
+	{ .desc = &postcode_desc, .at = PC_AT(postcode) },
+	{ .desc = &pic8259_desc, .at = PC_AT(pic), .one = pic_io_checked, .several = pic_io_checked },
+	{ .desc = &pit8254_desc, .at = PC_AT(pit) },
+	{ .desc = &rtc_desc, .at = PC_AT(rtc) },
+	{ .desc = &pci_host_desc, .at = PC_AT(pci) },
+	{ .desc = &i8042_desc, .at = PC_AT(kbd) },
+	{ .desc = &fwcfg_desc, .at = PC_AT(fwcfg) },
+	{ .desc = &acpi_pm_desc, .at = PC_AT(acpi_pm) },
+	{ .desc = &lapic_desc, .at = PC_BOOT_LAPIC,
+	  .one = lapic_mmio_checked, .several = lapic_mmio_shared },
+	{ .desc = &ioapic_desc, .at = PC_AT(ioapic),
+	  .one = apic_mmio_checked, .several = apic_mmio_checked },
+	{ .desc = &hpet_desc, .at = PC_AT(hpet), .several = hpet_mmio_shared },
+	{ .desc = &mmio_test_desc, .at = PC_AT(mmio_test) },
+	{ .desc = PC_VIRTIO },
+	{ .desc = &pci_ecam_desc, .at = PC_AT(pci), .pci = true },
+};
+
+/* Registers the ranges of one device. In a VM of several vCPUs only a
+ * lock_free device stays light: the light path takes no lock. */
+static void add_device(struct vm *vm, const struct pc_device *d)
 {
-	struct dev_host *pc = vm->pc;
-	struct vcpu *v = vm->vcpu;
-	struct io_range r[3];
+	const struct dev_desc *desc = d->desc;
+	bool several = vm->nr_vcpus > 1;
+	io_handler_fn wrap = several ? d->several : d->one;
+	void *opaque = d->at == PC_BOOT_LAPIC ? (void *)&vm->vcpu->lapic : (char *)vm->pc + d->at;
+	for (unsigned i = 0; i < desc->nr_ranges; i++) {
+		const struct dev_range *rg = &desc->ranges[i];
+		struct io_range r = {
+			.base = rg->base, .len = rg->len, .opaque = opaque,
+			.name = rg->name ? rg->name : desc->name,
+			.fn = wrap && rg->fn == desc->ranges[0].fn ? wrap : rg->fn,
+			.light = rg->light && (!several || desc->lock_free),
+		};
+		if (desc->mmio ? vm_register_mmio(vm, &r) : vm_register_io(vm, &r))
+			panic("vm%u: too many %s ranges", vm->id, desc->mmio ? "MMIO" : "port");
+	}
+}
 
-	memset(vm->port_map, VM_PORT_SLOW, sizeof(vm->port_map));   /* nobody */
+/* The devices' own state, in the order of their dependencies (the HPET's
+ * legacy route reaches the PIT, every local APIC the I/O APIC). */
+static void init_devices(struct vm *vm, struct dev_host *pc)
+{
 	uart16550_init(&pc->uart, pc, pc_line(pc, UART16550_COM1_IRQ));
-	uart16550_range(&pc->uart, &r[0]);
-	add_port(vm, &r[0]);
 	debug_exit_init(&pc->debug_exit, pc);
-	debug_exit_range(&pc->debug_exit, &r[0]);
-	add_port(vm, &r[0]);
 	pmtimer_init(&pc->pmtimer, &vm->clock);
-	pmtimer_range(&pc->pmtimer, &r[0]);
-	add_port(vm, &r[0]);
 	postcode_init(&pc->postcode);
-	postcode_range(&pc->postcode, &r[0]);
-	add_port(vm, &r[0]);
 	mmio_test_init(&pc->mmio_test, LP_MMIO_TEST_BASE);
-
 	pic_init(&pc->pic);
 	ioapic_init(&pc->ioapic, 0, ioapic_to_bus, pc);
 	for (unsigned i = 0; i < vm->nr_vcpus; i++) {   /* vCPU i has APIC ID i */
@@ -752,65 +778,38 @@ void platform_create(struct vm *vm)
 		lapic_set_send_hook(a, apic_bus_send, pc);
 	}
 	/* as the BIOS leaves them: no device interrupt on an exception vector */
-	pc_irq_firmware_setup(&pc->pic, &pc->ioapic, &v->lapic);
-
-	pic_ranges(&pc->pic, r);
-	for (int i = 0; i < 3; i++) {
-		if (r[i].fn == pic_io)
-			r[i].fn = pic_io_checked;
-		add_port(vm, &r[i]);
-	}
+	pc_irq_firmware_setup(&pc->pic, &pc->ioapic, &vm->vcpu->lapic);
 	pit_init(&pc->pit, pc, pc_line(pc, PIT_IRQ));
-	pit_ranges(&pc->pit, r);
-	add_port(vm, &r[0]);
-	add_port(vm, &r[1]);
 	struct rtc_time now;
 	host_wall_clock(&now);
 	rtc_init(&pc->rtc, &vm->clock, &now);
 	rtc_set_memory(&pc->rtc, vm->mem_size, 0, 1);
-	rtc_range(&pc->rtc, &r[0]);
-	add_port(vm, &r[0]);
 	pci_host_init(&pc->pci);
-	pci_host_range(&pc->pci, &r[0]);
-	add_port(vm, &r[0]);
 	i8042_init(&pc->kbd, pc);
-	i8042_ranges(&pc->kbd, r);
-	add_port(vm, &r[0]);
-	add_port(vm, &r[1]);
 	fwcfg_init(&pc->fwcfg, vm->mem_size, vm->nr_vcpus);
-	fwcfg_range(&pc->fwcfg, &r[0]);
-	add_port(vm, &r[0]);
 	acpi_pm_init(&pc->acpi_pm, pc, pc_line(pc, ACPI_SCI_IRQ));
-	acpi_pm_range(&pc->acpi_pm, &r[0]);
-	add_port(vm, &r[0]);
-
-	/* The MMIO lookup scans the ranges in this order: the local APIC's page
-	 * first (an xAPIC guest's EOI, its most frequent MMIO access), then the
-	 * I/O APIC and the HPET, the bench's test device, a disk's BARs last. */
-	lapic_range(&v->lapic, &r[0]);
-	r[0].fn = vm->nr_vcpus > 1 ? lapic_mmio_shared : lapic_mmio_checked;
-	add_mmio(vm, &r[0]);
-	ioapic_range(&pc->ioapic, &r[0]);
-	r[0].fn = apic_mmio_checked;
-	add_mmio(vm, &r[0]);
 	hpet_init(&pc->hpet, pc, hpet_legacy_pit, &pc->pit);
-	hpet_range(&pc->hpet, &r[0]);
-	if (vm->nr_vcpus > 1)
-		r[0].fn = hpet_mmio_shared;
-	add_mmio(vm, &r[0]);
-	mmio_test_range(&pc->mmio_test, &r[0]);
-	add_mmio(vm, &r[0]);
 	pc->guest_mem = (struct vq_guest_mem){ vm, guest_in_ram, guest_read, guest_write, guest_ram };
-	if (vm->disk)   /* their BARs after every fixed range */
-		create_disk(vm, pc);
-	if (vm->net)
-		create_net(vm, pc);
-	if (vm->disk || vm->net) {   /* PCI's ECAM window (heavy), last: configuration is rare */
-		pci_ecam_range(&pc->pci, &r[0]);
-		add_mmio(vm, &r[0]);
+}
+
+void platform_create(struct vm *vm)
+{
+	struct dev_host *pc = vm->pc;
+	bool pci = vm->disk || vm->net;
+
+	memset(vm->port_map, VM_PORT_SLOW, sizeof(vm->port_map));   /* nobody */
+	init_devices(vm, pc);
+	for (size_t i = 0; i < sizeof(pc_devices) / sizeof(pc_devices[0]); i++) {
+		const struct pc_device *d = &pc_devices[i];
+		if (d->desc == PC_VIRTIO) {
+			if (vm->disk)
+				create_disk(vm, pc);
+			if (vm->net)
+				create_net(vm, pc);
+		} else if (pci || !d->pci) {
+			add_device(vm, d);
+		}
 	}
-	if (vm->nr_vcpus > 1)
-		platform_light_shared(vm);
 
 	msr_handler_fn lapic_fn = vm->nr_vcpus > 1 ? lapic_msr_shared : lapic_msr_handler;
 	if (vm->nr_vcpus == 1) {   /* first: the first registration of an MSR holds */

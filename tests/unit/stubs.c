@@ -214,3 +214,12 @@ static uint8_t *stub_ram_base(void *ctx)
  * virtqueue tests' own memory has none and so tests the accessor path). */
 const struct vq_guest_mem stub_ram_mem = { NULL, stub_ram_in, stub_ram_read, stub_ram_write,
 					   stub_ram_base };
+
+bool stub_desc_range_is(const struct dev_desc *d, unsigned i, uint64_t base, uint64_t len,
+			io_handler_fn fn, bool light)
+{
+	if (i >= d->nr_ranges)
+		return false;
+	const struct dev_range *r = &d->ranges[i];
+	return r->base == base && r->len == len && r->fn == fn && r->light == light;
+}

@@ -62,4 +62,9 @@ uint64_t stubs_next_deadline(void);
 
 void stubs_reset(void);
 
+/* Range i of a device's descriptor is [base, base + len) on callback fn,
+ * light or not. */
+bool stub_desc_range_is(const struct dev_desc *d, unsigned i, uint64_t base, uint64_t len,
+			io_handler_fn fn, bool light);
+
 #endif

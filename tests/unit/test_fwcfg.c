@@ -43,10 +43,7 @@ static void test_items(void **state)
 	(void)state;
 	stubs_reset();
 	fwcfg_init(&fw, 256ull << 20, 2);
-	struct io_range r;
-	fwcfg_range(&fw, &r);
-	assert_int_equal(r.base, 0x510);
-	assert_int_equal(r.len, 2);
+	assert_true(stub_desc_range_is(&fwcfg_desc, 0, 0x510, 2, fwcfg_io, true));
 
 	uint8_t sig[6];
 	select_item(FW_CFG_SIGNATURE);

@@ -64,13 +64,10 @@ static void test_range_and_caps(void **state)
 {
 	(void)state;
 	start();
-	struct io_range r;
-	hpet_range(&h, &r);
-	assert_int_equal(r.base, 0xfed00000u);
-	assert_int_equal(r.len, 0x1000);
-	assert_true(r.light);    /* its 32-bit MOVs on the light path */
-	assert_ptr_equal(r.fn, hpet_mmio);
-	assert_string_equal(r.name, "hpet");
+	assert_true(hpet_desc.mmio);
+	/* light: its 32-bit MOVs on the light path */
+	assert_true(stub_desc_range_is(&hpet_desc, 0, 0xfed00000u, 0x1000, hpet_mmio, true));
+	assert_string_equal(hpet_desc.name, "hpet");
 
 	assert_int_equal(rd(0x000, 4), 0x8086a201u);
 	assert_int_equal(rd(0x004, 4), 10000000u);     /* fs per tick: 100 MHz */

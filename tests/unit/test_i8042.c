@@ -36,12 +36,9 @@ static uint8_t in(uint16_t port)
 static void test_ranges_and_status(void **state)
 {
 	(void)state;
-	struct io_range r[2];
-	i8042_ranges(&kbc, r);
-	assert_int_equal(r[0].base, 0x60);
-	assert_int_equal(r[0].len, 1);
-	assert_int_equal(r[1].base, 0x64);
-	assert_int_equal(r[1].len, 1);
+	assert_int_equal(i8042_desc.nr_ranges, 2);
+	assert_true(stub_desc_range_is(&i8042_desc, 0, 0x60, 1, i8042_io, true));
+	assert_true(stub_desc_range_is(&i8042_desc, 1, 0x64, 1, i8042_io, true));
 	/* nothing to read, input buffer empty: a driver neither waits nor spins */
 	uint8_t st = in(0x64);
 	assert_int_equal(st & (I8042_STR_OBF | I8042_STR_IBF), 0);

@@ -65,11 +65,9 @@ static void program(unsigned pin, uint32_t lo, uint8_t dest)
 static void test_range_and_id_registers(void **state)
 {
 	(void)state;
-	struct io_range r;
-	ioapic_range(&io, &r);
-	assert_int_equal(r.base, 0xfec00000ull);
-	assert_int_equal(r.len, 0x1000);
-	assert_ptr_equal(r.fn, ioapic_mmio);
+	assert_true(ioapic_desc.mmio);
+	assert_false(ioapic_desc.lock_free);   /* its registers are the VM's */
+	assert_true(stub_desc_range_is(&ioapic_desc, 0, 0xfec00000ull, 0x1000, ioapic_mmio, true));
 
 	assert_int_equal(reg_read(IOAPIC_REG_VERSION), 0x00170011);
 	assert_int_equal(reg_read(IOAPIC_REG_ID), 0);

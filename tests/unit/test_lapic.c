@@ -56,11 +56,9 @@ static void enable(void) { mw(LAPIC_SVR, 0x1ff); }
 static void test_reset_state(void **state)
 {
 	(void)state;
-	struct io_range r;
-	lapic_range(&apic, &r);
-	assert_int_equal(r.base, 0xfee00000ull);
-	assert_int_equal(r.len, 0x1000);
-	assert_ptr_equal(r.fn, lapic_mmio);
+	assert_true(lapic_desc.mmio);
+	assert_true(lapic_desc.lock_free);   /* the page is each vCPU's own */
+	assert_true(stub_desc_range_is(&lapic_desc, 0, 0xfee00000ull, 0x1000, lapic_mmio, true));
 
 	uint64_t base;
 	assert_int_equal(msr_r(MSR_APIC_BASE, &base), 0);

@@ -230,10 +230,8 @@ static void test_empty_bus(void **state)
 	(void)state;
 	stubs_reset();
 	pci_host_init(&host);
-	struct io_range r;
-	pci_host_range(&host, &r);
-	assert_int_equal(r.base, 0xcf8);
-	assert_int_equal(r.len, 8);
+	assert_false(pci_host_desc.mmio);
+	assert_true(stub_desc_range_is(&pci_host_desc, 0, 0xcf8, 8, pci_host_io, true));
 
 	/* Linux's pci_check_type1(): the address register reads back */
 	io(0xcf8, 4, true, 0x80000000);
@@ -308,11 +306,9 @@ static uint64_t ecam(unsigned devfn, unsigned reg, unsigned size, bool w, uint64
 static void test_ecam_window(void **state)
 {
 	(void)state;
-	struct io_range r;
-	pci_ecam_range(&host, &r);
-	assert_int_equal(r.base, 0xe0000000u);
-	assert_int_equal(r.len, 0x100000);
-	assert_false(r.light);
+	assert_true(pci_ecam_desc.mmio);
+	assert_true(stub_desc_range_is(&pci_ecam_desc, 0, 0xe0000000u, 0x100000, pci_ecam_mmio,
+				       false));
 	assert_int_equal(pci_func_add_bar(&fn, 0, 0x1000, 0), 0);
 	fn.bar_moved = on_bar_moved;
 	assert_int_equal(pci_func_add_cap(&fn, 0x11, 12), 0x40);

@@ -65,17 +65,10 @@ static int setup_firmware(void **state)
 static void test_ranges(void **state)
 {
 	(void)state;
-	struct io_range r[3];
-	pic_ranges(&pic, r);
-	assert_int_equal(r[0].base, 0x20);
-	assert_int_equal(r[0].len, 2);
-	assert_int_equal(r[1].base, 0xa0);
-	assert_int_equal(r[1].len, 2);
-	assert_int_equal(r[2].base, 0x4d0);
-	assert_int_equal(r[2].len, 2);
-	assert_ptr_equal(r[0].fn, pic_io);
-	assert_ptr_equal(r[2].fn, pic_elcr_io);
-	assert_ptr_equal(r[1].opaque, &pic);
+	assert_int_equal(pic8259_desc.nr_ranges, 3);
+	assert_true(stub_desc_range_is(&pic8259_desc, 0, 0x20, 2, pic_io, true));
+	assert_true(stub_desc_range_is(&pic8259_desc, 1, 0xa0, 2, pic_io, true));
+	assert_true(stub_desc_range_is(&pic8259_desc, 2, 0x4d0, 2, pic_elcr_io, true));
 }
 
 static void test_init_and_masks(void **state)

@@ -54,13 +54,10 @@ static void at(uint64_t ticks) { stub_tsc = T0 + ticks * 10; }
 static void test_ranges_and_reset(void **state)
 {
 	(void)state;
-	struct io_range r[2];
-	pit_ranges(&pit, r);
-	assert_int_equal(r[0].base, 0x40);
-	assert_int_equal(r[0].len, 4);
-	assert_int_equal(r[1].base, 0x61);
-	assert_int_equal(r[1].len, 1);
-	assert_ptr_equal(r[1].fn, pit_port61_io);
+	assert_int_equal(pit8254_desc.nr_ranges, 2);
+	assert_false(pit8254_desc.mmio);
+	assert_true(stub_desc_range_is(&pit8254_desc, 0, 0x40, 4, pit_io, true));
+	assert_true(stub_desc_range_is(&pit8254_desc, 1, 0x61, 1, pit_port61_io, true));
 	/* after reset: mode 3, count 65536 counting, but no IRQ0 scheduled */
 	assert_int_equal(pit.ch[0].mode, 3);
 	assert_false(pit.timer.armed);

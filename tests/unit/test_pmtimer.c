@@ -38,15 +38,12 @@ static uint64_t read_at(uint64_t tsc, uint16_t port, unsigned size)
 static void test_range(void **state)
 {
 	(void)state;
-	struct io_range r;
 	start(3000000000ull, 0);
-	pmtimer_range(&pm, &r);
-	assert_int_equal(r.base, 0x608);
-	assert_int_equal(r.len, 4);
-	assert_ptr_equal(r.fn, pmtimer_io);
-	assert_ptr_equal(r.opaque, &pm);
-	assert_true(r.light);
-	assert_string_equal(r.name, "acpi-pm-timer");
+	assert_int_equal(pmtimer_desc.nr_ranges, 1);
+	assert_true(stub_desc_range_is(&pmtimer_desc, 0, 0x608, 4, pmtimer_io, true));
+	assert_int_equal(pm.base, 0x608);
+	assert_true(pmtimer_desc.lock_free);   /* light with several vCPUs too */
+	assert_string_equal(pmtimer_desc.name, "acpi-pm-timer");
 	assert_ptr_equal(pm.clock, &stub_clock);
 }
 

@@ -46,11 +46,7 @@ static uint8_t rd(uint8_t index)
 static void test_range_and_status_registers(void **state)
 {
 	(void)state;
-	struct io_range r;
-	rtc_range(&rtc, &r);
-	assert_int_equal(r.base, 0x70);
-	assert_int_equal(r.len, 2);
-	assert_ptr_equal(r.fn, rtc_io);
+	assert_true(stub_desc_range_is(&rtc_desc, 0, 0x70, 2, rtc_io, true));
 	assert_int_equal(rd(RTC_REG_A), 0x26);
 	assert_int_equal(rd(RTC_REG_B), 0x02);
 	assert_int_equal(rd(RTC_REG_C), 0x00);

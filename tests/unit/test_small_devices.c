@@ -21,15 +21,11 @@ static void test_debug_exit_range(void **state)
 {
 	(void)state;
 	struct debug_exit dev;
-	struct io_range r;
 	debug_exit_init(&dev, FAKE_HOST);
-	debug_exit_range(&dev, &r);
-	assert_int_equal(r.base, 0xf4);
-	assert_int_equal(r.len, 4);
-	assert_ptr_equal(r.fn, debug_exit_io);
-	assert_ptr_equal(r.opaque, &dev);
-	assert_true(r.light);
-	assert_string_equal(r.name, "isa-debug-exit");
+	assert_int_equal(debug_exit_desc.nr_ranges, 1);
+	assert_true(stub_desc_range_is(&debug_exit_desc, 0, 0xf4, 4, debug_exit_io, true));
+	assert_int_equal(dev.base, 0xf4);
+	assert_string_equal(debug_exit_desc.name, "isa-debug-exit");
 }
 
 static void test_debug_exit_write(void **state)
@@ -81,15 +77,10 @@ static void test_postcode(void **state)
 {
 	(void)state;
 	struct postcode dev;
-	struct io_range r;
 	postcode_init(&dev);
-	postcode_range(&dev, &r);
-	assert_int_equal(r.base, 0x80);
-	assert_int_equal(r.len, 1);
-	assert_ptr_equal(r.fn, postcode_io);
-	assert_ptr_equal(r.opaque, &dev);
-	assert_true(r.light);
-	assert_string_equal(r.name, "postcode");
+	assert_true(stub_desc_range_is(&postcode_desc, 0, 0x80, 1, postcode_io, true));
+	assert_int_equal(dev.base, 0x80);
+	assert_string_equal(postcode_desc.name, "postcode");
 
 	uint64_t v = ~0ull;
 	assert_int_equal(postcode_io(NULL, 0x80, &v, 1, false, &dev), IO_OK);

@@ -39,15 +39,11 @@ static uint8_t inb(unsigned reg) { return (uint8_t)in(reg, 1); }
 static void test_range(void **state)
 {
 	(void)state;
-	struct io_range r;
-	memset(&r, 0, sizeof(r));
-	uart16550_range(&uart, &r);
-	assert_int_equal(r.base, 0x3f8);
-	assert_int_equal(r.len, 8);
-	assert_ptr_equal(r.fn, uart16550_io);
-	assert_ptr_equal(r.opaque, &uart);
-	assert_true(r.light);
-	assert_string_equal(r.name, "uart16550");
+	assert_int_equal(uart16550_desc.nr_ranges, 1);
+	assert_true(stub_desc_range_is(&uart16550_desc, 0, 0x3f8, 8, uart16550_io, true));
+	assert_int_equal(uart.base, 0x3f8);
+	assert_false(uart16550_desc.lock_free);   /* heavy with several vCPUs */
+	assert_string_equal(uart16550_desc.name, "uart16550");
 	assert_ptr_equal(uart.host, FAKE_HOST);
 	assert_int_equal(uart.irq.gsi, 4);
 }

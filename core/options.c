@@ -20,6 +20,7 @@ enum option_kind {
 	OPT_CPUS,    /* a CPU count, 1..OPTIONS_CPUS_MAX */
 	OPT_CPU,     /* a CPU number, 0..OPTIONS_CPUS_MAX - 1 */
 	OPT_STATS,   /* stats=: the table, and what is measured beside it */
+	OPT_AUTO3,   /* enum opt_auto: auto, `on_word` or `off_word` */
 };
 
 struct option_desc {
@@ -37,6 +38,7 @@ static const struct option_desc option_table[] = {
 	SWITCH("svm.vmload", vmload_lazy, "lazy", "always"),
 	SWITCH("vmx.tpr", vmx_tpr_shadow, "shadow", "exit"),
 	SWITCH("vmx.apicv", vmx_apicv, "on", "off"),
+	{ "vmx.bochs_quirk", OPT_AUTO3, offsetof(struct lp_options, vmx_bochs_quirk), "on", "off" },
 	SWITCH("dr", dr_lazy, "lazy", "always"),
 	SWITCH("pmu", pmu_lazy, "lazy", "always"),
 	SWITCH("msr", msr_lazy, "lazy", "always"),
@@ -61,6 +63,7 @@ void options_defaults(struct lp_options *opt)
 	opt->vmload_lazy = true;
 	opt->vmx_tpr_shadow = true;
 	opt->vmx_apicv = true;
+	opt->vmx_bochs_quirk = OPT_AUTO;
 	opt->dr_lazy = true;
 	opt->pmu_lazy = true;
 	opt->msr_lazy = true;
@@ -157,6 +160,9 @@ static void set_bad_value(char *err, size_t errlen,
 	quote(q, val, n);
 	if (d->kind == OPT_SWITCH)
 		snprintf(err, errlen, "bad value '%s' for %s= (use %s or %s)", q,
+			 d->key, d->on_word, d->off_word);
+	else if (d->kind == OPT_AUTO3)
+		snprintf(err, errlen, "bad value '%s' for %s= (use auto, %s or %s)", q,
 			 d->key, d->on_word, d->off_word);
 	else if (d->kind == OPT_CPUS)
 		snprintf(err, errlen, "bad value '%s' for %s= (use 1..%u: the most host CPUs to "
@@ -275,6 +281,15 @@ static int apply_word(struct lp_options *opt, const char *w, size_t n,
 				*(bool *)field = true;
 			else if (word_is(val, vallen, d->off_word))
 				*(bool *)field = false;
+			else
+				goto bad_value;
+		} else if (d->kind == OPT_AUTO3) {
+			if (word_is(val, vallen, "auto"))
+				*(unsigned *)field = OPT_AUTO;
+			else if (word_is(val, vallen, d->on_word))
+				*(unsigned *)field = OPT_ON;
+			else if (word_is(val, vallen, d->off_word))
+				*(unsigned *)field = OPT_OFF;
 			else
 				goto bad_value;
 		} else if (d->kind == OPT_STATS) {

@@ -16,6 +16,9 @@ struct lp_options {
 	bool vmx_apicv;    /* vmx.apicv=on|off: VT-x's APIC virtualization (APIC-access
 			      page, x2APIC and register virtualization, virtual-interrupt
 			      delivery) where the CPU has it, or injection (the fallback) */
+	unsigned vmx_bochs_quirk; /* vmx.bochs_quirk=auto|on|off (enum opt_auto): VT-x's
+				     workaround for Bochs 2.7's virtual-interrupt defect
+				     (vmm/vmx/bochs.c), where Bochs is detected, always, never */
 	bool dr_lazy;      /* dr=lazy|always: DR0-3 switched once the guest uses them */
 	bool pmu_lazy;     /* pmu=lazy|always: PMU MSRs switched only for a vPMU */
 	bool msr_lazy;     /* msr=lazy|always: syscall MSRs switched on heavy exits only */
@@ -37,6 +40,9 @@ struct lp_options {
 				   starts running a vCPU (core/smp.c: how an AP's panic is
 				   handled); 0 = off (default) */
 };
+
+/* A three-way option's values. */
+enum opt_auto { OPT_AUTO = 0, OPT_ON, OPT_OFF };
 
 /* cpus= accepts 1..this many (= SMP_MAX_CPUS, core/smp.h). */
 #define OPTIONS_CPUS_MAX LP_MAX_CPUS

@@ -10,6 +10,7 @@
 #define LAPIC_TPR       0x080
 #define LAPIC_EOI       0x0b0
 #define LAPIC_SVR       0x0f0
+#define LAPIC_IRR       0x200   /* 8 registers, 0x10 apart, 32 vectors each */
 #define LAPIC_ICR_LO    0x300
 #define LAPIC_ICR_HI    0x310
 #define ICR_DELIVERY_PENDING (1u << 12)
@@ -142,6 +143,17 @@ void timer_program(uint64_t deadline_tsc)
 	if (counts > 0xffffffffu)
 		counts = 0xffffffffu;       /* fires early; the caller re-arms */
 	*lapic_reg(LAPIC_TIMER_ICR) = (uint32_t)counts;
+}
+
+uint64_t timer_ticks_left(void)
+{
+	uint32_t count = *lapic_reg(LAPIC_TIMER_CCR);
+	if (count) {   /* rounded up: never before the interrupt */
+		uint64_t n = (uint64_t)count << 32;
+		return n / lapic_per_tsc_q32 + (n % lapic_per_tsc_q32 != 0);
+	}
+	uint32_t irr = *lapic_reg(LAPIC_IRR + 0x10 * (IDT_VECTOR_TIMER / 32));
+	return irr & (1u << (IDT_VECTOR_TIMER % 32)) ? 0 : UINT64_MAX;
 }
 
 void timer_interrupt(void)

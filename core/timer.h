@@ -13,6 +13,12 @@
 int timer_init(void);
 /* Fires IDT_VECTOR_TIMER at (or soon after) `deadline_tsc`; 0 stops it. */
 void timer_program(uint64_t deadline_tsc);
+/* TSC ticks until this CPU's timer fires (rounded up); 0: it has fired
+ * and its interrupt waits in the local APIC (IRR); UINT64_MAX: it is
+ * stopped, or its interrupt was taken. From the timer's own count, so it
+ * costs no bookkeeping in timer_program (VT-x's Bochs twins read it before
+ * every entry: vmm/vmx/bochs.c). */
+uint64_t timer_ticks_left(void);
 /* An AP's local APIC as timer_init() left the boot CPU's: enabled, the
  * timer one-shot on IDT_VECTOR_TIMER and stopped, TPR 0. The calibration is
  * the boot CPU's: every local APIC timer counts the same clock. */

@@ -1456,7 +1456,7 @@ FOREVER = GUESTS + "/forever.elf"
 HELLO3 = HELLO + " status=3"
 # lightpath's start-up lines, left out of the exact comparisons below
 STARTUP_LINE = re.compile(r"^lightpath: (lightweight-exit hypervisor|options: |AMD SVM with nested paging|"
-                          r"Intel VMX with |VMX local APIC: |spec=(on|off): |\d+ CPUs? found \(ACPI MADT|"
+                          r"Intel VMX with |VMX local APIC: |VMX: |spec=(on|off): |\d+ CPUs? found \(ACPI MADT|"
                           r"TSC \d+\.\d{3} MHz \(|TSC check: )")
 
 

@@ -12,7 +12,7 @@ UNIT_CFLAGS  := -std=gnu11 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undef
 UNIT_LDLIBS  := -lcmocka
 
 # Code under test, shared by every test binary (plus the service stubs).
-UNIT_SUT_SRCS := core/options.c core/madt.c $(wildcard dev/*.c emul/*.c) vmm/linux_boot.c vmm/vmconfig.c \
+UNIT_SUT_SRCS := core/options.c core/madt.c core/smbios.c $(wildcard dev/*.c emul/*.c) vmm/linux_boot.c vmm/vmconfig.c \
                  vmm/loader.c vmm/firmware.c \
                  vmm/spec_policy.c vmm/cpuid_policy.c vmm/msr_map.c tests/unit/stubs.c
 UNIT_SUT_OBJS := $(patsubst %,$(UNIT_DIR)/obj/%.o,$(UNIT_SUT_SRCS))

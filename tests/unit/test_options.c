@@ -34,6 +34,7 @@ static void assert_options_equal(const struct lp_options *a, const struct lp_opt
 	assert_int_equal(a->stats_sites, b->stats_sites);
 	assert_int_equal(a->vm_timeout_s, b->vm_timeout_s);
 	assert_int_equal(a->cpus, b->cpus);
+	assert_int_equal(a->vmx_bochs_quirk, b->vmx_bochs_quirk);
 }
 
 static int parse(struct lp_options *o, const char *cmdline)
@@ -266,6 +267,34 @@ static void test_bad_values(void **state)
 	assert_string_equal(err, "bad value 'on=off' for light= (use on or off)");
 }
 
+/* vmx.bochs_quirk=: three words, auto the default; anything else is one
+ * error line naming them. */
+static void test_bochs_quirk(void **state)
+{
+	(void)state;
+	struct lp_options o, want;
+	options_defaults(&want);
+	assert_int_equal(want.vmx_bochs_quirk, OPT_AUTO);
+	assert_int_equal(parse(&o, "vmx.bochs_quirk=on"), 0);
+	want.vmx_bochs_quirk = OPT_ON;
+	assert_options_equal(&o, &want);
+	assert_int_equal(parse(&o, "vmx.bochs_quirk=off"), 0);
+	want.vmx_bochs_quirk = OPT_OFF;
+	assert_options_equal(&o, &want);
+	assert_int_equal(parse(&o, "vmx.bochs_quirk=off vmx.bochs_quirk=auto"), 0);
+	want.vmx_bochs_quirk = OPT_AUTO;
+	assert_options_equal(&o, &want);
+	assert_int_equal(options_config_bits(&o), ALL_BITS);
+	static const char *const bad[] = { "vmx.bochs_quirk=yes", "vmx.bochs_quirk=",
+					   "vmx.bochs_quirk=AUTO", "vmx.bochs_quirk=on,off" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_true(parse(&o, bad[i]) < 0);
+		assert_non_null(strstr(err, "for vmx.bochs_quirk= (use auto, on or off)"));
+	}
+	assert_true(parse(&o, "vmx.bochs_quirk=1") < 0);
+	assert_string_equal(err, "bad value '1' for vmx.bochs_quirk= (use auto, on or off)");
+}
+
 static void test_cpus(void **state)
 {
 	(void)state;
@@ -294,7 +323,7 @@ static void test_unknown_key(void **state)
 	struct lp_options o;
 	assert_true(parse(&o, "foo=1") < 0);
 	assert_string_equal(err, "unknown boot option 'foo=1' (accepted: light= "
-			    "svm.vmload= vmx.tpr= vmx.apicv= dr= pmu= msr= io= spec= unclaimed= clock= timer= mem= stats= vm.timeout= "
+			    "svm.vmload= vmx.tpr= vmx.apicv= vmx.bochs_quirk= dr= pmu= msr= io= spec= unclaimed= clock= timer= mem= stats= vm.timeout= "
 			    "tsc.check= cpus= test.panic_ap=)");
 	/* Prefixes and case variants of real keys are not keys. */
 	assert_true(parse(&o, "lightx=on") < 0);
@@ -311,7 +340,7 @@ static void test_missing_equals(void **state)
 	struct lp_options o;
 	assert_true(parse(&o, "light=on stats") < 0);
 	assert_string_equal(err, "missing '=value' in boot option 'stats' (accepted: "
-			    "light= svm.vmload= vmx.tpr= vmx.apicv= dr= pmu= msr= io= spec= unclaimed= clock= timer= mem= stats= vm.timeout= "
+			    "light= svm.vmload= vmx.tpr= vmx.apicv= vmx.bochs_quirk= dr= pmu= msr= io= spec= unclaimed= clock= timer= mem= stats= vm.timeout= "
 			    "tsc.check= cpus= test.panic_ap=)");
 	/* The leading path is skipped only once. */
 	assert_true(parse(&o, "/boot/lightpath.elf light") < 0);
@@ -387,6 +416,7 @@ int main(void)
 		cmocka_unit_test(test_mem),
 		cmocka_unit_test(test_vm_timeout),
 		cmocka_unit_test(test_cpus),
+		cmocka_unit_test(test_bochs_quirk),
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_unknown_key),
 		cmocka_unit_test(test_missing_equals),

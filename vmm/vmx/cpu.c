@@ -18,14 +18,21 @@
 #include "vmm/vmx/vmx.h"
 #include "vmm/vmx/vmx_ops.h"
 
-/* The light loop, one per spec= variant (vmm/vmx/entry.S, in the order
- * vmm/spec_ctrl.h gives); its exit stub is in vmx_exit_stubs (vmm/vmx/vcpu.c). */
+/* The light loop, one per spec= variant and its Bochs twin (vmm/vmx/entry.S,
+ * in the order vmm/vmx/vmx.h gives); its exit stub is in vmx_exit_stubs
+ * (vmm/vmx/vcpu.c). */
 typedef void vmx_light_loop_fn(struct vcpu *v);
 vmx_light_loop_fn vmx_light_loop, vmx_light_loop_spec_ctrl, vmx_light_loop_rsb_lite,
-	vmx_light_loop_rsb_lite_spec_ctrl, vmx_light_loop_rsb_full, vmx_light_loop_rsb_full_spec_ctrl;
-static vmx_light_loop_fn *const vmx_light_loops[SPEC_ENTRY_VARIANTS] = {
+	vmx_light_loop_rsb_lite_spec_ctrl, vmx_light_loop_rsb_full, vmx_light_loop_rsb_full_spec_ctrl,
+	vmx_light_loop_bochs, vmx_light_loop_spec_ctrl_bochs, vmx_light_loop_rsb_lite_bochs,
+	vmx_light_loop_rsb_lite_spec_ctrl_bochs, vmx_light_loop_rsb_full_bochs,
+	vmx_light_loop_rsb_full_spec_ctrl_bochs;
+static vmx_light_loop_fn *const vmx_light_loops[VMX_ENTRY_VARIANTS] = {
 	vmx_light_loop, vmx_light_loop_spec_ctrl, vmx_light_loop_rsb_lite,
 	vmx_light_loop_rsb_lite_spec_ctrl, vmx_light_loop_rsb_full, vmx_light_loop_rsb_full_spec_ctrl,
+	vmx_light_loop_bochs, vmx_light_loop_spec_ctrl_bochs, vmx_light_loop_rsb_lite_bochs,
+	vmx_light_loop_rsb_lite_spec_ctrl_bochs, vmx_light_loop_rsb_full_bochs,
+	vmx_light_loop_rsb_full_spec_ctrl_bochs,
 };
 
 struct vmx_caps vmx_caps;
@@ -204,6 +211,7 @@ int vendor_cpu_init(const struct lp_options *opt)
 		c->watchdog_ticks ? "a VMX-preemption-timer watchdog every " STR(WATCHDOG_MS) " ms"
 				  : "no VMX-preemption timer (no watchdog)");
 	kprintf("lightpath: VMX local APIC: %s\n", apic_how);
+	vmx_bochs_quirk_init(opt, use_apicv && c->apicv_xapic);
 	return 0;
 }
 

@@ -17,14 +17,20 @@
 #include "vmm/vmx/vmx.h"
 #include "vmm/vmx/vmx_ops.h"
 
-/* Where a VM exit lands (HOST_RIP), one stub per spec= variant
- * (vmm/vmx/entry.S, in the order vmm/spec_ctrl.h gives). */
+/* Where a VM exit lands (HOST_RIP), one stub per spec= variant and its
+ * Bochs twin (vmm/vmx/entry.S, in the order vmm/vmx/vmx.h gives). */
 void vmx_exit_stub(void), vmx_exit_stub_spec_ctrl(void), vmx_exit_stub_rsb_lite(void),
 	vmx_exit_stub_rsb_lite_spec_ctrl(void), vmx_exit_stub_rsb_full(void),
-	vmx_exit_stub_rsb_full_spec_ctrl(void);
-static void (*const vmx_exit_stubs[SPEC_ENTRY_VARIANTS])(void) = {
+	vmx_exit_stub_rsb_full_spec_ctrl(void), vmx_exit_stub_bochs(void),
+	vmx_exit_stub_spec_ctrl_bochs(void), vmx_exit_stub_rsb_lite_bochs(void),
+	vmx_exit_stub_rsb_lite_spec_ctrl_bochs(void), vmx_exit_stub_rsb_full_bochs(void),
+	vmx_exit_stub_rsb_full_spec_ctrl_bochs(void);
+static void (*const vmx_exit_stubs[VMX_ENTRY_VARIANTS])(void) = {
 	vmx_exit_stub, vmx_exit_stub_spec_ctrl, vmx_exit_stub_rsb_lite,
 	vmx_exit_stub_rsb_lite_spec_ctrl, vmx_exit_stub_rsb_full, vmx_exit_stub_rsb_full_spec_ctrl,
+	vmx_exit_stub_bochs, vmx_exit_stub_spec_ctrl_bochs, vmx_exit_stub_rsb_lite_bochs,
+	vmx_exit_stub_rsb_lite_spec_ctrl_bochs, vmx_exit_stub_rsb_full_bochs,
+	vmx_exit_stub_rsb_full_spec_ctrl_bochs,
 };
 
 /* ---- vCPU start state (multiboot: 32-bit protected mode, paging off) ---- */
@@ -254,6 +260,9 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	vmcs_set(VMCS_GUEST_INTERRUPTIBILITY, 0);
 	vmcs_set(VMCS_GUEST_ACTIVITY_STATE, 0);
 	vmcs_set(VMCS_GUEST_PENDING_DBG, 0);
+	/* the spec= variant (exit_vcpu_init), or its Bochs twin: HOST_RIP's
+	 * stub and the loop vendor_enter_guest runs (vmx_light_loops) */
+	v->entry_variant = spec_entry_variant(o) + (vmx_bochs_quirk ? SPEC_ENTRY_VARIANTS : 0);
 	host_state_init(v);
 	setup_end(vm);
 	lapic_set_cpu_delivers(&v->lapic, false);

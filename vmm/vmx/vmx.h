@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vmm/spec_ctrl.h"
+
 struct vcpu;
 
 /* A control word's allowed settings: bits in `must` are fixed to 1, bits
@@ -30,6 +32,20 @@ struct vmx_caps {
 };
 
 extern struct vmx_caps vmx_caps;
+
+/* The light loop and exit stub variants (vmm/vmx/entry.S): the spec= ones
+ * (vmm/spec_ctrl.h), then each again as a Bochs twin (vmm/vmx/bochs.c). */
+#define VMX_ENTRY_VARIANTS (2 * SPEC_ENTRY_VARIANTS)
+
+/* Bochs 2.7's virtual-interrupt defect is worked around (vmm/vmx/bochs.c):
+ * decided once, at boot, before any VMCS is set up. */
+extern bool vmx_bochs_quirk;
+struct lp_options;
+/* Decides vmx_bochs_quirk (vmx.bochs_quirk=, and what the firmware and the
+ * CPU say) and prints the line saying so. After the capabilities are read. */
+void vmx_bochs_quirk_init(const struct lp_options *o, bool apicv);
+/* Called by the Bochs twins of the light loop before each VM entry. */
+void vmx_bochs_guest_entry(void);
 
 /* The host gets the CPU back at least this often, whatever the guest does:
  * the VMX-preemption timer (Bochs does not exit a guest that runs with IF=0

@@ -116,7 +116,7 @@ static uint32_t send(const uint8_t *dst, unsigned type, uint32_t seq, unsigned l
  * and `sti; hlt` opens them only for the HLT (STI's shadow), so that the
  * interrupt of a frame that comes after the look ends the HLT. With them
  * on, it could be taken between the look and the HLT, which then slept
- * with the frame in the ring (issue 27: the echo VM, until its time limit). */
+ * with the frame in the ring (the echo VM once did, until its time limit). */
 static uint8_t *receive(unsigned *len, uint64_t wait, uint16_t *d)
 {
 	uint64_t start = rdtsc();

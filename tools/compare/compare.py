@@ -329,8 +329,8 @@ any mitigation it enables even under `mitigations=off`.
 {pairs}
 Measured on {date} with {doc["qemu"]}, CPU model `{kvmboot.CPU}` ("{doc["cpu_model"]}"),
 KVM from Debian's kernel {doc["kvm_kernel"]} (`{doc["kvm_kernel_package"]}`), kvm_amd
-{doc["kvm_amd"]}. The Linux boots run with a fixed RNG seed and RTC (`-seed 1 -rtc
-base=...,clock=vm`), so KVM's figures, like lightpath's, are the same on every run.
+{doc["kvm_amd"]}. The Linux boots run with a fixed RNG seed (QEMU's `-seed`) and RTC
+(`-rtc base=...,clock=vm`), so KVM's figures, like lightpath's, are the same on every run.
 Reproduce with `make compare` (a few minutes here once the 70 MB kernel package is
 downloaded; results, each row with its `pair`, also in `build/bench/compare.json`).
 

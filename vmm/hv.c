@@ -13,9 +13,33 @@ const char *hv_backend_name(void)
 	return vendor_name();
 }
 
+/* Every exit the backend's intercepts can produce has a row in its exit
+ * table, or the backend is refused: an exit without one would stop a VM
+ * only when a guest first causes it. Once, at boot; nothing of it is on
+ * the exit path. */
+static int exit_table_check(void)
+{
+	struct exit_span spans[EXIT_SPANS_MAX];
+	unsigned n = vendor_intercept_spans(spans, EXIT_SPANS_MAX);
+	if (n > EXIT_SPANS_MAX) {
+		kprintf("lightpath: error: the %s backend's intercepts make %u exit spans, more "
+			"than the %u the exit table check takes (EXIT_SPANS_MAX)\n", vendor_name(), n,
+			EXIT_SPANS_MAX);
+		return -1;
+	}
+	uint32_t code;
+	const struct exit_span *s =
+		exit_table_missing(vendor_exit_table, vendor_exit_table_rows, spans, n, &code);
+	if (!s)
+		return 0;
+	kprintf("lightpath: error: the %s backend intercepts exit 0x%x (%s) but its exit table "
+		"has no row for it; refusing to run\n", vendor_name(), code, s->intercept);
+	return -1;
+}
+
 int hv_boot_cpu_init(const struct lp_options *opt)
 {
-	if (vendor_cpu_init(opt) < 0 || exit_table_init() < 0)
+	if (vendor_cpu_init(opt) < 0 || exit_table_init() < 0 || exit_table_check() < 0)
 		return -1;
 	return 0;
 }

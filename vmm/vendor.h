@@ -59,8 +59,6 @@ unsigned vendor_switch_bits(const struct lp_options *o);
 
 /* Runs the guest in the light loop (the exit stub) until it is left. */
 void vendor_enter_guest(struct vcpu *v);
-/* An exit the table does not know: stop the VM with one line naming it. */
-void vendor_unexpected_exit(struct vcpu *v);
 /* The next RIP after the instruction `p` at RIP, prefixes included, or 0
  * (the VM is stopped) when the bytes there are not that instruction. */
 uint64_t vendor_next_rip_slow(struct vcpu *v, struct insn_pattern p);

@@ -103,6 +103,15 @@ struct exit_span {
 /* The most spans a backend reports (vendor_intercept_spans). */
 #define EXIT_SPANS_MAX 192
 
+/* Adds one span to out[max], counting it in *n even when out is full. */
+static inline void exit_span_add(struct exit_span *out, unsigned max, unsigned *n, uint32_t first,
+				 uint32_t last, const char *intercept)
+{
+	if (*n < max)
+		out[*n] = (struct exit_span){ first, last, intercept };
+	(*n)++;
+}
+
 /* The backend's spans, as its vCPUs' set-up and run loop set the
  * intercepts (after vendor_cpu_init): up to `max` of them into `out`;
  * returns how many there are (more than `max`: some were left out). */

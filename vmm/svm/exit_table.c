@@ -69,18 +69,15 @@ static const struct {
 unsigned vendor_intercept_spans(struct exit_span *out, unsigned max)
 {
 	unsigned n = 0;
-#define SPAN(code, what)                                                   \
-	do {                                                               \
-		if (n < max)                                               \
-			out[n] = (struct exit_span){ (code), (code), (what) }; \
-		n++;                                                       \
-	} while (0)
-	for (unsigned w = 0; w < sizeof(intercept_words) / sizeof(intercept_words[0]); w++)
-		for (unsigned bit = 0; bit < 32; bit++)
+	for (unsigned w = 0; w < sizeof(intercept_words) / sizeof(intercept_words[0]); w++) {
+		for (unsigned bit = 0; bit < 32; bit++) {
+			uint32_t code = intercept_words[w].base + bit;
 			if (intercept_words[w].bits & (1u << bit))
-				SPAN(intercept_words[w].base + bit, intercept_words[w].name);
-	SPAN(SVM_EXIT_NPF, "nested paging (np_enable)");
-	SPAN(SVM_EXIT_INVALID, "VMRUN's consistency checks");
-#undef SPAN
+				exit_span_add(out, max, &n, code, code, intercept_words[w].name);
+		}
+	}
+	exit_span_add(out, max, &n, SVM_EXIT_NPF, SVM_EXIT_NPF, "nested paging (np_enable)");
+	exit_span_add(out, max, &n, SVM_EXIT_INVALID, SVM_EXIT_INVALID,
+		      "VMRUN's consistency checks");
 	return n;
 }

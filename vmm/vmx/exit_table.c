@@ -122,21 +122,19 @@ unsigned vendor_intercept_spans(struct exit_span *out, unsigned max)
 			     ctl_adjust(c->proc, VMX_PROC_INTERCEPTS),
 			     ctl_adjust(c->proc2, VMX_PROC2_INTERCEPTS) };
 	unsigned n = 0;
-#define SPAN(lo, hi, what)                                                 \
-	do {                                                               \
-		if (n < max)                                               \
-			out[n] = (struct exit_span){ (lo), (hi), (what) };     \
-		n++;                                                       \
-	} while (0)
 	for (unsigned i = 0; i < sizeof(always_exits) / sizeof(always_exits[0]); i++)
-		SPAN(always_exits[i].first, always_exits[i].last, always_exits[i].name);
-	for (unsigned i = 0; i < sizeof(control_exits) / sizeof(control_exits[0]); i++)
+		exit_span_add(out, max, &n, always_exits[i].first, always_exits[i].last,
+			      always_exits[i].name);
+	for (unsigned i = 0; i < sizeof(control_exits) / sizeof(control_exits[0]); i++) {
+		uint32_t reason = control_exits[i].reason;
 		if (word[control_exits[i].word] & control_exits[i].bit)
-			SPAN(control_exits[i].reason, control_exits[i].reason, control_exits[i].name);
+			exit_span_add(out, max, &n, reason, reason, control_exits[i].name);
+	}
 	if ((word[PROC] & PROC_RDTSC_EXITING) && (word[PROC2] & PROC2_ENABLE_RDTSCP))
-		SPAN(VMX_EXIT_RDTSCP, VMX_EXIT_RDTSCP, "RDTSC exiting with RDTSCP enabled");
+		exit_span_add(out, max, &n, VMX_EXIT_RDTSCP, VMX_EXIT_RDTSCP,
+			      "RDTSC exiting with RDTSCP enabled");
 	if (VMX_EXC_INTERCEPTS)
-		SPAN(VMX_EXIT_EXCEPTION_NMI, VMX_EXIT_EXCEPTION_NMI, "the exception bitmap");
-#undef SPAN
+		exit_span_add(out, max, &n, VMX_EXIT_EXCEPTION_NMI, VMX_EXIT_EXCEPTION_NMI,
+			      "the exception bitmap");
 	return n;
 }

@@ -3,10 +3,11 @@
 
 #include "core/console.h"
 #include "lib/printf.h"
+#include "vmm/exit_table.h"
 #include "vmm/guests.h"
 #include "vmm/spec_ctrl.h"
-#include "vmm/vcpu_exit.h"
-#include "vmm/vendor.h"
+#include "vmm/vcpu_exit.h"      /* exit_table_init */
+#include "vmm/vendor_setup.h"
 
 const char *hv_backend_name(void)
 {

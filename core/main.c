@@ -4,6 +4,7 @@
 #include "core/bootinfo.h"
 #include "core/console.h"
 #include "core/cpu.h"
+#include "core/hv.h"
 #include "core/idt.h"
 #include "core/options.h"
 #include "core/percpu.h"
@@ -14,11 +15,6 @@
 #include "core/xstate.h"
 #include "include/lightpath/abi.h"
 #include "lib/printf.h"
-#include "vmm/guests.h"
-#include "vmm/spec_ctrl.h"
-#include "vmm/vcpu_exit.h"
-#include "vmm/vendor.h"
-#include "vmm/vm.h"
 
 extern char __image_end[];
 
@@ -31,26 +27,6 @@ static void mask_legacy_pic(void)
 	outb(0xa1, 0xff);
 }
 
-/* The last line: the status and the rule that chose it (guests.h). */
-static void report_outcome(const struct guests_outcome *end)
-{
-	char why[128], clamp[80] = "";
-	if (end->nonzero)
-		snprintf(why, sizeof(why), "the first non-zero status, vm%u's; VMs that did not end "
-			 "with 0: %u of %u%s", end->first_nonzero, end->nonzero, end->vms,
-			 end->ignored ? "; modules were ignored" : "");
-	else if (end->ignored)
-		snprintf(why, sizeof(why), "every VM ended with status 0, but %u module%s ignored",
-			 end->ignored, end->ignored == 1 ? " was" : "s were");
-	else
-		snprintf(why, sizeof(why), "every VM ended with status 0");
-	if (power_off_status(end->status) != end->status)
-		snprintf(clamp, sizeof(clamp), "; passed on as %u, the largest QEMU's exit code carries",
-			 power_off_status(end->status));
-	kprintf("lightpath: all VMs ended; powering off with status %u (%s%s)\n", end->status, why,
-		clamp);
-}
-
 void kmain(uint32_t magic, uint32_t info);
 
 void kmain(uint32_t magic, uint32_t info)
@@ -59,7 +35,7 @@ void kmain(uint32_t magic, uint32_t info)
 	console_init();
 	idt_init();
 	mask_legacy_pic();
-	kprintf("lightpath: lightweight-exit hypervisor, %s backend\n", vendor_name());
+	kprintf("lightpath: lightweight-exit hypervisor, %s backend\n", hv_backend_name());
 	if (bootinfo_parse(&boot_info, magic, info)) {
 		kprintf("lightpath: error: not started by a multiboot loader (magic 0x%x)\n", magic);
 		power_off(LP_STATUS_HV_ERROR);
@@ -91,10 +67,9 @@ void kmain(uint32_t magic, uint32_t info)
 	tsc_calibrate();
 	tsc_check(options.tsc_check_s);
 
-	if (xstate_init() < 0 || vendor_cpu_init(&options) < 0 || exit_table_init() < 0 ||
-	    timer_init() < 0)
+	if (xstate_init() < 0 || hv_boot_cpu_init(&options) < 0 || timer_init() < 0)
 		power_off(LP_STATUS_HV_ERROR);
-	spec_init(&options);
+	hv_boot_cpu_ready(&options);
 	smp_init(&boot_info, &options);   /* the other CPUs wait, idle; VMs run on this one */
 
 	if (boot_info.nr_modules == 0) {
@@ -103,8 +78,5 @@ void kmain(uint32_t magic, uint32_t info)
 		power_off(LP_STATUS_HV_ERROR);
 	}
 
-	struct guests_outcome end;
-	guests_run_all(&boot_info, &options, &end);
-	report_outcome(&end);
-	power_off(end.status);
+	power_off(hv_run_guests(&boot_info, &options));
 }

@@ -5,6 +5,7 @@
 #include "core/bootinfo.h"
 #include "core/console.h"
 #include "core/cpu.h"
+#include "core/hv.h"
 #include "core/idt.h"
 #include "core/madt.h"
 #include "core/options.h"
@@ -14,9 +15,6 @@
 #include "core/xstate.h"
 #include "lib/printf.h"
 #include "lib/string.h"
-#include "vmm/guests.h"
-#include "vmm/spec_ctrl.h"
-#include "vmm/vendor.h"
 
 _Static_assert(SMP_MAX_CPUS == MADT_MAX_CPUS, "one limit");
 
@@ -122,8 +120,7 @@ void ap_main(void)
 		xsetbv(0, bsp_state.xcr0);
 	idt_load();
 	timer_init_ap();
-	spec_init_ap(bsp_state.opt);
-	const char *why = vendor_cpu_virt_on(pc);
+	const char *why = hv_ap_init(pc, bsp_state.opt);
 	if (why) {
 		pc->fail_why = why;
 		__atomic_store_n(&pc->state, PERCPU_FAILED, __ATOMIC_RELEASE);
@@ -192,7 +189,7 @@ void smp_ap_panicked(void)
 	asm volatile("cli" ::: "memory");
 	console_release_mine();
 	if (__atomic_load_n(&pc->work, __ATOMIC_ACQUIRE))   /* a VM's vCPU, or none */
-		guests_cpu_panicked(pc);
+		hv_ap_panicked(pc);
 	/* parked only now: the boot CPU stops waiting for a parked CPU and may
 	 * power off, which cut the VM's "stopped" line (ap-panic, once in a
 	 * fresh-clone make test) */
@@ -356,7 +353,7 @@ void smp_init(const struct boot_info *bi, const struct lp_options *opt)
 		}
 		struct percpu *pc = (struct percpu *)(uintptr_t)pmem_alloc(PERCPU_STACK_SIZE,
 									    PERCPU_STACK_SIZE);
-		if (!pc || vendor_cpu_alloc(pc) < 0) {
+		if (!pc || hv_ap_alloc(pc) < 0) {
 			kprintf("lightpath: CPU %u (APIC id %u) did not start (out of memory); left "
 				"out\n", n, apic_id);
 			continue;     /* what was allocated stays: boot time only */

@@ -36,7 +36,7 @@ extern unsigned smp_nr_cpus;
  * CPU included, when opt->cpus is not 0) and prints
  * "lightpath: N CPUs found (ACPI MADT), M started", one line for each CPU
  * that did not start, or one line saying why there is no MADT. Called once,
- * on the boot CPU, after vendor_cpu_init() and timer_init(). */
+ * on the boot CPU, after hv_boot_cpu_init() and timer_init(). */
 void smp_init(const struct boot_info *bi, const struct lp_options *opt);
 
 /* Posts fn(arg) to an idle AP's mailbox and wakes it; false if the CPU is
@@ -57,7 +57,7 @@ bool smp_cpu_idle(unsigned cpu);
 bool smp_cpu_parked(unsigned cpu);
 /* An AP's panic, after its line (core/console.c panic): the CPU is marked
  * parked, lets the console lock go if it held it, stops the VM it ran
- * (guests_cpu_panicked: one line, its other vCPUs end, the boot CPU goes on
+ * (hv_ap_panicked: one line, its other vCPUs end, the boot CPU goes on
  * with the next VMs) and halts for good. Its work item never ends, so no
  * VM is given this CPU again. */
 void smp_ap_panicked(void) __attribute__((noreturn));

@@ -82,6 +82,20 @@
 776:
 .endm
 
+/* One table lookup on the exit code in \code (the vcpu in %rdi): no C
+ * dispatcher on the light path. Codes past the table share its last slot;
+ * a handler that returns the vcpu (nonzero rax) sends the loop to \resume.
+ * \code is %rcx or %ecx, as the stub has the code (the width is the
+ * stub's: the same instructions as before this macro). */
+.macro LIGHT_TABLE_CALL code, resume
+	cmp $LIGHT_TABLE_LAST, \code
+	jbe 777f
+	mov $LIGHT_TABLE_LAST, %ecx
+777:	call *VCPU_LIGHT_TABLE(%rdi,%rcx,8)
+	test %rax, %rax
+	jnz \resume
+.endm
+
 /* Leaving for the heavy path: hand the rest of the guest GPRs to C, restore
  * the host's, return from the loop. */
 .macro LIGHT_LOOP_END

@@ -8,7 +8,7 @@
 #include "core/tsc.h"
 #include "lib/string.h"
 #include "vmm/cpuid.h"
-#include "vmm/vendor.h"
+#include "vmm/vendor_setup.h"
 #include "vmm/vm.h"
 #include "vmm/vmconfig.h"
 

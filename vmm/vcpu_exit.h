@@ -9,65 +9,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "vmm/exit_table.h"
 #include "vmm/light.h"
 #include "vmm/vm.h"
 
 struct vcpu;
 struct lp_options;
-
-/* One row of a backend's exit table: every exit it intercepts, with the
- * statistics class, the light handler and the heavy handler. Adding an exit
- * is adding a row. */
-struct exit_row {
-	uint32_t first, last;          /* exit codes (SVM) / basic reasons (VMX) */
-	uint8_t stat;                  /* LP_EXIT_* statistics class */
-	uint8_t light;                 /* enum light_kind */
-	void (*heavy)(struct vcpu *v); /* on the heavy path */
-};
-
-/* Rows for the exits both backends have: what such an exit means (its
- * statistics class, light and heavy handlers) is said once, here, and a
- * backend's table names only its codes. */
-#define EXIT_ROW(first, last, stat, light, heavy) { first, last, stat, light, heavy }
-#define EXIT_HYPERCALL(code) EXIT_ROW(code, code, LP_EXIT_HYPERCALL, LIGHT_HYPERCALL, heavy_hypercall)
-#define EXIT_CPUID(code) EXIT_ROW(code, code, LP_EXIT_CPUID, LIGHT_CPUID, heavy_cpuid)
-#define EXIT_IO(code) EXIT_ROW(code, code, LP_EXIT_IO, LIGHT_IO, heavy_io)
-/* RDMSR and WRMSR in one exit (the light handler counts them apart) */
-#define EXIT_MSR(code) EXIT_ROW(code, code, LP_EXIT_MSR_READ, LIGHT_MSR, heavy_msr)
-#define EXIT_RDMSR(code) EXIT_ROW(code, code, LP_EXIT_MSR_READ, LIGHT_RDMSR, heavy_msr)
-#define EXIT_WRMSR(code) EXIT_ROW(code, code, LP_EXIT_MSR_WRITE, LIGHT_WRMSR, heavy_msr)
-#define EXIT_HLT(code) EXIT_ROW(code, code, LP_EXIT_HLT, LIGHT_HLT, heavy_hlt)
-#define EXIT_HOST_INTR(code) EXIT_ROW(code, code, LP_EXIT_INTR, LIGHT_HOST_INTR, heavy_host_intr)
-/* A physical NMI while the guest ran (SVM's NMI intercept): the host's */
-#define EXIT_HOST_NMI(code) EXIT_ROW(code, code, LP_EXIT_INTR, LIGHT_NONE, heavy_host_nmi)
-#define EXIT_INTR_WINDOW(code) \
-	EXIT_ROW(code, code, LP_EXIT_VINTR, LIGHT_INTR_WINDOW, heavy_intr_window)
-#define EXIT_NMI_WINDOW(code) EXIT_ROW(code, code, LP_EXIT_VINTR, LIGHT_NONE, heavy_nmi_window)
-#define EXIT_NESTED_FAULT(code) EXIT_ROW(code, code, LP_EXIT_NPF, LIGHT_NPF, heavy_npf)
-#define EXIT_INVD(code) EXIT_ROW(code, code, LP_EXIT_OTHER, LIGHT_NONE, heavy_invd)
-#define EXIT_TRIPLE_FAULT(code) EXIT_ROW(code, code, LP_EXIT_SHUTDOWN, LIGHT_NONE, heavy_triple_fault)
-/* XSETBV: checked like the CPU checks it, then loaded (rare: heavy) */
-#define EXIT_XSETBV(code) EXIT_ROW(code, code, LP_EXIT_OTHER, LIGHT_NONE, heavy_xsetbv)
-#define EXIT_DR_ACCESS(first, last) \
-	EXIT_ROW(first, last, LP_EXIT_DR_ACCESS, LIGHT_NONE, heavy_dr_first_use)
-/* SVM/VMX instructions: no nested virtualization */
-#define EXIT_VIRT_INSN(first, last) \
-	EXIT_ROW(first, last, LP_EXIT_VIRT_INSN, LIGHT_NONE, heavy_undefined_opcode)
-/* Instructions that reach the physical CPU unless intercepted
- * (docs/SECURITY.md, "What a guest can execute"): those CPUID does not
- * offer the guest (MONITOR/MWAIT, RDPRU) are #UD, WBINVD is a no-op, RDPMC
- * reads the VM's counters, which never count (vmm/exit_msr.c). */
-#define EXIT_NOT_OFFERED(first, last) \
-	EXIT_ROW(first, last, LP_EXIT_OTHER, LIGHT_NONE, heavy_undefined_opcode)
-#define EXIT_WBINVD(code) EXIT_ROW(code, code, LP_EXIT_OTHER, LIGHT_NONE, heavy_wbinvd)
-#define EXIT_RDPMC(code) EXIT_ROW(code, code, LP_EXIT_OTHER, LIGHT_NONE, heavy_rdpmc)
-/* RDTSC/RDTSCP exit only while the guest polls its clocks (vmm/guest_clock.h) */
-#define EXIT_RDTSC(code) EXIT_ROW(code, code, LP_EXIT_RDTSC, LIGHT_RDTSC, heavy_rdtsc)
-#define EXIT_RDTSCP(code) EXIT_ROW(code, code, LP_EXIT_RDTSC, LIGHT_RDTSCP, heavy_rdtscp)
-
-/* The backend's table (vmm/svm/exits.c, vmm/vmx/exits.c). */
-extern const struct exit_row vendor_exit_table[];
-extern const unsigned vendor_exit_table_rows;
 
 /* Indexes the backend's table; call once at boot. Returns negative (after
  * one line) if the table is malformed. */
@@ -135,31 +82,10 @@ static inline uint32_t insn_pattern_mask(struct insn_pattern p)
 	return (1u << (8 * p.len)) - 1;
 }
 
-/* The heavy handlers rows name (vmm/exit_heavy.c). Each handles its exit
- * from scratch, on the heavy path. */
-void heavy_hypercall(struct vcpu *v);
-void heavy_cpuid(struct vcpu *v);
-void heavy_msr(struct vcpu *v);
-void heavy_io(struct vcpu *v);
-void heavy_hlt(struct vcpu *v);
-void heavy_host_intr(struct vcpu *v);
-void heavy_host_nmi(struct vcpu *v);
-void heavy_intr_window(struct vcpu *v);
-void heavy_nmi_window(struct vcpu *v);
-void heavy_npf(struct vcpu *v);
 struct npf_info;
 /* An access to guest-physical f->gpa that was not RAM (a nested-paging
  * fault, VT-x's APIC-access exit): emulated as MMIO, or the VM stopped. */
 void heavy_mmio_fault(struct vcpu *v, const struct npf_info *f);
-void heavy_invd(struct vcpu *v);
-void heavy_xsetbv(struct vcpu *v);
-void heavy_wbinvd(struct vcpu *v);
-void heavy_rdpmc(struct vcpu *v);
-void heavy_rdtsc(struct vcpu *v);    /* vmm/guest_clock.c */
-void heavy_rdtscp(struct vcpu *v);
-void heavy_dr_first_use(struct vcpu *v);
-void heavy_undefined_opcode(struct vcpu *v);
-void heavy_triple_fault(struct vcpu *v);
 
 /* The heavy path after the light loop: handles the exit that left it (if
  * any), then injects what is pending. */

@@ -14,7 +14,7 @@ UNIT_LDLIBS  := -lcmocka
 # Code under test, shared by every test binary (plus the service stubs).
 UNIT_SUT_SRCS := core/options.c core/madt.c core/smbios.c $(wildcard dev/*.c emul/*.c) vmm/linux_boot.c vmm/vmconfig.c \
                  vmm/loader.c vmm/firmware.c \
-                 vmm/spec_policy.c vmm/cpuid_policy.c vmm/msr_map.c tests/unit/stubs.c
+                 vmm/spec_policy.c vmm/cpuid_policy.c vmm/msr_map.c vmm/exit_table.c tests/unit/stubs.c
 UNIT_SUT_OBJS := $(patsubst %,$(UNIT_DIR)/obj/%.o,$(UNIT_SUT_SRCS))
 UNIT_TEST_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_TESTS     := $(patsubst tests/unit/%.c,$(UNIT_DIR)/%,$(UNIT_TEST_SRCS))

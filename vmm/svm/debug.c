@@ -11,8 +11,6 @@
 
 extern const char svm_light_loops_armed[], svm_light_loops_armed_end[];   /* entry.S */
 
-/* dr=lazy before the first MOV DR: every DR access exits */
-#define SVM_DR_INTERCEPT_ALL 0x00ff00ffu
 /* DR7 types (RW bits) */
 #define DR7_TYPE_EXEC 0
 #define DR7_TYPE_IO   2
@@ -42,7 +40,7 @@ static bool hits_armed_loop(struct vcpu *v, uint64_t addr, unsigned type, unsign
 static uint32_t dr_intercepts(struct vcpu *v)
 {
 	if (v->vm->opt->dr_lazy && !v->dr_dirty)
-		return SVM_DR_INTERCEPT_ALL;             /* dr=lazy: trap until first use */
+		return SVM_DR_INTERCEPT_ALL;             /* dr=lazy: every DR access exits until first use */
 	/* DR7 writes always (DR5 is DR7 while CR4.DE is 0): that is how
 	 * lightpath learns that breakpoints are enabled; DR0-3 writes while
 	 * any is, so that none moves onto the armed loop unseen */

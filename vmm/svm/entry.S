@@ -65,14 +65,8 @@
 	.if \spec_ctrl
 	SPEC_CTRL_LOAD %rdi, host_spec_ctrl(%rip)
 	.endif
-	/* one table lookup on the exit code: no C dispatcher on the light path */
 	mov VMCB_EXITCODE(%rdi), %rcx
-	cmp $LIGHT_TABLE_LAST, %rcx
-	jbe 1f
-	mov $LIGHT_TABLE_LAST, %ecx
-1:	call *VCPU_LIGHT_TABLE(%rdi,%rcx,8)
-	test %rax, %rax
-	jnz .L\name\()_resume
+	LIGHT_TABLE_CALL %rcx, .L\name\()_resume
 	LIGHT_LOOP_END
 .endm
 

@@ -9,6 +9,7 @@
 #include "vmm/platform.h"
 #include "vmm/spec_ctrl.h"
 #include "vmm/svm/debug.h"
+#include "vmm/svm/exits.h"
 #include "vmm/vcpu_exit.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
@@ -153,7 +154,7 @@ static bool at_lightpath_vmrun(uint64_t rip)
  * refused; QEMU 7.2 has written the host's state over it when it refused
  * the guest's CR0 (checked before the guest state is loaded), which leaves
  * RIP at lightpath's VMRUN. */
-static void svm_heavy_invalid_state(struct vcpu *v)
+void svm_heavy_invalid_state(struct vcpu *v)
 {
 	const struct vmcb *vmcb = &v->arch.vmcb;
 	if (at_lightpath_vmrun(vmcb->rip)) {
@@ -177,7 +178,7 @@ static void svm_heavy_invalid_state(struct vcpu *v)
 /* A CR0 write in long mode, which may switch paging off (docs/SECURITY.md,
  * case 5). The guest runs it again, now without the intercept, and the host
  * CR guard looks at the result at the next exit. */
-static void svm_heavy_cr0_write(struct vcpu *v)
+void svm_heavy_cr0_write(struct vcpu *v)
 {
 	svm_host_cr_guard(v, true);
 	v->arch.vmcb.intercept_misc1 &= ~SVM_INTERCEPT_CR0_SEL_WRITE;
@@ -186,7 +187,7 @@ static void svm_heavy_cr0_write(struct vcpu *v)
 /* WBINVD/WBNOINVD exit, and INVD's under QEMU 7.2, which reports INVD as a
  * WBINVD exit (and ignores the INVD intercept): both are no-ops, the bytes
  * at RIP say which one to skip. */
-static void svm_heavy_wbinvd(struct vcpu *v)
+void svm_heavy_wbinvd(struct vcpu *v)
 {
 	struct vmcb *vmcb = &v->arch.vmcb;
 	if (!(svm_has_nrip && vmcb->nrip)) {
@@ -206,7 +207,7 @@ static void svm_heavy_wbinvd(struct vcpu *v)
  * mode), 0F 22 (to) or 0F 20 (from), ModRM with reg = 0 + REX.R = CR8, or
  * LOCK with reg = 0 (AMD's AltMovCr8, CPUID 0x80000001 ECX bit 4, the way
  * legacy-mode code reaches CR8). ModRM.rm is the GPR whatever ModRM.mod says. */
-static void svm_heavy_cr8(struct vcpu *v)
+void svm_heavy_cr8(struct vcpu *v)
 {
 	struct vmcb *vmcb = &v->arch.vmcb;
 	bool write = (uint32_t)vmcb->exitcode == SVM_EXIT_WRITE_CR8;
@@ -287,7 +288,7 @@ void svm_nmi_step_cancel(struct vcpu *v)
 /* The guest's NMI handler is about to IRET (the intercept comes before it
  * runs): from now on, the guest being elsewhere means it has run. An NMI
  * that waits gets its window now (a step over the IRET). */
-static void svm_heavy_iret(struct vcpu *v)
+void svm_heavy_iret(struct vcpu *v)
 {
 	v->arch.vmcb.intercept_misc1 &= ~SVM_INTERCEPT_IRET;
 	v->arch.nmi_iret_seen = true;
@@ -303,7 +304,7 @@ static void svm_heavy_iret(struct vcpu *v)
  * (EXITINTINFO, re-injected by vendor_heavy_begin) goes first: if it raises
  * the same exception again, that is the next exit. Each round lets the
  * host's timer in, so the VM's time limit ends a delivery loop. */
-static void svm_heavy_reflect_exception(struct vcpu *v)
+void svm_heavy_reflect_exception(struct vcpu *v)
 {
 	struct vmcb *vmcb = &v->arch.vmcb;
 	unsigned vector = (unsigned)(vmcb->exitcode - SVM_EXIT_EXCP_BASE);
@@ -330,7 +331,7 @@ static void svm_nmi_step_result(struct vcpu *v, uint64_t hit)
 	v->pending |= VCPU_PENDING_RECHECK;
 }
 
-static void svm_heavy_db(struct vcpu *v)
+void svm_heavy_db(struct vcpu *v)
 {
 	if (v->arch.nmi_stepping)
 		svm_nmi_step_result(v, v->arch.vmcb.dr6);
@@ -352,53 +353,6 @@ void vendor_single_step_trap(struct vcpu *v)
 	vendor_clear_interrupt_shadow(v);
 	vendor_inject_exception(v, 1, false, 0);
 }
-
-/* Every exit the VMCB's intercepts enable, in exit-code order. */
-const struct exit_row vendor_exit_table[] = {
-	EXIT_ROW(SVM_EXIT_READ_CR8, SVM_EXIT_READ_CR8, LP_EXIT_OTHER, LIGHT_NONE, svm_heavy_cr8),
-	EXIT_ROW(SVM_EXIT_WRITE_CR8, SVM_EXIT_WRITE_CR8, LP_EXIT_OTHER, LIGHT_NONE, svm_heavy_cr8),
-	EXIT_DR_ACCESS(SVM_EXIT_READ_DR0, SVM_EXIT_WRITE_DR0 - 1),
-	EXIT_ROW(SVM_EXIT_WRITE_DR0, SVM_EXIT_WRITE_DR0 + 7, LP_EXIT_DR_ACCESS, LIGHT_NONE,
-		 svm_heavy_dr_write),   /* DR7 (DR5), and DR0-3 while armed: vmm/svm/debug.c */
-	EXIT_DR_ACCESS(SVM_EXIT_WRITE_DR0 + 8, SVM_EXIT_WRITE_DR15),
-	EXIT_ROW(SVM_EXIT_EXCP_BASE, SVM_EXIT_EXCP_DB - 1, LP_EXIT_EXCEPTION, LIGHT_NONE,
-		 vendor_unexpected_exit),
-	EXIT_ROW(SVM_EXIT_EXCP_DB, SVM_EXIT_EXCP_DB, LP_EXIT_EXCEPTION, LIGHT_NONE,
-		 svm_heavy_db),
-	EXIT_ROW(SVM_EXIT_EXCP_DB + 1, SVM_EXIT_EXCP_AC - 1, LP_EXIT_EXCEPTION, LIGHT_NONE,
-		 vendor_unexpected_exit),
-	EXIT_ROW(SVM_EXIT_EXCP_AC, SVM_EXIT_EXCP_AC, LP_EXIT_EXCEPTION, LIGHT_NONE,
-		 svm_heavy_reflect_exception),
-	EXIT_ROW(SVM_EXIT_EXCP_AC + 1, SVM_EXIT_EXCP_BASE + 31, LP_EXIT_EXCEPTION, LIGHT_NONE,
-		 vendor_unexpected_exit),
-	EXIT_HOST_INTR(SVM_EXIT_INTR),
-	EXIT_HOST_NMI(SVM_EXIT_NMI),
-	EXIT_INTR_WINDOW(SVM_EXIT_VINTR),
-	EXIT_ROW(SVM_EXIT_CR0_SEL_WRITE, SVM_EXIT_CR0_SEL_WRITE, LP_EXIT_OTHER, LIGHT_NONE,
-		 svm_heavy_cr0_write),
-	EXIT_RDTSC(SVM_EXIT_RDTSC),
-	EXIT_RDPMC(SVM_EXIT_RDPMC),
-	EXIT_CPUID(SVM_EXIT_CPUID),
-	EXIT_ROW(SVM_EXIT_IRET, SVM_EXIT_IRET, LP_EXIT_VINTR, LIGHT_NONE, svm_heavy_iret),
-	EXIT_INVD(SVM_EXIT_INVD),
-	EXIT_HLT(SVM_EXIT_HLT),
-	EXIT_VIRT_INSN(SVM_EXIT_INVLPGA, SVM_EXIT_INVLPGA),
-	EXIT_IO(SVM_EXIT_IOIO),
-	EXIT_MSR(SVM_EXIT_MSR),
-	EXIT_TRIPLE_FAULT(SVM_EXIT_SHUTDOWN),
-	EXIT_VIRT_INSN(SVM_EXIT_VMRUN, SVM_EXIT_VMRUN),
-	EXIT_HYPERCALL(SVM_EXIT_VMMCALL),
-	EXIT_VIRT_INSN(SVM_EXIT_VMLOAD, SVM_EXIT_SKINIT),   /* VMLOAD VMSAVE STGI CLGI SKINIT */
-	EXIT_RDTSCP(SVM_EXIT_RDTSCP),
-	EXIT_XSETBV(SVM_EXIT_XSETBV),
-	EXIT_ROW(SVM_EXIT_WBINVD, SVM_EXIT_WBINVD, LP_EXIT_OTHER, LIGHT_NONE, svm_heavy_wbinvd),
-	EXIT_NOT_OFFERED(SVM_EXIT_MONITOR, SVM_EXIT_MWAIT_COND),   /* MONITOR(X), MWAIT(X) */
-	EXIT_NOT_OFFERED(SVM_EXIT_RDPRU, SVM_EXIT_RDPRU),
-	EXIT_NESTED_FAULT(SVM_EXIT_NPF),
-	EXIT_ROW(SVM_EXIT_INVALID, SVM_EXIT_INVALID, LP_EXIT_OTHER, LIGHT_NONE,
-		 svm_heavy_invalid_state),
-};
-const unsigned vendor_exit_table_rows = sizeof(vendor_exit_table) / sizeof(vendor_exit_table[0]);
 
 void vendor_unexpected_exit(struct vcpu *v)
 {

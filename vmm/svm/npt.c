@@ -2,9 +2,9 @@
  * permission maps (deny by default). */
 #include "core/cpu.h"
 #include "core/pmem.h"
-#include "vmm/vm_maps.h"
-#include "vmm/vendor.h"
+#include "vmm/vendor_setup.h"
 #include "vmm/vm.h"
+#include "vmm/vm_maps.h"
 
 #define NPT_RWU   0x7ull               /* present, writable, user (NPT walks are user accesses) */
 #define NPT_LARGE (NPT_RWU | 0x80ull)  /* ... a 2 MiB page */

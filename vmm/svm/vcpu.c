@@ -32,23 +32,14 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	svm_host_cr_capture();
 	/* CR8 is the emulated local APIC's TPR (never V_TPR: QEMU aborts on a
 	 * MOV to CR8 while V_IRQ is set, docs/SECURITY.md case 15) */
-	vmcb->intercept_cr = SVM_INTERCEPT_CR8_READ | SVM_INTERCEPT_CR8_WRITE;
+	vmcb->intercept_cr = SVM_CR_INTERCEPTS;
 	/* exceptions whose delivery can fault again forever inside the CPU:
 	 * intercepted, so that each round is a VM exit (reflected, vmm/svm/exits.c) */
-	vmcb->intercept_exc = SVM_INTERCEPT_EXC_DB | SVM_INTERCEPT_EXC_AC;
+	vmcb->intercept_exc = SVM_EXC_INTERCEPTS;
 	/* a physical NMI is the host's (exit 0x61, heavy_host_nmi), never the
 	 * guest's; the NMIs lightpath injects are not intercepted */
-	vmcb->intercept_misc1 = SVM_INTERCEPT_INTR | SVM_INTERCEPT_NMI | SVM_INTERCEPT_CPUID |
-				SVM_INTERCEPT_HLT |
-				SVM_INTERCEPT_INVLPGA |
-				SVM_INTERCEPT_INVD | SVM_INTERCEPT_IOIO_PROT | SVM_INTERCEPT_MSR_PROT |
-				SVM_INTERCEPT_SHUTDOWN |
-				SVM_INTERCEPT_RDPMC;   /* docs/SECURITY.md: what a guest can execute */
-	vmcb->intercept_misc2 = SVM_INTERCEPT_VMRUN | SVM_INTERCEPT_VMMCALL | SVM_INTERCEPT_VMLOAD |
-				SVM_INTERCEPT_VMSAVE | SVM_INTERCEPT_STGI | SVM_INTERCEPT_CLGI |
-				SVM_INTERCEPT_SKINIT | SVM_INTERCEPT_XSETBV |
-				SVM_INTERCEPT_WBINVD | SVM_INTERCEPT_MONITOR | SVM_INTERCEPT_MWAIT |
-				SVM_INTERCEPT_RDPRU;
+	vmcb->intercept_misc1 = SVM_MISC1_INTERCEPTS;
+	vmcb->intercept_misc2 = SVM_MISC2_INTERCEPTS;
 	vmcb->iopm_base_pa = v->vm->iopm_pa;
 	vmcb->msrpm_base_pa = v->vm->msrpm_pa;
 	vmcb->asid = 1;

@@ -153,7 +153,34 @@ _Static_assert(offsetof(struct vmcb, g_pat) == 0x668, "g_pat");
 #define SVM_INTERCEPT_EXC_DB     (1u << 1)    /* #DB: its delivery can loop (CVE-2015-8104) */
 #define SVM_INTERCEPT_EXC_AC     (1u << 17)   /* #AC: its delivery can loop (CVE-2015-5307) */
 
+/* Every intercept lightpath sets: at the vCPU's set-up (vendor_vcpu_init)
+ * and, for the _RUNTIME ones, while the vCPU runs (the interrupt and NMI
+ * windows, the VM's clock, the host CR guard). At boot the exit table is
+ * checked to have a row for each exit these can produce
+ * (vendor_intercept_spans). */
+#define SVM_CR_INTERCEPTS (SVM_INTERCEPT_CR8_READ | SVM_INTERCEPT_CR8_WRITE)
+#define SVM_EXC_INTERCEPTS (SVM_INTERCEPT_EXC_DB | SVM_INTERCEPT_EXC_AC)
+#define SVM_MISC1_INTERCEPTS                                                                  \
+	(SVM_INTERCEPT_INTR | SVM_INTERCEPT_NMI | SVM_INTERCEPT_CPUID | SVM_INTERCEPT_HLT |  \
+	 SVM_INTERCEPT_INVLPGA | SVM_INTERCEPT_INVD | SVM_INTERCEPT_IOIO_PROT |               \
+	 SVM_INTERCEPT_MSR_PROT | SVM_INTERCEPT_SHUTDOWN |                                   \
+	 SVM_INTERCEPT_RDPMC)   /* docs/SECURITY.md: what a guest can execute */
+#define SVM_MISC1_RUNTIME                                                                     \
+	(SVM_INTERCEPT_VINTR | SVM_INTERCEPT_IRET | SVM_INTERCEPT_RDTSC |                     \
+	 SVM_INTERCEPT_CR0_SEL_WRITE)
+#define SVM_MISC2_INTERCEPTS                                                                  \
+	(SVM_INTERCEPT_VMRUN | SVM_INTERCEPT_VMMCALL | SVM_INTERCEPT_VMLOAD |                 \
+	 SVM_INTERCEPT_VMSAVE | SVM_INTERCEPT_STGI | SVM_INTERCEPT_CLGI | SVM_INTERCEPT_SKINIT | \
+	 SVM_INTERCEPT_XSETBV | SVM_INTERCEPT_WBINVD | SVM_INTERCEPT_MONITOR |                 \
+	 SVM_INTERCEPT_MWAIT | SVM_INTERCEPT_RDPRU)
+#define SVM_MISC2_RUNTIME SVM_INTERCEPT_RDTSCP
+/* DR reads and writes: all of them until dr=lazy's first use, then some
+ * writes (vmm/svm/debug.c) */
+#define SVM_DR_INTERCEPT_ALL 0x00ff00ffu
+#define SVM_DR_INTERCEPTS SVM_DR_INTERCEPT_ALL
+
 /* exit codes */
+#define SVM_EXIT_READ_CR0        0x000   /* + the register number; writes + 0x10 */
 #define SVM_EXIT_READ_CR8        0x008
 #define SVM_EXIT_WRITE_CR8       0x018
 #define SVM_EXIT_READ_DR0        0x020

@@ -99,12 +99,7 @@
 	mov $VMCS_FIELD_EXIT_REASON, %ecx
 	vmread %rcx, %rcx
 	movzwl %cx, %ecx
-	cmp $LIGHT_TABLE_LAST, %ecx
-	jbe 1f
-	mov $LIGHT_TABLE_LAST, %ecx
-1:	call *VCPU_LIGHT_TABLE(%rdi,%rcx,8)
-	test %rax, %rax
-	jnz .L\loop\()_resume
+	LIGHT_TABLE_CALL %ecx, .L\loop\()_resume
 .L\loop\()_heavy:
 	LIGHT_LOOP_END
 .endm

@@ -11,6 +11,7 @@
 #include "vmm/vcpu_exit.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
+#include "vmm/vmx/exits.h"
 #include "vmm/vmx/vmcs.h"
 #include "vmm/vmx/vmx.h"
 #include "vmm/vmx/vmx_ops.h"
@@ -79,7 +80,7 @@ static bool vmx_cr0_paging_switch(uint64_t cr0)
 /* MOV to CR0/CR4 that changed a host-owned bit: the guest's view goes to the
  * read shadow, the CPU gets it with the VMX-fixed bits applied; MOV to or
  * from CR8. */
-static void vmx_heavy_cr_access(struct vcpu *v)
+void vmx_heavy_cr_access(struct vcpu *v)
 {
 	uint64_t q = vmread(VMCS_EXIT_QUALIFICATION);
 	unsigned cr = q & 15, type = (q >> 4) & 3, reg = (q >> 8) & 15;
@@ -118,7 +119,7 @@ static void vmx_heavy_cr_access(struct vcpu *v)
 
 /* A hardware task switch: VT-x exits on every one, and lightpath does not
  * emulate them (docs/SECURITY.md, "What a guest can execute"). */
-static void vmx_heavy_task_switch(struct vcpu *v)
+void vmx_heavy_task_switch(struct vcpu *v)
 {
 	static const char *const how[4] = { "CALL", "IRET", "JMP", "task gate" };
 	uint64_t q = vmread(VMCS_EXIT_QUALIFICATION);
@@ -126,7 +127,7 @@ static void vmx_heavy_task_switch(struct vcpu *v)
 		 "on VT-x", how[(q >> 30) & 3], q & 0xffff, vendor_guest_rip(v));
 }
 
-static void vmx_heavy_ept_misconfig(struct vcpu *v)
+void vmx_heavy_ept_misconfig(struct vcpu *v)
 {
 	vm_fault(v->vm, "EPT misconfiguration at guest-physical 0x%lx (a lightpath bug)",
 		 vmread(VMCS_GUEST_PHYS_ADDR));
@@ -185,7 +186,7 @@ void vendor_single_step_trap(struct vcpu *v)
  * first: if it raises the exception again, that is the next exit. Each
  * round lets the host's timer in, so the VM's time limit ends a delivery
  * loop. */
-static void vmx_heavy_exception(struct vcpu *v)
+void vmx_heavy_exception(struct vcpu *v)
 {
 	uint32_t info = (uint32_t)vmread(VMCS_EXIT_INTR_INFO);
 	unsigned vector = info & VMX_INTR_VECTOR_MASK;
@@ -213,7 +214,7 @@ static void vmx_heavy_exception(struct vcpu *v)
 /* The guest lowered VTPR (MOV to CR8, TPR shadow) below the class of an
  * interrupt the TPR held back (vendor_apic_sync): trap-like, the MOV is
  * done; deliver it. */
-static void vmx_heavy_tpr_below(struct vcpu *v)
+void vmx_heavy_tpr_below(struct vcpu *v)
 {
 	v->pending |= VCPU_PENDING_RECHECK;
 }
@@ -223,7 +224,7 @@ static void vmx_heavy_tpr_below(struct vcpu *v)
  * a register that is not there, an odd size): fault-like, nothing done;
  * the emulator performs it on the model, as an EPT violation there would
  * have been. */
-static void vmx_heavy_apic_access(struct vcpu *v)
+void vmx_heavy_apic_access(struct vcpu *v)
 {
 	uint64_t q = vmread(VMCS_EXIT_QUALIFICATION);
 	unsigned type = (q >> 12) & 0xf;   /* 0 read, 1 write, 2 fetch, 3 event delivery */
@@ -238,7 +239,7 @@ static void vmx_heavy_apic_access(struct vcpu *v)
 
 /* The EOI of a vector whose EOI-exit bit is set (level-triggered): the CPU
  * took it out of ISR; trap-like. The I/O APIC learns of it. */
-static void vmx_heavy_eoi_induced(struct vcpu *v)
+void vmx_heavy_eoi_induced(struct vcpu *v)
 {
 	lapic_eoi_done(&v->lapic, (uint8_t)vmread(VMCS_EXIT_QUALIFICATION));
 	v->pending |= VCPU_PENDING_RECHECK;
@@ -251,7 +252,7 @@ static void vmx_heavy_eoi_induced(struct vcpu *v)
  * is written without any exit (the SDM's APIC-write virtualization): the
  * ICR-low write that sends the IPI takes it from the page first. The CPU stores a SELF IPI
  * with an illegal vector too, a register the page does not keep. */
-static void vmx_heavy_apic_write(struct vcpu *v)
+void vmx_heavy_apic_write(struct vcpu *v)
 {
 	struct lapic *a = &v->lapic;
 	unsigned off = (unsigned)vmread(VMCS_EXIT_QUALIFICATION) & 0xff0;
@@ -262,55 +263,6 @@ static void vmx_heavy_apic_write(struct vcpu *v)
 	a->regs[off >> 2] = off == LAPIC_SELF_IPI ? 0 : (uint32_t)lapic_read(a, off);
 	v->pending |= VCPU_PENDING_RECHECK;
 }
-
-/* Every exit the VMCS's controls enable, in exit-reason order. */
-const struct exit_row vendor_exit_table[] = {
-	EXIT_ROW(VMX_EXIT_EXCEPTION_NMI, VMX_EXIT_EXCEPTION_NMI, LP_EXIT_EXCEPTION, LIGHT_NONE,
-		 vmx_heavy_exception),
-	EXIT_HOST_INTR(VMX_EXIT_EXT_INTR),
-	EXIT_TRIPLE_FAULT(VMX_EXIT_TRIPLE_FAULT),
-	EXIT_INTR_WINDOW(VMX_EXIT_INTR_WINDOW),
-	EXIT_NMI_WINDOW(VMX_EXIT_NMI_WINDOW),
-	EXIT_ROW(VMX_EXIT_TASK_SWITCH, VMX_EXIT_TASK_SWITCH, LP_EXIT_OTHER, LIGHT_NONE,
-		 vmx_heavy_task_switch),
-	EXIT_CPUID(VMX_EXIT_CPUID),
-	EXIT_VIRT_INSN(VMX_EXIT_GETSEC, VMX_EXIT_GETSEC),
-	EXIT_HLT(VMX_EXIT_HLT),
-	EXIT_INVD(VMX_EXIT_INVD),
-	EXIT_RDPMC(VMX_EXIT_RDPMC),
-	EXIT_RDTSC(VMX_EXIT_RDTSC),
-	EXIT_HYPERCALL(VMX_EXIT_VMCALL),
-	EXIT_VIRT_INSN(VMX_EXIT_VMCLEAR, VMX_EXIT_VMXON),   /* VMCLEAR ... VMXON */
-	EXIT_ROW(VMX_EXIT_CR_ACCESS, VMX_EXIT_CR_ACCESS, LP_EXIT_OTHER, LIGHT_NONE,
-		 vmx_heavy_cr_access),
-	EXIT_DR_ACCESS(VMX_EXIT_MOV_DR, VMX_EXIT_MOV_DR),
-	EXIT_IO(VMX_EXIT_IO),
-	EXIT_RDMSR(VMX_EXIT_RDMSR),
-	EXIT_WRMSR(VMX_EXIT_WRMSR),
-	EXIT_NOT_OFFERED(VMX_EXIT_MWAIT, VMX_EXIT_MWAIT),
-	EXIT_NOT_OFFERED(VMX_EXIT_MONITOR, VMX_EXIT_MONITOR),
-	EXIT_ROW(VMX_EXIT_TPR_BELOW_THRESHOLD, VMX_EXIT_TPR_BELOW_THRESHOLD, LP_EXIT_VINTR,
-		 LIGHT_NONE, vmx_heavy_tpr_below),
-	EXIT_ROW(VMX_EXIT_APIC_ACCESS, VMX_EXIT_APIC_ACCESS, LP_EXIT_NPF, LIGHT_NONE,
-		 vmx_heavy_apic_access),
-	EXIT_ROW(VMX_EXIT_EOI_INDUCED, VMX_EXIT_EOI_INDUCED, LP_EXIT_OTHER, LIGHT_NONE,
-		 vmx_heavy_eoi_induced),
-	EXIT_NESTED_FAULT(VMX_EXIT_EPT_VIOLATION),
-	EXIT_ROW(VMX_EXIT_EPT_MISCONFIG, VMX_EXIT_EPT_MISCONFIG, LP_EXIT_NPF, LIGHT_NONE,
-		 vmx_heavy_ept_misconfig),
-	EXIT_VIRT_INSN(VMX_EXIT_INVEPT, VMX_EXIT_INVEPT),
-	EXIT_RDTSCP(VMX_EXIT_RDTSCP),
-	/* the watchdog (vmx.h, WATCHDOG_MS): a host-interrupt window, light;
-	 * vendor_host_interrupt_window re-arms it */
-	EXIT_HOST_INTR(VMX_EXIT_PREEMPTION_TIMER),
-	EXIT_VIRT_INSN(VMX_EXIT_INVVPID, VMX_EXIT_INVVPID),
-	EXIT_XSETBV(VMX_EXIT_XSETBV),
-	EXIT_ROW(VMX_EXIT_APIC_WRITE, VMX_EXIT_APIC_WRITE, LP_EXIT_NPF, LIGHT_NONE,
-		 vmx_heavy_apic_write),
-	EXIT_WBINVD(VMX_EXIT_WBINVD),
-	EXIT_VIRT_INSN(VMX_EXIT_VMFUNC, VMX_EXIT_VMFUNC),
-};
-const unsigned vendor_exit_table_rows = sizeof(vendor_exit_table) / sizeof(vendor_exit_table[0]);
 
 void vmx_report_entry_failure(struct vcpu *v, unsigned insn_error, uint32_t reason)
 {

@@ -203,9 +203,7 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 	uint32_t entry_ctl = ENTRY_LOAD_EFER | ENTRY_LOAD_DEBUG_CONTROLS |
 			     (c->entry.may & ENTRY_LOAD_PAT);
 	vmcs_set(VMCS_ENTRY_CONTROLS, ctl_adjust(c->entry, entry_ctl) & ~ENTRY_IA32E_MODE_GUEST);
-	/* exceptions whose delivery can fault again forever inside the CPU:
-	 * intercepted, so that each round is a VM exit (reflected, vmm/vmx/exits.c) */
-	vmcs_set(VMCS_EXCEPTION_BITMAP, VMX_EXC_DB | VMX_EXC_AC);
+	vmcs_set(VMCS_EXCEPTION_BITMAP, VMX_EXC_INTERCEPTS);
 	vmcs_set(VMCS_PF_ERROR_MASK, 0);
 	vmcs_set(VMCS_PF_ERROR_MATCH, 0);
 	vmcs_set(VMCS_CR3_TARGET_COUNT, 0);

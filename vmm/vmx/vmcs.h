@@ -312,6 +312,24 @@
 /* ---- the exception bitmap: one bit per vector ---- */
 #define VMX_EXC_DB                   (1u << 1)    /* #DB: its delivery can loop (CVE-2015-8104) */
 #define VMX_EXC_AC                   (1u << 17)   /* #AC: its delivery can loop (CVE-2015-5307) */
+/* exceptions whose delivery can fault again forever inside the CPU:
+ * intercepted, so that each round is a VM exit (reflected, vmm/vmx/exits.c) */
+#define VMX_EXC_INTERCEPTS           (VMX_EXC_DB | VMX_EXC_AC)
+
+/* ---- every exiting control a vCPU may have ----
+ * The vCPU's set-up (vmm/vmx/vcpu.c) sets some of these as the options and
+ * the CPU choose, the run loop switches others (the interrupt and NMI
+ * windows, the VM's clock, dr=lazy's first use); at boot the exit table is
+ * checked to have a row for each exit these can produce
+ * (vendor_intercept_spans). */
+#define VMX_PIN_INTERCEPTS (PIN_EXT_INTR_EXITING | PIN_NMI_EXITING | PIN_PREEMPTION_TIMER)
+#define VMX_PROC_INTERCEPTS                                                                \
+	(PROC_HLT_EXITING | PROC_USE_IO_BITMAPS | PROC_USE_MSR_BITMAPS | PROC_MOV_DR_EXITING | \
+	 PROC_USE_TPR_SHADOW | VMX_PROC_CR8_EXITS | VMX_PROC_GUEST_INSN_EXITS |               \
+	 PROC_INTR_WINDOW_EXITING | PROC_NMI_WINDOW_EXITING | PROC_RDTSC_EXITING)
+#define VMX_PROC2_INTERCEPTS                                                                \
+	(PROC2_ENABLE_EPT | PROC2_ENABLE_RDTSCP | PROC2_WBINVD_EXITING |                      \
+	 PROC2_VIRTUALIZE_APIC_ACCESS | PROC2_APIC_REGISTER_VIRT | PROC2_VIRTUAL_INTR_DELIVERY)
 
 /* ---- exit qualification of a #DB exit: the DR6 bits the CPU did not write ---- */
 #define VMX_DBQ_DR6_BITS             0x600full    /* B0-B3, BD (13), BS (14) */

@@ -63,7 +63,7 @@ PROMPT = re.compile(r"lightpath-vm:[^\n]*# ")
 BOOT_CAP = int(os.environ.get("LP_LINUX_BOOT_CAP", "1200"))
 QEMU_NOISE = "TCG doesn't support requested feature"
 
-# One row of lightpath's exit statistics table (as tests/integration/itest.py).
+# One row of lightpath's exit statistics table (as tests/integration/qemu_suite/reports.py).
 STATS_ROW = re.compile(r"^\s+(\S.*?)\s+(\d+)\s+(\d+(?:\.\d+)?)%\s+(\d+)\s+(\d+)"
                        r"(?:\s+light\s+(\d+(?:\.\d+)?)%)?\s*$")
 

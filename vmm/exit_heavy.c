@@ -12,10 +12,14 @@
 #include "vmm/cpu_state.h"
 #include "vmm/exit.h"
 #include "vmm/guest_mem.h"
-#include "vmm/platform.h"
+#include "vmm/io_registry.h"
+#include "vmm/pc_virtio.h"
+#include "vmm/platform_intr.h"
 #include "vmm/vcpu_exit.h"
+#include "vmm/vcpu_run.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
+#include "vmm/vm_timers.h"
 
 /* ---- the state switch, lazy halves (the "always" halves run per exit) ---- */
 
@@ -424,7 +428,7 @@ void heavy_hlt(struct vcpu *v)
 	/* with several vCPUs another can always send an IPI, an NMI or INIT */
 	bool smp = vm->nr_vcpus > 1;
 	bool can_wake = if1 || platform_nmi_source(v) || smp;
-	bool kickable = smp || platform_kick_source(vm);   /* another CPU can give it work */
+	bool kickable = smp || pc_virtio_kick_source(vm);   /* another CPU can give it work */
 	guest_clock_halt(vm);   /* its time passes while it waits */
 	while (can_wake && !hlt_wakes(v, if1) && (vm->nr_timers || kickable) && !vm->ended &&
 	       !v->lapic.init_pending) {

@@ -8,12 +8,14 @@
 #include "include/lightpath/abi.h"
 #include "vmm/code_cache.h"
 #include "vmm/exit_cost.h"
+#include "vmm/io_registry.h"
 #include "vmm/spec_ctrl.h"
 #include "vmm/exit.h"
 #include "vmm/state_switch.h"
 #include "vmm/vcpu_exit.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
+#include "vmm/vm_timers.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 #define COLD __attribute__((noinline, cold))

@@ -14,6 +14,7 @@
 #include "core/xstate.h"
 #include "include/lightpath/abi.h"
 #include "lib/printf.h"
+#include "vmm/exit_table.h"
 #include "vmm/guests.h"
 #include "vmm/spec_ctrl.h"
 #include "vmm/vcpu_exit.h"

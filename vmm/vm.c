@@ -15,6 +15,7 @@
 #include "lib/string.h"
 #include "vmm/exit.h"
 #include "vmm/exit_cost.h"
+#include "vmm/exit_table.h"
 #include "vmm/firmware.h"
 #include "vmm/guest_clock.h"
 #include "vmm/io_registry.h"

@@ -190,7 +190,7 @@ struct vm {
 	bool has_mac;
 	uint8_t mac[6];             /* with has_mac: its address (else lightpath's pick) */
 
-	/* the PC: devices, their interrupt wiring, console input (vmm/platform.c);
+	/* the PC: devices, their interrupt wiring, console input (vmm/platform.h);
 	 * its devices see it as their struct dev_host, and nothing else of the VM */
 	struct dev_host *pc;
 	struct vm_timer time_limit;  /* timeout = / vm.timeout=: stops the VM when it fires */
@@ -202,12 +202,12 @@ struct vm {
 	struct vm_timer *timers[VM_MAX_TIMERS];  /* armed ones */
 	unsigned nr_timers;
 	bool timers_firing;      /* vm_timers_run is firing: it programs the host timer once, after */
-	uint64_t timer_min_gap;  /* TIMER_MIN_PERIOD_US in TSC ticks (vm.c), set at creation */
+	uint64_t timer_min_gap;  /* TIMER_MIN_PERIOD_US in TSC ticks (vm_timers.c), set at creation */
 	struct timer_lead timer_lead;  /* timer=lead (vmm/timer_lead.h) */
 	struct vm_timer test_timer; /* LP_HC_TIMER */
 
 	struct vcpu *vcpu;          /* the boot vCPU, vcpus[0] */
-	/* every vCPU, by APIC ID: the APIC bus (vmm/platform.c) reaches these
+	/* every vCPU, by APIC ID: the APIC bus (vmm/apic_bus.c) reaches these
 	 * and no other */
 	struct vcpu *vcpus[VM_MAX_VCPUS];
 	unsigned nr_vcpus;
@@ -224,7 +224,7 @@ struct vm {
 	unsigned out_quiet;         /* console polls since its last byte */
 };
 
-/* The platform (struct dev_host, vmm/platform.c) begins with this: the
+/* The platform (struct dev_host, vmm/dev_host.h) begins with this: the
  * VM's timers find their VM from the handle a device arms them with. */
 struct dev_host_head {
 	struct vm *vm;

@@ -316,7 +316,7 @@ def cost_run():
 
 
 DD_MIB = 64
-# Ctrl-]'s last line (vmm/platform.c, dump_interrupt_state)
+# Ctrl-]'s last line (vmm/console_input.c, dump_interrupt_state)
 SO_FAR = (r"lightpath: vm0: so far (\d+) exits \((\d+) heavy\), (\d+) disk reads \((\d+) KiB\), "
           r"host TSC (\d+)")
 

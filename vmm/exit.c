@@ -4,8 +4,10 @@
 #include "core/cpu.h"
 #include "lib/printf.h"
 #include "vmm/exit_cost.h"
-#include "vmm/platform.h"
+#include "vmm/pc_virtio.h"
 #include "vmm/vcpu_exit.h"
+#include "vmm/vcpu_run.h"
+#include "vmm/vm_timers.h"
 
 /* LP_HC_TIMER expiry: the vector becomes a pending virtual interrupt. The
  * vCPU has one slot for such a vector: while an earlier one (a RAISE_IRQ
@@ -172,6 +174,6 @@ void exit_print_stats(struct vm *vm)
 	}
 	guest_clock_print_stats(vm);
 	vm_timer_lead_print_stats(vm);
-	platform_print_stats(vm);
+	pc_virtio_print_stats(vm);
 	exit_cost_print(vm);
 }

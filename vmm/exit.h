@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "vmm/vendor.h"
+#include "vmm/io_registry.h"
 #include "vmm/vm.h"
 
 /* Hypercall: nr in *rax, args in regs; result in *rax (and rbx/rcx).

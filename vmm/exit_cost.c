@@ -6,6 +6,7 @@
 #include "lib/printf.h"
 #include "lib/string.h"
 #include "vmm/exit.h"
+#include "vmm/exit_setup.h"
 #include "vmm/vcpu_exit.h"
 #include "vmm/vm.h"
 

@@ -3,17 +3,16 @@
  * that every published configuration runs a straight path with its "always"
  * pieces around it and no test of an option on the way, and once generic,
  * testing the switches at run time, for every other set (docs/EXITS.md). */
-#include "core/console.h"
 #include "core/cpu.h"
 #include "include/lightpath/abi.h"
 #include "vmm/code_cache.h"
-#include "vmm/exit_cost.h"
-#include "vmm/spec_ctrl.h"
+#include "vmm/io_registry.h"
 #include "vmm/exit.h"
 #include "vmm/state_switch.h"
 #include "vmm/vcpu_exit.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
+#include "vmm/vm_timers.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 #define COLD __attribute__((noinline, cold))
@@ -513,7 +512,6 @@ static COLD light_ret light_code_miss(struct vcpu *v, unsigned reason, enum ligh
 	return r;
 }
 
-
 ALWAYS_INLINE light_ret light_exit(struct vcpu *v, const unsigned sw,
 					  const enum light_kind kind)
 {
@@ -569,47 +567,6 @@ light_handler_fn *exit_light_set_handler(unsigned sw, enum light_kind kind)
 	return light_generic[kind];
 }
 
-/* ---- the exit table ---- */
-
-const struct exit_row *exit_row_index[VENDOR_EXIT_CODES - 1];
-
-int exit_table_init(void)
-{
-	for (unsigned i = 0; i < vendor_exit_table_rows; i++) {
-		const struct exit_row *r = &vendor_exit_table[i];
-		bool past_table = r->last >= VENDOR_EXIT_CODES - 1;
-		if (r->first > r->last || r->light >= LIGHT_KIND_COUNT || r->stat >= LP_EXIT_COUNT ||
-		    !r->heavy || (past_table && r->light != LIGHT_NONE)) {
-			kprintf("lightpath: error: exit table row %u (exit 0x%x) is malformed\n", i,
-				r->first);
-			return -1;
-		}
-		for (uint64_t c = r->first; c <= r->last && c < VENDOR_EXIT_CODES - 1; c++) {
-			if (exit_row_index[c]) {
-				kprintf("lightpath: error: exit 0x%lx is in two exit table rows\n", c);
-				return -1;
-			}
-			exit_row_index[c] = r;
-		}
-	}
-	return 0;
-}
-
-const struct exit_row *exit_row_past_table(uint64_t code)
-{
-	for (unsigned i = 0; i < vendor_exit_table_rows; i++)
-		if (code >= vendor_exit_table[i].first && code <= vendor_exit_table[i].last)
-			return &vendor_exit_table[i];
-	return 0;
-}
-
-unsigned exit_switch_set(const struct lp_options *o)
-{
-	return (o->light ? 0 : SW_LIGHT_OFF) | (o->dr_lazy ? 0 : SW_DR_ALWAYS) |
-	       (o->pmu_lazy ? 0 : SW_PMU_ALWAYS) | (o->msr_lazy ? 0 : SW_MSR_ALWAYS) |
-	       (o->io_fast ? 0 : SW_IO_EMULATE) | vendor_switch_bits(o);
-}
-
 /* What a VM of several vCPUs runs instead of each kind (LIGHT_KINDS). */
 static const enum light_kind light_kind_smp[LIGHT_KIND_COUNT] = {
 #define LIGHT_SMP_ROW(k, name, fn, smp, ...) [k] = smp,
@@ -624,25 +581,12 @@ light_handler_fn *exit_light_handler_real(const struct vcpu *v, unsigned sw,
 	return exit_light_set_handler(sw, v->vm->nr_vcpus > 1 ? light_kind_smp[k] : k);
 }
 
-light_handler_fn *exit_light_handler(const struct vcpu *v, unsigned sw, const struct exit_row *r)
+/* exit_row_of past the index, here with light_other, its caller: the call
+ * keeps the register allocation that knows what it clobbers. */
+const struct exit_row *exit_row_past_table(uint64_t code)
 {
-	return v->cost ? exit_cost_light : exit_light_handler_real(v, sw, r);
-}
-
-void exit_light_table_fill(struct vcpu *v, unsigned sw)
-{
-	v->light_sw = sw;   /* what the generic handlers test */
-	if (v->cost)
-		v->cost->sw = sw;   /* the handlers exit_cost_light measures */
-	for (unsigned c = 0; c < VENDOR_EXIT_CODES; c++)
-		v->light_table[c] = exit_light_handler(v, sw, c < VENDOR_EXIT_CODES - 1 ?
-						       exit_row_of(c) : 0);
-}
-
-void exit_vcpu_init(struct vcpu *v)
-{
-	v->entry_variant = spec_entry_variant(v->vm->opt);
-	code_cache_reset(v);
-	exit_cpuid_cache_init(v);
-	exit_light_table_fill(v, exit_switch_set(v->vm->opt));
+	for (unsigned i = 0; i < vendor_exit_table_rows; i++)
+		if (code >= vendor_exit_table[i].first && code <= vendor_exit_table[i].last)
+			return &vendor_exit_table[i];
+	return 0;
 }

@@ -5,6 +5,7 @@
 #include "core/cpu.h"
 #include "vmm/cpuid.h"
 #include "vmm/exit.h"
+#include "vmm/io_registry.h"
 #include "vmm/state_switch.h"
 #include "vmm/vendor.h"
 

@@ -61,7 +61,7 @@ extern const unsigned firmware_nregions;
  * FW_MAP_ENTRIES entries, ascending. Both loaders give the guest this. */
 unsigned firmware_memory_map(uint64_t mem_size, struct e820_entry map[FW_MAP_ENTRIES]);
 
-/* The PCI functions a VM may have (vmm/platform.c places them: keep these
+/* The PCI functions a VM may have (vmm/pc_virtio.c places them: keep these
  * in step with its BLK_* and NET_*): the device number on bus 0 and the GSI
  * its INTA# is wired to, for the DSDT's _PRT. */
 #define FW_PCI_DISK        (1u << 0)   /* virtio-blk, 00:03.0 */

@@ -11,6 +11,7 @@
 #include "vmm/vcpu_exit.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
+#include "vmm/vm_timers.h"
 
 static struct vm *clock_vm(struct guest_clock *c)
 {

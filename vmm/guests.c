@@ -10,6 +10,7 @@
 #include "vmm/cpuid.h"
 #include "vmm/vendor_setup.h"
 #include "vmm/vm.h"
+#include "vmm/vm_console.h"
 #include "vmm/vmconfig.h"
 
 /* the module's path: the first word of its string */

@@ -6,7 +6,8 @@
 #include "vmm/exit_table.h"
 #include "vmm/guests.h"
 #include "vmm/spec_ctrl.h"
-#include "vmm/vcpu_exit.h"      /* exit_table_init */
+#include "vmm/exit_setup.h"      /* exit_table_init */
+#include "vmm/vcpu_exit.h"
 #include "vmm/vendor_setup.h"
 
 const char *hv_backend_name(void)

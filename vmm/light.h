@@ -65,7 +65,7 @@ typedef light_ret light_handler_fn(struct vcpu *v);
  * the kind a VM of several vCPUs runs instead: what touches only the
  * vCPU's own state, the MSRs, the local APIC's page, the PM timer and the
  * HPET's counter stays light (their handlers of shared state leave for the
- * heavy path, but for a fixed IPI to another vCPU; vmm/platform.c); the
+ * heavy path, but for a fixed IPI to another vCPU; vmm/lapic_access.c); the
  * rest (devices, the local APICs' timers, interrupt delivery) is shared
  * and goes to the heavy path, which holds the VM lock (docs/SMP.md). */
 #define LIGHT_KINDS(X, ...)                                                                         \

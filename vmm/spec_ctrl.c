@@ -3,6 +3,7 @@
 #include "core/console.h"
 #include "core/cpu.h"
 #include "core/options.h"
+#include "vmm/io_registry.h"
 #include "vmm/vm.h"
 
 struct spec_caps spec_caps;

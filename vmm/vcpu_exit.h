@@ -16,14 +16,9 @@
 struct vcpu;
 struct lp_options;
 
-/* Indexes the backend's table; call once at boot. Returns negative (after
- * one line) if the table is malformed. */
-int exit_table_init(void);
-/* A new vCPU's exit state: no code page cached, its CPUID, and the light
- * handlers of its VM's switch set. */
-void exit_vcpu_init(struct vcpu *v);
 /* The row of each exit code below the light table's shared last slot (0:
- * not in the table), and the lookup of the codes past it. */
+ * not in the table; filled by exit_table_init), and the lookup of the codes
+ * past it (vmm/exit_light.c). */
 extern const struct exit_row *exit_row_index[VENDOR_EXIT_CODES - 1];
 const struct exit_row *exit_row_past_table(uint64_t code);
 
@@ -34,14 +29,11 @@ static inline const struct exit_row *exit_row_of(uint64_t code)
 		return exit_row_index[code];
 	return exit_row_past_table(code);
 }
-/* The switch set this VM's options select on this CPU (vmm/light.h). */
-unsigned exit_switch_set(const struct lp_options *o);
-/* Points v->light_table at the handlers of switch set `sw`. */
-void exit_light_table_fill(struct vcpu *v, unsigned sw);
+
 /* The light handler of switch set `sw` for exit-table row r (0: none) as
- * this vCPU's VM takes it (several vCPUs: fewer light kinds); a measuring
- * vCPU (stats=cost|sites) gets exit_cost_light, which calls the real one. */
-light_handler_fn *exit_light_handler(const struct vcpu *v, unsigned sw, const struct exit_row *r);
+ * this vCPU's VM takes it (several vCPUs: fewer light kinds); in
+ * vmm/exit_light.c, with the handlers' table, for exit_cost_light, which
+ * looks it up at every exit. */
 light_handler_fn *exit_light_handler_real(const struct vcpu *v, unsigned sw,
 					   const struct exit_row *r);
 

@@ -190,7 +190,7 @@ struct vm {
 	bool has_mac;
 	uint8_t mac[6];             /* with has_mac: its address (else lightpath's pick) */
 
-	/* the PC: devices, their interrupt wiring, console input (vmm/platform.c);
+	/* the PC: devices, their interrupt wiring, console input (vmm/platform.h);
 	 * its devices see it as their struct dev_host, and nothing else of the VM */
 	struct dev_host *pc;
 	struct vm_timer time_limit;  /* timeout = / vm.timeout=: stops the VM when it fires */
@@ -202,12 +202,12 @@ struct vm {
 	struct vm_timer *timers[VM_MAX_TIMERS];  /* armed ones */
 	unsigned nr_timers;
 	bool timers_firing;      /* vm_timers_run is firing: it programs the host timer once, after */
-	uint64_t timer_min_gap;  /* TIMER_MIN_PERIOD_US in TSC ticks (vm.c), set at creation */
+	uint64_t timer_min_gap;  /* TIMER_MIN_PERIOD_US in TSC ticks (vm_timers.c), set at creation */
 	struct timer_lead timer_lead;  /* timer=lead (vmm/timer_lead.h) */
 	struct vm_timer test_timer; /* LP_HC_TIMER */
 
 	struct vcpu *vcpu;          /* the boot vCPU, vcpus[0] */
-	/* every vCPU, by APIC ID: the APIC bus (vmm/platform.c) reaches these
+	/* every vCPU, by APIC ID: the APIC bus (vmm/apic_bus.c) reaches these
 	 * and no other */
 	struct vcpu *vcpus[VM_MAX_VCPUS];
 	unsigned nr_vcpus;
@@ -224,7 +224,7 @@ struct vm {
 	unsigned out_quiet;         /* console polls since its last byte */
 };
 
-/* The platform (struct dev_host, vmm/platform.c) begins with this: the
+/* The platform (struct dev_host, vmm/dev_host.h) begins with this: the
  * VM's timers find their VM from the handle a device arms them with. */
 struct dev_host_head {
 	struct vm *vm;
@@ -232,36 +232,6 @@ struct dev_host_head {
 static inline struct vm *dev_host_vm(const struct dev_host *h)
 {
 	return ((const struct dev_host_head *)(const void *)h)->vm;
-}
-
-/* port_map entries: the index of the port's range in io[], with this bit set
- * when the light path must not call it: nobody is there (index 0), or the
- * device runs on the heavy path only (io_range.light false). The light path
- * tests this one bit before anything else. */
-#define VM_PORT_SLOW 0x80u
-
-/* A port nobody claimed: reads all-ones, writes are dropped; both counted.
- * Returns IO_OK. */
-int vm_port_unclaimed(struct vcpu *v, uint64_t *data, bool is_write) __attribute__((cold));
-
-/* The device range of `port`, or NULL when nobody claimed the port
- * (vm_port_unclaimed answers it). */
-static inline const struct io_range *vm_port_range(const struct vm *vm, uint16_t port)
-{
-	unsigned idx = vm->port_map[port] & ~VM_PORT_SLOW;
-	return __builtin_expect(idx != 0, 1) ? &vm->io[idx].r : 0;
-}
-
-/* One port access as a device sees it (the heavy path and the emulator; the
- * light path tests VM_PORT_SLOW itself): *data in/out. Returns IO_OK,
- * IO_VM_END or negative. */
-static inline int vm_port_access(struct vcpu *v, uint16_t port, uint64_t *data, unsigned size,
-				 bool is_write)
-{
-	const struct io_range *r = vm_port_range(v->vm, port);
-	if (!r)
-		return vm_port_unclaimed(v, data, is_write);
-	return r->fn(v, port, data, size, is_write, r->opaque);
 }
 
 /* The VM lock, for VMs of several vCPUs only (struct vm's lock). */
@@ -286,15 +256,6 @@ static inline bool vm_shared_ok(const struct vm *vm)
 	return vm->nr_vcpus == 1 || vm->lock_cpu == this_cpu();
 }
 
-/* vCPU t has work (an interrupt, an NMI, INIT/SIPI, the VM's end): on this
- * CPU its hazard bit; on another, `kicked` and a host IPI there, which
- * makes it leave the guest (or its halt) and look. */
-void vcpu_notify(struct vcpu *t);
-/* On the vCPU's own heavy path (VM lock held with several vCPUs): what
- * other CPUs left for it (kicked: posted vectors, frames another VM sent to
- * its network link) taken in; sets its hazard bit if anything was. */
-void vcpu_take_notices(struct vcpu *v);
-
 /* Translates a guest-physical range to a host pointer, or 0 if any of it is
  * outside guest RAM. */
 static inline void *gpa_to_host(struct vm *vm, uint64_t gpa, uint64_t len)
@@ -304,47 +265,9 @@ static inline void *gpa_to_host(struct vm *vm, uint64_t gpa, uint64_t len)
 	return (void *)(uintptr_t)(vm->mem_hpa + gpa);
 }
 
-int vm_register_io(struct vm *vm, const struct io_range *r);
-int vm_register_mmio(struct vm *vm, const struct io_range *r);
-const struct io_range *vm_find_mmio(const struct vm *vm, uint64_t gpa);
-/* One device access as the instruction emulator makes it: *data in/out,
- * size 1/2/4(/8 for MMIO). Nobody there: reads all-ones, writes dropped
- * (counted as denied). Returns IO_OK, IO_VM_END or a negative error. */
-int vm_mmio_access(struct vcpu *v, uint64_t gpa, uint64_t *data, unsigned size, bool is_write);
-/* Before any vm_register_msr: every MSR #GPs (vm_msr_denied). */
-void vm_msrs_init(struct vm *vm);
-/* MSRs base .. base+count-1 go to fn, except those an earlier call already
- * gave a handler (the first registration wins). Returns 0, or -1 with
- * nothing registered when the range is not inside one architectural block
- * (vmm/msr_map.h) or VM_MAX_MSR_HANDLERS distinct functions are taken. */
-int vm_register_msr(struct vm *vm, uint32_t base, uint32_t count, msr_handler_fn fn);
-/* The handler of the MSRs nobody registered: counts the access, #GP. */
-int vm_msr_denied(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write);
-/* Fires every armed timer whose deadline has passed and reprograms the host
- * timer for the next one. Returns true if any fired. */
-bool vm_timers_run(struct vm *vm);
-/* Programs the host timer for the next deadline (after the VM's clock
- * changed its offset or stopped polling). */
-void vm_timers_reprogram(struct vm *vm);
-/* Disarms every timer of the VM (its end). */
-void vm_timers_cancel_all(struct vm *vm);
-/* Before the vCPU enters, after the injection: with a timer fired ahead of
- * its deadline (timer=lead), wait until the VM's time reaches it. */
-void vm_timer_lead_wait_slow(struct vm *vm);
-/* The lead's line of the VM's statistics (none if no timer fired early). */
-void vm_timer_lead_print_stats(const struct vm *vm);
-static inline void vm_timer_lead_wait(struct vm *vm)
-{
-	if (__builtin_expect(vm->timer_lead.release != 0, 0))
-		vm_timer_lead_wait_slow(vm);
-}
-
 /* Ends the VM with `status` (the first end stands); `why` goes in its end
  * line. Devices reach it through dev_vm_end. */
 void vm_end(struct vm *vm, unsigned status, const char *why);
-/* One byte of the guest's serial output to the console (the lines of VMs
- * side by side kept apart). Devices reach it through dev_console_putc. */
-void vm_console_putc(struct vm *vm, char c);
 
 /* Stops the VM for misbehaving: one report line, status LP_STATUS_VM_FAULT.
  * A VM that has already ended is left alone (the first reason stands). */
@@ -381,18 +304,6 @@ struct vm_spec {
 	/* the host CPU of each vCPU, chosen by vmm/guests.c when the VM starts */
 	uint8_t run_on[VM_MAX_VCPUS];
 };
-
-/* Console with VMs side by side: each VM's output is held until its line
- * ends; an unfinished line that waited 100 ms goes out when the VM runs
- * alone (vm_console_idle, called from its console poll);
- * console input goes to one running VM at a time (the first to start, then
- * the next in VM order when it ends), vm_console_switch passes it on to the
- * next running VM. vm_side_by_side: VMs run on several CPUs at once
- * (vmm/guests.c), which enables the switch key and its lines. */
-void vm_console_idle(struct vm *vm);
-bool vm_console_input_mine(const struct vm *vm);
-void vm_console_switch(struct vm *vm);
-extern bool vm_side_by_side;
 
 /* This CPU panicked (core/smp.c) while it was given to a vCPU: the VM is
  * stopped with one line ("stopped: CPU n panicked while it ran vCPU i") and

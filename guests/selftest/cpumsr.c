@@ -560,7 +560,7 @@ static void tsc(void)
 	wrmsr(MSR_TSC_DEADLINE, 0);
 	/* one-shot mode, unmasked: a deadline write is ignored and the MSR
 	 * reads 0 (SDM 11.5.4.1; lightpath's WRMSR of it is dispatched on its
-	 * own, vmm/platform.c) */
+	 * own, vmm/lapic_access.c) */
 	wrmsr(MSR_X2APIC_LVTT, VEC_DEADLINE);
 	deadline_fired = 0;
 	wrmsr(MSR_TSC_DEADLINE, rdtsc() + 1000);

@@ -7,6 +7,7 @@
 #include "core/cpu.h"
 #include "core/percpu.h"
 #include "core/pmem.h"
+#include "vmm/exit_setup.h"
 #include "vmm/spec_ctrl.h"
 #include "vmm/state_switch.h"
 #include "vmm/vendor.h"

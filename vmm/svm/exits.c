@@ -6,7 +6,7 @@
 
 #include "core/cpu.h"
 #include "vmm/guest_mem.h"
-#include "vmm/platform.h"
+#include "vmm/platform_intr.h"
 #include "vmm/spec_ctrl.h"
 #include "vmm/svm/debug.h"
 #include "vmm/svm/exits.h"
@@ -202,7 +202,7 @@ void svm_heavy_wbinvd(struct vcpu *v)
 	heavy_wbinvd(v);
 }
 
-/* MOV to or from CR8, the local APIC's TPR (vmm/platform.c). Without decode
+/* MOV to or from CR8, the local APIC's TPR (vmm/platform_intr.c). Without decode
  * assists the register is in the instruction: legacy prefixes, REX (64-bit
  * mode), 0F 22 (to) or 0F 20 (from), ModRM with reg = 0 + REX.R = CR8, or
  * LOCK with reg = 0 (AMD's AltMovCr8, CPUID 0x80000001 ECX bit 4, the way

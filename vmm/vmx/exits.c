@@ -7,7 +7,7 @@
 #include "core/cpu.h"
 #include "core/idt.h"
 #include "lib/printf.h"
-#include "vmm/platform.h"
+#include "vmm/platform_intr.h"
 #include "vmm/vcpu_exit.h"
 #include "vmm/vendor.h"
 #include "vmm/vm.h"
@@ -28,7 +28,7 @@ static uint64_t *gpr_slot(struct vcpu *v, unsigned n)
 }
 
 /* MOV to or from CR8 (CR8-load/store exiting): the local APIC's TPR
- * (vmm/platform.c). Outside 64-bit mode there is no CR8 on Intel. */
+ * (vmm/platform_intr.c). Outside 64-bit mode there is no CR8 on Intel. */
 static void vmx_cr8_access(struct vcpu *v, bool to_cr8, unsigned reg)
 {
 	uint64_t *slot = reg == 4 ? 0 : gpr_slot(v, reg);

@@ -75,7 +75,7 @@ def expect_error_line(b, *needles):
 
 # lightpath's usual lines: any other is an error or a report (config.odd_lines).
 NORMAL_LINE = re.compile(r"^lightpath: (lightweight-exit hypervisor|options: |AMD SVM with nested paging|"
-                         r"Intel VMX with EPT |VMX local APIC: |spec=(on|off): |\d+ CPUs? found \(ACPI MADT|"
+                         r"Intel VMX with EPT |VMX local APIC: |VMX: (no )?Bochs detected \(|spec=(on|off): |\d+ CPUs? found \(ACPI MADT|"
                          r"TSC \d+\.\d{3} MHz \(|TSC check: |"
                          r"vm\d+: loaded |vm\d+: ended with status |vm\d+: exit statistics\s*$|"
                          r"all VMs ended; powering off )")

@@ -1,4 +1,5 @@
-/* dev/lapic.c: register file, priorities, EOI, timer modes, x2APIC rules. */
+/* dev/lapic*.c: register file, priorities, EOI, timer modes, x2APIC rules,
+ * APIC virtualization. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -137,6 +137,10 @@ typedef void (*lapic_send_fn)(void *ctx, struct lapic *from, const struct apic_m
  * page (VT-x's virtual-APIC page has the same layout). */
 #define LAPIC_REG_WORDS      (0x400 / 4)
 
+/* The model's state, kept by dev/lapic*.c (the files: dev/lapic_internal.h).
+ * Other code goes through the functions below, the vCPU code (vmm/) aside,
+ * which reads the ID and drives the INIT/STARTUP, NMI and TSC-offset fields
+ * itself. */
 struct lapic {
 	uint32_t id;            /* APIC ID */
 	uint64_t apic_base;     /* IA32_APIC_BASE */
@@ -348,9 +352,27 @@ static inline uint32_t lapic_tpr(const struct lapic *a)
 	return a->regs[LAPIC_TPR >> 2];
 }
 
+/* Does this APIC accept a message for (dest, logical)? Physical: its ID or
+ * the broadcast ID; logical: flat/cluster model (xAPIC) or x2APIC cluster. */
+bool lapic_match_dest(const struct lapic *a, uint32_t dest, bool logical);
+
+/* Whether the 8259's INTR output is delivered to the CPU: the APIC is
+ * globally disabled, or LINT0 is unmasked in ExtINT mode. */
+bool lapic_pic_intr_allowed(const struct lapic *a);
+
+/* The timer's current count now (0 when stopped or expired). */
+uint32_t lapic_timer_current(struct lapic *a);
+
+/* ---- APIC virtualization (dev/lapic_apicv.c) ----
+ * VT-x's virtual-APIC page, virtual-interrupt delivery and EOI exits keep
+ * the CPU's view of the APIC in step with the model through these alone
+ * (the backend touches no field of struct lapic). */
+
 /* Keeps the register file at `page` from now on (its contents move there):
- * VT-x's virtual-APIC page, or back to regs_own. */
+ * VT-x's virtual-APIC page; lapic_regs_move_back moves it back into the
+ * model (the page may be cleared then). */
 void lapic_regs_move(struct lapic *a, uint32_t *page);
+void lapic_regs_move_back(struct lapic *a);
 
 /* The CPU delivers interrupts from IRR and performs EOIs from now on
  * (VT-x's virtual-interrupt delivery), or no longer: lapic_highest_pending
@@ -358,10 +380,44 @@ void lapic_regs_move(struct lapic *a, uint32_t *page);
  * and EOIs the CPU performed come back through lapic_eoi_done. */
 void lapic_set_cpu_delivers(struct lapic *a, bool on);
 
+static inline bool lapic_cpu_delivers(const struct lapic *a)
+{
+	return a->cpu_delivers;
+}
+
 /* The CPU performed the EOI of `vector` itself (VT-x's EOI virtualization,
  * which exits for a vector whose EOI-exit bit is set): a level-triggered
  * one goes on to the eoi hook. */
 void lapic_eoi_done(struct lapic *a, uint8_t vector);
+
+/* The CPU stored a guest's write of the register at offset `off` in the
+ * register file (VT-x's APIC-write virtualization, a trap-like exit): the
+ * model performs it (it kept the old value, see struct lapic) and puts what
+ * the register reads now back in the page, so that a write the model
+ * ignores (an initial count in TSC-deadline mode) does not stay there. An
+ * ICR-low write takes ICR high from the page first (the CPU stores that one
+ * without an exit); a SELF IPI, which the page does not keep, reads 0. */
+void lapic_apicv_write(struct lapic *a, unsigned off);
+
+/* What the model changed in TMR or ISR (LAPIC_CHANGED_*) since the backend
+ * last marked the changes seen: VT-x's EOI-exit bitmap and SVI follow them. */
+static inline unsigned lapic_apicv_changed(const struct lapic *a)
+{
+	return a->changed;
+}
+
+static inline void lapic_apicv_changes_seen(struct lapic *a)
+{
+	a->changed = 0;
+}
+
+/* TMR's vectors 64i..64i+63 (i < 4) as one word: the EOI-exit bitmap's
+ * word i, but for lapic_eoi_exit_vector. */
+static inline uint64_t lapic_tmr_quad(const struct lapic *a, unsigned i)
+{
+	return *lapic_vec_word(a, LAPIC_TMR, 2 * i) |
+	       (uint64_t)*lapic_vec_word(a, LAPIC_TMR, 2 * i + 1) << 32;
+}
 
 /* The edge-triggered vector whose EOI the model must see too, or -1: the
  * timer's while periodic expiries wait to be sent one by one as the guest
@@ -373,16 +429,5 @@ int lapic_eoi_exit_vector(const struct lapic *a);
  * lowering TPR[7:4] below it makes the interrupt deliverable (VT-x's TPR
  * threshold). */
 unsigned lapic_tpr_blocked_class(const struct lapic *a);
-
-/* Does this APIC accept a message for (dest, logical)? Physical: its ID or
- * the broadcast ID; logical: flat/cluster model (xAPIC) or x2APIC cluster. */
-bool lapic_match_dest(const struct lapic *a, uint32_t dest, bool logical);
-
-/* Whether the 8259's INTR output is delivered to the CPU: the APIC is
- * globally disabled, or LINT0 is unmasked in ExtINT mode. */
-bool lapic_pic_intr_allowed(const struct lapic *a);
-
-/* The timer's current count now (0 when stopped or expired). */
-uint32_t lapic_timer_current(struct lapic *a);
 
 #endif

@@ -86,7 +86,7 @@ void pc_lapic_eoi(void *ioapic, uint8_t vector)
 int pc_intr_pending(struct lapic *a, struct pic8259 *pic, bool *from_pic)
 {
 	/* (with virtual-interrupt delivery the CPU takes the APIC's own) */
-	int v = a->cpu_delivers ? -1 : lapic_highest_pending(a);
+	int v = lapic_cpu_delivers(a) ? -1 : lapic_highest_pending(a);
 	*from_pic = false;
 	if (v >= 0)
 		return v;

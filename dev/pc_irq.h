@@ -61,9 +61,10 @@ void pc_ioapic_deliver(void *lapic, const struct ioapic_irq *irq);
 void pc_lapic_eoi(void *ioapic, uint8_t vector);
 
 /* The vector to deliver next, or -1: the local APIC's highest deliverable
- * vector (none where the CPU delivers them itself, a->cpu_delivers), else the 8259's INTR when lapic_pic_intr_allowed(). *from_pic
- * says which it was. Whether the guest can take it now (RFLAGS.IF, the
- * interrupt shadow) is the hypervisor's check. */
+ * vector (none where the CPU delivers them itself, lapic_cpu_delivers()),
+ * else the 8259's INTR when lapic_pic_intr_allowed(). *from_pic says which
+ * it was. Whether the guest can take it now (RFLAGS.IF, the interrupt
+ * shadow) is the hypervisor's check. */
 int pc_intr_pending(struct lapic *a, struct pic8259 *pic, bool *from_pic);
 
 /* The guest takes the interrupt that pc_intr_pending() would return, in
@@ -74,7 +75,7 @@ int pc_pic_take(struct lapic *a, struct pic8259 *pic);   /* its 8259 half */
 static inline int pc_intr_take(struct lapic *a, struct pic8259 *pic)
 {
 	/* inline: the injection path calls it once per interrupt */
-	if (!a->cpu_delivers) {
+	if (!lapic_cpu_delivers(a)) {
 		int v = lapic_take_highest(a);
 		if (v >= 0)
 			return v;

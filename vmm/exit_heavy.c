@@ -101,7 +101,7 @@ static void inject_interrupts(struct vcpu *v)
 			vendor_nmi_window(v, true);
 		}
 	}
-	if (v->lapic.cpu_delivers)
+	if (lapic_cpu_delivers(&v->lapic))
 		platform_irq_retry(v);
 	if (!platform_intr_requested(v)) {
 		vendor_intr_window(v, false);
@@ -214,7 +214,7 @@ static bool hlt_wakes(struct vcpu *v, bool if1)
 {
 	bool from_pic, test;
 	return (if1 && (vendor_intr_in_flight(v) || platform_intr_pending(v, &from_pic, &test) >= 0 ||
-			(v->lapic.cpu_delivers && lapic_highest_pending(&v->lapic) >= 0))) ||
+			(lapic_cpu_delivers(&v->lapic) && lapic_highest_pending(&v->lapic) >= 0))) ||
 	       (platform_nmi_pending(v) && !vendor_nmi_blocked(v));
 }
 

@@ -11,7 +11,7 @@ bool platform_intr_requested(const struct vcpu *v)
 {
 	const struct pic8259 *pic = &v->vm->pc->pic;
 	/* (with virtual-interrupt delivery the CPU takes the APIC's own) */
-	return v->test_irq || (!v->lapic.cpu_delivers && lapic_irr_nonempty(&v->lapic)) ||
+	return v->test_irq || (!lapic_cpu_delivers(&v->lapic) && lapic_irr_nonempty(&v->lapic)) ||
 	       (pic->chip[0].irr & ~pic->chip[0].imr) || (pic->chip[1].irr & ~pic->chip[1].imr);
 }
 

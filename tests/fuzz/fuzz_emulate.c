@@ -1,6 +1,6 @@
-/* libFuzzer target: emul/x86_decode.c + emul/x86_emulate.c against a fake
- * guest (small RAM with page tables in the chosen paging mode, one MMIO
- * page, ports). Built by `make fuzz` with clang
+/* libFuzzer target: emul/x86_decode.c + the emulator (emul/x86_emulate.c,
+ * emul/emul_*.c) against a fake guest (small RAM with page tables in the
+ * chosen paging mode, one MMIO page, ports). Built by `make fuzz` with clang
  * -fsanitize=fuzzer,address,undefined.
  *
  * Input: [cfg][entry][16 x (selector, lo, hi) registers][15 code bytes]

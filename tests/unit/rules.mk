@@ -87,7 +87,8 @@ FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 60
 FUZZ_CFLAGS   := -std=gnu11 -O1 -g -Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined \
                  -fno-sanitize-recover=all -fno-omit-frame-pointer -I. -Iinclude
-FUZZ_SRCS     := tests/fuzz/fuzz_emulate.c emul/x86_decode.c emul/x86_emulate.c
+FUZZ_SRCS     := tests/fuzz/fuzz_emulate.c emul/x86_decode.c emul/x86_emulate.c emul/emul_operand.c \
+                 emul/emul_string.c emul/emul_alu.c emul/emul_paging.c
 .PHONY: fuzz fuzz-build
 fuzz-build: $(FUZZ_DIR)/fuzz_emulate
 $(FUZZ_DIR)/fuzz_emulate: $(FUZZ_SRCS) $(wildcard emul/*.h)

@@ -1,4 +1,5 @@
-/* dev/lapic.c: register file, priorities, EOI, timer modes, x2APIC rules. */
+/* dev/lapic*.c: register file, priorities, EOI, timer modes, x2APIC rules,
+ * APIC virtualization. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -256,7 +257,8 @@ static void test_register_file_is_the_page(void **state)
 	assert_page_matches();
 	assert_int_equal(page[LAPIC_TPR >> 2], 0);
 	assert_false(lapic_irr_nonempty(&apic));
-	lapic_regs_move(&apic, apic.regs_own);
+	lapic_regs_move_back(&apic);
+	assert_ptr_equal(apic.regs, apic.regs_own);
 	assert_page_matches();
 }
 
@@ -280,6 +282,30 @@ static void test_write_after_cpu_store(void **state)
 	apic.regs[LAPIC_LVT_LINT1 >> 2] = 0xffffffffu;
 	lapic_write(&apic, LAPIC_LVT_LINT1, 0xffffffffu);
 	assert_int_equal(apic.regs[LAPIC_LVT_LINT1 >> 2], 0x0001a7ffu);
+	assert_page_matches();
+	/* lapic_apicv_write, the whole exit: the value from the page, the
+	 * model's result back in it */
+	apic.regs[LAPIC_LVT_LINT0 >> 2] = 0xffffffffu;
+	lapic_apicv_write(&apic, LAPIC_LVT_LINT0);
+	assert_int_equal(apic.regs[LAPIC_LVT_LINT0 >> 2], 0x0001a7ffu);
+	/* an ICR-low write takes ICR high from the page (stored without an exit) */
+	mw(LAPIC_ID, 0x07000000);
+	apic.regs[LAPIC_ICR_HI >> 2] = 0x07000000;
+	apic.regs[LAPIC_ICR_LO >> 2] = 0x41;   /* fixed, physical, to APIC 7: itself */
+	lapic_apicv_write(&apic, LAPIC_ICR_LO);
+	assert_int_equal(lapic_read(&apic, LAPIC_ICR_HI), 0x07000000);
+	assert_true(lapic_vec_test(&apic, LAPIC_IRR, 0x41));
+	/* an initial count in TSC-deadline mode is ignored: it must not stay */
+	mw(LAPIC_LVT_TIMER, (LAPIC_TIMER_TSCDEADLINE << 17) | 0x40);
+	apic.regs[LAPIC_TIMER_INIT >> 2] = 1000;
+	lapic_apicv_write(&apic, LAPIC_TIMER_INIT);
+	assert_int_equal(apic.regs[LAPIC_TIMER_INIT >> 2], 0);
+	assert_false(apic.timer.armed);
+	/* the SELF IPI slot (an xAPIC ignores it) is not kept */
+	apic.regs[LAPIC_SELF_IPI >> 2] = 0x55;
+	lapic_apicv_write(&apic, LAPIC_SELF_IPI);
+	assert_int_equal(apic.regs[LAPIC_SELF_IPI >> 2], 0);
+	assert_false(lapic_vec_test(&apic, LAPIC_IRR, 0x55));
 	assert_page_matches();
 }
 

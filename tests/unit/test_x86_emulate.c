@@ -1,6 +1,6 @@
-/* emul/x86_emulate.c: the emulator against a fake guest (RAM array, page
- * tables built per paging mode, an MMIO page, ports), and emul_alu's flags
- * against the host CPU running the same instruction. */
+/* The emulator (emul/x86_emulate.c, emul/emul_*.c) against a fake guest
+ * (RAM array, page tables built per paging mode, an MMIO page, ports), and
+ * emul_alu's flags against the host CPU running the same instruction. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

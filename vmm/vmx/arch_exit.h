@@ -220,7 +220,7 @@ void vmx_apicv_sync(struct vcpu *v);
 
 static inline void vendor_apic_sync(struct vcpu *v)
 {
-	if (v->lapic.cpu_delivers) {
+	if (lapic_cpu_delivers(&v->lapic)) {
 		vmx_apicv_sync(v);
 		return;
 	}

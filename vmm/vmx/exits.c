@@ -245,22 +245,13 @@ void vmx_heavy_eoi_induced(struct vcpu *v)
 	v->pending |= VCPU_PENDING_RECHECK;
 }
 
-/* A write the CPU stored in the virtual-APIC page, trap-like: the model
- * performs it (it kept the old value: dev/lapic.h) and puts what the
- * register reads now back in the page (a write the model ignores, such as
- * an initial count in TSC-deadline mode, must not stay there). ICR high
- * is written without any exit (the SDM's APIC-write virtualization): the
- * ICR-low write that sends the IPI takes it from the page first. The CPU stores a SELF IPI
- * with an illegal vector too, a register the page does not keep. */
+/* A write the CPU stored in the virtual-APIC page, trap-like (the SDM's
+ * APIC-write virtualization): the model performs it and puts what the
+ * register reads now back in the page (lapic_apicv_write). The CPU stores
+ * a SELF IPI with an illegal vector too. */
 void vmx_heavy_apic_write(struct vcpu *v)
 {
-	struct lapic *a = &v->lapic;
-	unsigned off = (unsigned)vmread(VMCS_EXIT_QUALIFICATION) & 0xff0;
-	uint32_t value = a->regs[off >> 2];
-	if (off == LAPIC_ICR_LO)
-		lapic_write(a, LAPIC_ICR_HI, a->regs[LAPIC_ICR_HI >> 2]);
-	lapic_write(a, off, value);
-	a->regs[off >> 2] = off == LAPIC_SELF_IPI ? 0 : (uint32_t)lapic_read(a, off);
+	lapic_apicv_write(&v->lapic, (unsigned)vmread(VMCS_EXIT_QUALIFICATION) & 0xff0);
 	v->pending |= VCPU_PENDING_RECHECK;
 }
 

@@ -131,7 +131,7 @@ void vendor_vcpu_init(struct vcpu *v, uint64_t entry, uint32_t eax, uint32_t ebx
 		vm_fault(vm, "VMCLEAR of the VMCS at 0x%lx failed", vmcs_pa);
 		return;
 	}
-	lapic_regs_move(&v->lapic, v->lapic.regs_own);   /* out of arch.vapic, cleared here */
+	lapic_regs_move_back(&v->lapic);   /* out of arch.vapic, cleared here */
 	memset(&v->arch, 0, sizeof(v->arch));
 	*(uint32_t *)v->arch.vmcs = (uint32_t)c->basic & 0x7fffffffu;
 	if (!vmclear(vmcs_pa) || !vmptrld(vmcs_pa)) {
@@ -324,7 +324,7 @@ void vmx_apicv_sync(struct vcpu *v)
 	struct lapic *a = &v->lapic;
 	uint64_t status = vmread(VMCS_GUEST_INTR_STATUS);
 	unsigned svi = (unsigned)(status >> 8) & 0xff;   /* the CPU keeps it, but for a reset */
-	if (a->changed & LAPIC_CHANGED_ISR) {
+	if (lapic_apicv_changed(a) & LAPIC_CHANGED_ISR) {
 		int s = lapic_highest_vec(a, LAPIC_ISR);
 		svi = s < 0 ? 0 : (unsigned)s;
 	}
@@ -333,11 +333,10 @@ void vmx_apicv_sync(struct vcpu *v)
 	if (want != status)
 		vmwrite(VMCS_GUEST_INTR_STATUS, want);
 	int late = lapic_eoi_exit_vector(a);
-	if ((a->changed & LAPIC_CHANGED_TMR) || late != v->arch.eoi_late) {
+	if ((lapic_apicv_changed(a) & LAPIC_CHANGED_TMR) || late != v->arch.eoi_late) {
 		v->arch.eoi_late = late;
 		for (unsigned i = 0; i < 4; i++) {
-			uint64_t tmr = *lapic_vec_word(a, LAPIC_TMR, 2 * i) |
-				       (uint64_t)*lapic_vec_word(a, LAPIC_TMR, 2 * i + 1) << 32;
+			uint64_t tmr = lapic_tmr_quad(a, i);
 			if (late >= 0 && (unsigned)late >> 6 == i)
 				tmr |= 1ull << (late & 63);
 			if (tmr != v->arch.eoi_exit[i]) {
@@ -346,7 +345,7 @@ void vmx_apicv_sync(struct vcpu *v)
 			}
 		}
 	}
-	a->changed = 0;
+	lapic_apicv_changes_seen(a);
 	if (rvi < 0 || ((vmread(VMCS_GUEST_RFLAGS) & RFLAGS_IF) &&
 			!(vmread(VMCS_GUEST_INTERRUPTIBILITY) &
 			  (VMX_INTERRUPTIBILITY_STI | VMX_INTERRUPTIBILITY_MOV_SS))))

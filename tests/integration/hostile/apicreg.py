@@ -3,7 +3,7 @@ register interfaces (guests/hostile/apicreg64.c) and checks every answer
 against the Intel SDM vol. 3 ch. 11: all-ones to the read-only registers and
 the reserved offsets of the xAPIC page, odd-sized writes, EOI storms, the
 x2APIC MSR range read and written (#GP exactly where the SDM and
-dev/lapic.c's x2apic_access put it), the current count, ICR read-back; and
+dev/lapic_msr.c's x2apic_access put it), the current count, ICR read-back; and
 IF=0: a self-IPI made pending with IF=0 in each way a guest has must arrive
 once, after STI, never into code with IF=0, while the guest busy-waits with
 IF=0 through several host interrupts. Then resetcheck64 runs normally.

@@ -45,7 +45,7 @@ typedef void smp_work_fn(void *arg);
 bool smp_run_on(unsigned cpu, smp_work_fn *fn, void *arg);
 /* Makes a CPU look at its vCPU now: the wake IPI, which makes a CPU in a
  * guest exit and one halted in lightpath wake up (the vCPU's kicked flag
- * says why: vmm/vm.h vcpu_notify). */
+ * says why: vmm/vcpu_run.h, vcpu_notify). */
 void smp_kick(const struct percpu *pc);
 /* Waits until the AP has taken and finished its work item, at most
  * timeout_us; false on timeout. */

@@ -70,7 +70,7 @@ struct dev_desc {
 
 /* What a device reaches outside itself, handed to it at init: the VM it
  * belongs to, as an opaque handle (the hypervisor's is the VM's platform,
- * vmm/platform.c; the host unit tests provide their own), its interrupt
+ * vmm/dev_host.c; the host unit tests provide their own), its interrupt
  * lines (struct irq_line), its timers (struct vm_timer) and the VM's clock.
  * A device never sees struct vm or another device. */
 struct dev_host;

@@ -126,7 +126,7 @@ struct apic_msg {
 	bool level;             /* level-triggered: TMR set, the EOI goes back to the I/O APIC */
 };
 /* Where an APIC's IPIs go: the VM's APIC bus, which hands each message to
- * the APICs it names (vmm/platform.c). An APIC without one is alone on its
+ * the APICs it names (vmm/apic_bus.c). An APIC without one is alone on its
  * bus (the unit tests). */
 typedef void (*lapic_send_fn)(void *ctx, struct lapic *from, const struct apic_msg *m);
 

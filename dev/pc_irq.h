@@ -54,7 +54,7 @@ struct apic_msg pc_ioapic_msg(const struct ioapic_irq *irq);
  * (ioapic_init(..., pc_ioapic_deliver, lapic)): a message addressed to it
  * goes to lapic_msg_receive() (fixed and lowest priority to IRR, NMI to
  * nmi_pending; ExtINT is the 8259's business, pc_intr_pending). A VM's
- * platform routes them over its APIC bus instead (vmm/platform.c). */
+ * platform routes them over its APIC bus instead (vmm/apic_bus.c). */
 void pc_ioapic_deliver(void *lapic, const struct ioapic_irq *irq);
 
 /* lapic_eoi_fn for lapic_set_eoi_hook(lapic, pc_lapic_eoi, ioapic). */

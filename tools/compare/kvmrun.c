@@ -4,7 +4,7 @@
  *
  * Loads a multiboot (v1) ELF32 or ELF64 kernel at its p_paddr, builds a
  * multiboot info block (memory map, command line "IMAGE ARGS...") and starts
- * it the way lightpath does (vmm/loader.c, vendor_vcpu_init in vmm/svm/svm.c):
+ * it the way lightpath does (vmm/loader.c, vendor_vcpu_init in vmm/svm/vcpu.c):
  * 32-bit protected mode, paging off, flat segments, EAX = 0x2BADB002,
  * EBX = the info block. The guest's exits are handled where a real KVM-based
  * VMM handles them:

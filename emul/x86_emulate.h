@@ -1,96 +1,42 @@
 /* x86 instruction emulator for MMIO and port I/O (heavy exit path).
  *
- * Under SVM without decode assists (QEMU TCG) a guest access to emulated
- * MMIO arrives as a nested page fault (#VMEXIT_NPF) that gives only the
- * faulting guest-physical address, and a string I/O intercept gives no
- * memory address at all. With io=emulate every port
- * I/O intercept is emulated from the instruction bytes too. The emulator fetches the instruction at CS:RIP by
- * walking the guest's own page tables (paging off, 32-bit, PAE, 4-level),
- * decodes it (emul/x86_decode.h), performs the access on the device through
- * a callback and updates registers, flags and RIP.
+ * An exit that reports less than the access needs comes here: a nested
+ * page fault on emulated MMIO (only the guest-physical address), string
+ * I/O (no memory address), and every port access with io=emulate. The
+ * emulator fetches the instruction at CS:RIP through the guest's own page
+ * tables (paging off, 32-bit, PAE, 4-level), decodes it (emul/x86_decode.h),
+ * performs the access through callbacks and updates registers, flags and
+ * RIP. It knows no backend: vmm/heavy_emulate.c wires it for both.
  *
- * ----------------------------------------------------------------------
- * How the hypervisor wires it (heavy path only):
+ * The wiring, in vmm/heavy_emulate.c:
+ *  1. struct emul_ctx is filled through the vendor state hooks
+ *     (vmm/vendor_state.h): the GPRs, vendor_guest_rip, vendor_rflags,
+ *     vendor_seg_bases, vendor_guest_paging, vendor_cpl; the callbacks
+ *     reach the VM's RAM (gpa_ptr: a host pointer for a range inside one
+ *     RAM page, NULL for anything else), its MMIO and port registries
+ *     (mmio, pio, pio_rep: the contract of dev/device.h's handlers) and
+ *     the vCPU through `opaque`.
+ *  2. emul_mmio (a fault on the final access to an MMIO address),
+ *     emul_string_io or emul_port_io (the port, size and direction the
+ *     exit reported are checked against the decoded instruction).
+ *  3. The result: EMUL_DONE stores the registers back (vendor_set_rip,
+ *     vendor_set_rflags, ...); a REP instruction not finished leaves RIP
+ *     at itself with rCX/rSI/rDI advanced, so the guest runs it again and
+ *     interrupts can come in between. EMUL_EXCEPTION stores them as the
+ *     architecture leaves them at the fault and injects res.vector
+ *     (vendor_inject_exception; for #PF CR2 = res.cr2 first).
+ *     EMUL_RETRY (the code or page tables changed under the emulator)
+ *     resumes the guest to execute it again. EMUL_UNSUPPORTED changed
+ *     nothing: the VM stops with one line naming res.reason and the bytes.
+ *     EMUL_VM_END and EMUL_IO_ERROR pass a device callback's verdict on.
  *
- *  1. Fill a struct emul_ctx from the VMCB and the saved guest GPRs:
- *       gpr[16]       guest RAX..R15 (RAX and RSP come from the VMCB)
- *       rip, rflags   VMCB save area
- *       seg_base[6]   ES, CS, SS, DS, FS, GS bases (VMCB segment bases)
- *       pg            struct guest_paging: cr0, cr3, cr4, efer (VMCB),
- *                     cs_long = EFER.LMA && CS.L, cs_32 = CS.D
- *       cpl           VMCB CPL
- *       maxphyaddr    guest MAXPHYADDR (CPUID 0x80000008 EAX[7:0]); 0 = 52
- *       gpa_ptr       RAM: host pointer for [gpa, gpa+len) (never crosses a
- *                     4 KiB page), or NULL when the GPA is not RAM (MMIO or
- *                     unbacked). This is the "classify GPA" helper: NULL
- *                     routes the access to `mmio`. Wrap gpa_to_host().
- *                     A RAM page must be contiguous in host memory: REP
- *                     string instructions ask for the whole page once and
- *                     address the elements in it from that pointer.
- *       mmio          device MMIO dispatch: (ctx, gpa, &data, size 1/2/4/8,
- *                     is_write) -> IO_OK / IO_VM_END / negative error, the
- *                     same contract as dev/device.h io_handler_fn. Must
- *                     accept any GPA (unbacked: read all-ones, drop writes).
- *       pio           port I/O dispatch (ctx, port, &data, size 1/2/4,
- *                     is_write), same return contract.
- *       pio_rep       optional: a run of REP INS/OUTS elements of one port
- *                     and RAM (ctx, port, host, step, size, n, is_write,
- *                     &done), element by element as `pio` would do them,
- *                     so the caller finds the port's device once per run;
- *                     NULL: the emulator calls `pio` per element.
- *       opaque        anything (the vcpu); callbacks reach it through ctx.
- *       rep_max       REP iterations per call, 0 = EMUL_REP_MAX (256).
- *
- *  2. Call
- *       #VMEXIT_NPF on an MMIO GPA  -> emul_mmio(ctx, EXITINFO2, &res)
- *          (only for a fault on the final access, EXITINFO1 bit 32 set; a
- *          fault during the guest's page walk (bit 33) on MMIO is a guest
- *          bug: stop the VM)
- *       #VMEXIT_IOIO with STR set   -> emul_string_io(ctx, &io, &res)
- *          (io from svm_ioio_decode(); the port, size and direction are
- *          cross-checked with the decoded INS/OUTS)
- *       #VMEXIT_IOIO, io=emulate    -> emul_port_io(ctx, &io, &res)
- *          (any IN/OUT/INS/OUTS; port, size, direction and the string bit
- *          are cross-checked with io, which may be NULL to trust the bytes
- *          alone; IN updates AL/AX/EAX, RIP advances; then as below)
- *
- *  3. Act on the result:
- *       EMUL_DONE         copy gpr[], rip, rflags back (RAX/RSP/RIP/RFLAGS
- *                         into the VMCB) and resume. For a REP string
- *                         instruction that is not finished, rip is unchanged
- *                         and rCX/rSI/rDI have advanced: the guest re-executes
- *                         it and exits again (interrupts can come in between).
- *       EMUL_EXCEPTION    registers are as the architecture requires at the
- *                         fault (completed REP iterations are kept): copy them
- *                         back, then inject res.vector (VMCB EVENTINJ, type
- *                         exception) with res.error_code if res.has_error_code;
- *                         for #PF (14) also set the guest CR2 = res.cr2.
- *       EMUL_UNSUPPORTED  the instruction is outside the supported set (or
- *                         code is fetched from MMIO, or a guest page table
- *                         lies outside RAM). Nothing was changed. Stop the VM
- *                         with one line naming res.reason and the bytes
- *                         res.bytes[0..res.nbytes) at res.rip (or inject #UD:
- *                         vector 6, no error code, if that suits the VM).
- *       EMUL_RETRY        nothing was changed: the instruction at RIP does not
- *                         access the faulting GPA / is not the intercepted
- *                         port or string I/O (another vCPU changed the code or the
- *                         guest page tables). Resume the guest; it re-executes.
- *                         (A VM that keeps retrying at the same RIP should be
- *                         stopped after a few tries: that would be a bug.)
- *       EMUL_VM_END       a device callback returned IO_VM_END; the VM ends.
- *       EMUL_IO_ERROR     a device callback returned res.io_error < 0: stop
- *                         the VM with that error.
- *
- * Not modelled: segment limits and attributes (the CPU checked them for
- * the faulting access; later REP iterations are not re-checked), I/O
- * permission (IOPL, TSS bitmap: the CPU checks them before the IOIO
- * intercept), alignment checks, protection keys, RFLAGS.TF single-step
- * after an emulated
- * instruction, and accessed/dirty bits are set in the guest page tables only
- * when they live in RAM (they always do in practice). Accesses are not
- * atomic with respect to other vCPUs (LOCK and XCHG on MMIO are a read and a
- * write).
- * ---------------------------------------------------------------------- */
+ * Not modelled: segment limits and attributes (the CPU checked them for the
+ * faulting access; later REP iterations are not re-checked), I/O permission
+ * (the CPU checks IOPL and the TSS bitmap before the exit), alignment
+ * checks, protection keys; accessed/dirty bits are set only in page tables
+ * in RAM. Accesses are not atomic with respect to other vCPUs (LOCK and XCHG
+ * on MMIO are a read and a write). RFLAGS.TF is the caller's: with TF set
+ * it asks for one REP iteration a call (rep_max = 1) and raises the #DB. */
 #ifndef EMUL_X86_EMULATE_H
 #define EMUL_X86_EMULATE_H
 

@@ -1,7 +1,7 @@
-/* What an exit means, independent of how the backend reported it: the
+/* The services both paths of an exit use, whatever the backend: the
  * hypercall ABI, CPUID as the guest sees it, port and MSR dispatch to the
  * registered devices, and the exit statistics. The pieces the light path
- * runs are inline. */
+ * runs are inline. (What an exit means is its row: vmm/exit_table.h.) */
 #ifndef VMM_EXIT_H
 #define VMM_EXIT_H
 

@@ -1,8 +1,8 @@
-/* The vendor-neutral exit core (docs/EXITS.md): what every exit means,
- * written once for both backends. A backend decodes its exit information
- * through the hooks of vmm/vendor.h and lists its exits in one table; the
- * light handlers (vmm/exit_light.c), the heavy handlers and the interrupt
- * decisions (vmm/exit_heavy.c) are shared. */
+/* The vendor-neutral exit core (docs/EXITS.md), written once for both
+ * backends: the light handlers (vmm/exit_light.c), the heavy handlers and
+ * the interrupt decisions (vmm/exit_heavy.c). A backend decodes its exit
+ * information through the hooks of vmm/vendor.h and lists its exits in
+ * one table, whose rows say what each exit means (vmm/exit_table.h). */
 #ifndef VMM_VCPU_EXIT_H
 #define VMM_VCPU_EXIT_H
 

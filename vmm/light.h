@@ -109,7 +109,8 @@ enum light_kind {
 
 /* The handler symbols, for traces, breakpoints and docs: light_<set>_<kind>
  * for a compiled set (light_all_on_hypercall, light_all_off_io; on SVM
- * with NRIP save light_nrip_all_on_cpuid), light_generic_<kind> for the rest
+ * with NRIP save light_nrip_all_on_hypercall, light_nrip_all_on_cpuid),
+ * light_generic_<kind> for the rest
  * (light_generic_hypercall). The backend's sets: VENDOR_LIGHT_SETS,
  * arch_exit.h. */
 light_handler_fn *exit_light_set_handler(unsigned sw, enum light_kind kind);

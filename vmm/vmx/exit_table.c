@@ -98,10 +98,7 @@ static const struct {
  * INIT, SIPI, SMIs and RSM, which lightpath never sends or enables while a
  * guest runs, and the failed VM entries (reasons 33, 34, 41), which
  * vendor_heavy_begin takes before the table. */
-static const struct {
-	uint8_t first, last;
-	const char *name;
-} always_exits[] = {
+static const struct exit_span always_exits[] = {
 	{ VMX_EXIT_TRIPLE_FAULT, VMX_EXIT_TRIPLE_FAULT, "a triple fault" },
 	{ VMX_EXIT_TASK_SWITCH, VMX_EXIT_TASK_SWITCH, "a task switch" },
 	{ VMX_EXIT_CPUID, VMX_EXIT_GETSEC, "CPUID, GETSEC" },
@@ -124,7 +121,7 @@ unsigned vendor_intercept_spans(struct exit_span *out, unsigned max)
 	unsigned n = 0;
 	for (unsigned i = 0; i < sizeof(always_exits) / sizeof(always_exits[0]); i++)
 		exit_span_add(out, max, &n, always_exits[i].first, always_exits[i].last,
-			      always_exits[i].name);
+			      always_exits[i].intercept);
 	for (unsigned i = 0; i < sizeof(control_exits) / sizeof(control_exits[0]); i++) {
 		uint32_t reason = control_exits[i].reason;
 		if (word[control_exits[i].word] & control_exits[i].bit)

@@ -3,10 +3,10 @@
 
 #include "core/console.h"
 #include "lib/printf.h"
+#include "vmm/exit_setup.h"      /* exit_table_init */
 #include "vmm/exit_table.h"
 #include "vmm/guests.h"
 #include "vmm/spec_ctrl.h"
-#include "vmm/exit_setup.h"      /* exit_table_init */
 #include "vmm/vcpu_exit.h"
 #include "vmm/vendor_setup.h"
 

@@ -453,7 +453,7 @@ def t_status_0x80(label, switches=""):
 
 
 def t_irqstate_leave(label, switches=""):
-    """Item 8 on VT-x, and the platform's interrupts through the exit core:
+    """docs/SECURITY.md case 8 on VT-x, and the platform's interrupts through the exit core:
     irqstate finds the controllers' handover state, no device interrupt on
     an exception vector while it has IF=1, then the PIT's and the UART's
     IRQs on the vectors it programmed (the VT-x backend asked the platform
@@ -469,7 +469,7 @@ def t_irqstate_leave(label, switches=""):
 
 
 def t_config_cycle(label, switches=""):
-    """Item 13 on VT-x (the loader is shared): two descriptions naming each
+    """docs/SECURITY.md case 13 on VT-x (the loader is shared): two descriptions naming each
     other are reported with one line each, resetcheck runs after them."""
     def run():
         b, lines = itest.config_cycle_boot(BochsBoot, label, switches)
@@ -480,7 +480,7 @@ def t_config_cycle(label, switches=""):
 
 
 def t_timeout(label, mode, how, switches=""):
-    """Item 9 on VT-x: `forever mode=<mode>` stopped by a 1 s limit (a VM
+    """docs/SECURITY.md case 9 on VT-x: `forever mode=<mode>` stopped by a 1 s limit (a VM
     description's timeout = or vm.timeout=), then resetcheck starts from the
     reset state and runs. Bochs lists modules by basename. mode=spin (IF=0,
     no exit at all) gets no external-interrupt exit from Bochs 2.7: the

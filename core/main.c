@@ -47,13 +47,12 @@ void kmain(uint32_t magic, uint32_t info)
 		kprintf("lightpath: error: %s\n", err);
 		power_off(LP_STATUS_HV_ERROR);
 	}
-	static const char *const auto3[] = { [OPT_AUTO] = "auto", [OPT_ON] = "on", [OPT_OFF] = "off" };
 	kprintf("lightpath: options: light=%s svm.vmload=%s vmx.tpr=%s vmx.apicv=%s "
 		"vmx.bochs_quirk=%s dr=%s pmu=%s msr=%s io=%s spec=%s unclaimed=%s clock=%s timer=%s "
 		"mem=%u stats=%s\n",
 		options.light ? "on" : "off", options.vmload_lazy ? "lazy" : "always",
 		options.vmx_tpr_shadow ? "shadow" : "exit", options.vmx_apicv ? "on" : "off",
-		auto3[options.vmx_bochs_quirk],
+		opt_auto_word(options.vmx_bochs_quirk),
 		options.dr_lazy ? "lazy" : "always", options.pmu_lazy ? "lazy" : "always",
 		options.msr_lazy ? "lazy" : "always", options.io_fast ? "fast" : "emulate",
 		options.spec ? "on" : "off", options.unclaimed_pc ? "pc" : "stop",

@@ -43,6 +43,11 @@ struct lp_options {
 
 /* A three-way option's values. */
 enum opt_auto { OPT_AUTO = 0, OPT_ON, OPT_OFF };
+/* The word of an enum opt_auto value: "auto", "on" or "off". */
+static inline const char *opt_auto_word(unsigned v)
+{
+	return v == OPT_ON ? "on" : v == OPT_OFF ? "off" : "auto";
+}
 
 /* cpus= accepts 1..this many (= SMP_MAX_CPUS, core/smp.h). */
 #define OPTIONS_CPUS_MAX LP_MAX_CPUS

@@ -68,8 +68,6 @@ static const void *phys_identity(uint64_t pa, uint64_t len, void *ctx)
 
 void vmx_bochs_quirk_init(const struct lp_options *o, bool apicv)
 {
-	static const char *const mode_word[] = { [OPT_AUTO] = "auto", [OPT_ON] = "on",
-						 [OPT_OFF] = "off" };
 	struct smbios_ids ids;
 	uint32_t r[4];
 	cpuid(1, 0, r);
@@ -84,7 +82,7 @@ void vmx_bochs_quirk_init(const struct lp_options *o, bool apicv)
 			 ids.bios_vendor, ids.bios_version,
 			 hv_bit ? "says a hypervisor runs it" : "has no hypervisor bit");
 	const char *whose = bochs ? "Bochs detected" : "no Bochs detected";
-	const char *mode = mode_word[o->vmx_bochs_quirk];
+	const char *mode = opt_auto_word(o->vmx_bochs_quirk);
 	bool want = o->vmx_bochs_quirk == OPT_ON || (o->vmx_bochs_quirk == OPT_AUTO && bochs && apicv);
 	vmx_bochs_quirk = want && vmx_caps.watchdog_ticks;
 	if (vmx_bochs_quirk)

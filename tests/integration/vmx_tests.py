@@ -108,15 +108,22 @@ class BochsBoot(itest.Boot):
         except OSError:
             self.text = ""
         self.lines = itest.serial_log.lines(self.text)   # split at '\n' only
+        if p.stderr.strip():   # kept beside the log: make stress copies both
+            with open(os.path.join(ROOT, self.log[:-4] + ".stderr"), "w") as f:
+                f.write(p.stderr)
 
     def why_rc(self):
         if self.silent:
             return "hung: no output for %d s (at %d s)" % (self.silent, self.secs)
         if self.rc == 124 or self.rc == 137:
             return "timed out after %d s" % (self.timeout * itest.CAP_FACTOR)
-        if self.rc in (2, 3) and self.stderr.strip().startswith("lp-bochs:"):
-            return self.stderr.strip().splitlines()[-1]
+        err = [l.strip() for l in self.stderr.splitlines() if l.strip()]
+        own = [l for l in err if l.startswith("lp-bochs:")]
+        if self.rc in (2, 3) and own:
+            return own[-1]
         s = "lp-bochs exit %d" % self.rc
+        if err:   # e.g. a tool lp-bochs ran (set -e) failed before Bochs started
+            s += "; stderr: " + err[-1]
         if self.rc % 2 == 1:
             s += " (status %#x)" % (self.rc >> 1)
         last = [l for l in itest.serial_log.lightpath_lines(self.text) if l.startswith("lightpath:")]

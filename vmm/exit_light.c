@@ -60,13 +60,24 @@ static COLD light_ret light_handled_leave(struct vcpu *v, unsigned reason)
 /* The hazard check found work. Delivering an interrupt touches only the
  * VMCB/VMCS and the emulated controllers, so it is done here; a VM that
  * ended leaves for the heavy path. */
+/* What light_recheck cannot do: a VM that ended, a single step (the DRs are
+ * the heavy path's), several vCPUs (interrupt state is shared, the heavy
+ * path's). */
+static inline bool light_recheck_leaves(const struct vcpu *v)
+{
+	return v->vm->ended || (v->pending & VCPU_PENDING_STEP) || v->vm->nr_vcpus > 1;
+}
+
 static COLD light_ret light_recheck(struct vcpu *v, unsigned reason)
 {
-	/* (several vCPUs: interrupt state is shared, the heavy path's) */
-	if (v->vm->ended || (v->pending & VCPU_PENDING_STEP) || v->vm->nr_vcpus > 1)
-		return light_handled_leave(v, reason);   /* (the DRs are the heavy path's) */
-	if (v->pending & VCPU_PENDING_TIMERS)
-		vm_timers_run(v->vm);   /* a clock read found one due */
+	/* Due timers (a clock read found one) share the step's bit test, so
+	 * that an interrupt's recheck pays no test for them. */
+	if (v->vm->ended || (v->pending & (VCPU_PENDING_STEP | VCPU_PENDING_TIMERS)) ||
+	    v->vm->nr_vcpus > 1) {
+		if (light_recheck_leaves(v))
+			return light_handled_leave(v, reason);
+		vm_timers_run(v->vm);
+	}
 	v->pending = 0;
 	exit_inject_interrupts(v);
 	vm_timer_lead_wait(v->vm);   /* last: the guest runs next */

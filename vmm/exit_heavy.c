@@ -406,6 +406,20 @@ void heavy_triple_fault(struct vcpu *v)
 		 vendor_guest_rip(v));
 }
 
+/* The rare pending work, before interrupts are injected: the VM's timers
+ * when a clock read found one due (what they raise is injected next, so the
+ * bits they set in v->pending are spent), then a completed instruction's
+ * single-step trap, which outranks NMIs and interrupts. */
+static __attribute__((noinline, cold)) void heavy_due_timers_and_step(struct vcpu *v, unsigned pending)
+{
+	if (pending & VCPU_PENDING_TIMERS) {
+		vm_timers_run(v->vm);
+		v->pending = 0;
+	}
+	if (pending & VCPU_PENDING_STEP)
+		vendor_single_step_trap(v);
+}
+
 void exit_heavy(struct vcpu *v)
 {
 	if (v->heavy_action == HEAVY_EXIT) {
@@ -421,12 +435,10 @@ void exit_heavy(struct vcpu *v)
 	 * (the light path's hazard check relies on the same), or while the
 	 * guest could not take it (then an interrupt window is requested). */
 	if ((v->pending || vendor_intr_window_requested(v)) && !v->vm->ended) {
-		if (v->pending & VCPU_PENDING_TIMERS)
-			vm_timers_run(v->vm);   /* a clock read found one due */
 		unsigned p = v->pending;
 		v->pending = 0;
-		if (p & VCPU_PENDING_STEP)   /* a trap outranks NMIs and interrupts */
-			vendor_single_step_trap(v);
+		if (p & (VCPU_PENDING_TIMERS | VCPU_PENDING_STEP))   /* one test for both */
+			heavy_due_timers_and_step(v, p);
 		exit_inject_interrupts(v);
 		vm_timer_lead_wait(v->vm);   /* last: the guest runs next */
 	}

@@ -61,11 +61,9 @@ static int reg_write(struct acpi_pm *pm, unsigned reg, uint16_t v, uint16_t byte
 	return IO_OK;
 }
 
-int acpi_pm_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	       bool is_write, void *opaque)
+int acpi_pm_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct acpi_pm *pm = opaque;
-	(void)vcpu;
 	uint64_t off0 = addr - ACPI_PM_BASE;
 
 	if (!is_write) {

@@ -42,8 +42,7 @@ struct acpi_pm {
 
 /* sci: the line the FADT names as SCI_INT */
 void acpi_pm_init(struct acpi_pm *pm, struct dev_host *host, struct irq_line sci);
-int acpi_pm_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	       bool is_write, void *opaque);
+int acpi_pm_io(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 extern const struct dev_desc acpi_pm_desc;
 
 #endif

@@ -15,11 +15,9 @@ const struct dev_desc debug_exit_desc = {
 		   .fn = debug_exit_io, .light = true }),
 };
 
-int debug_exit_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
-		  unsigned size, bool is_write, void *opaque)
+int debug_exit_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct debug_exit *dev = opaque;
-	(void)vcpu;
 	(void)addr;
 
 	if (!is_write) {

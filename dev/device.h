@@ -1,5 +1,6 @@
 /* Device model: a device describes the ports or MMIO ranges it decodes
- * (struct dev_desc, below), all with one callback shape. A callback returns
+ * (struct dev_desc, below), all with one callback shape. A callback gets
+ * only what it uses: the device object first, then the access; it returns
  * IO_OK to resume the guest, IO_VM_END when it ended the VM, or a negative
  * error. `light` says the callback may run on the light exit path: it needs
  * no state the heavy path restores, and what it does to interrupts reaches
@@ -12,8 +13,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct vcpu;
-
 enum io_result {
 	IO_OK = 0,
 	IO_VM_END = 1,
@@ -24,16 +23,19 @@ enum io_result {
 			       the heavy path (VM lock held) calls again */
 };
 
-/* data: for a write, the value written (low `size` bytes); for a read, the
- * callback stores the value read. size is 1, 2 or 4 for ports. */
-typedef int (*io_handler_fn)(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
-			     unsigned size, bool is_write, void *opaque);
+/* dev: the device object (struct io_range's dev). data: for a write, the
+ * value written (low `size` bytes); for a read, the callback stores the
+ * value read. size is 1, 2 or 4 for ports. No device needs the accessing
+ * vCPU; the platform's wrappers that do find it themselves
+ * (vmm/vm.h exit_vcpu). */
+typedef int (*io_handler_fn)(void *dev, uint64_t addr, uint64_t *data, unsigned size,
+			     bool is_write);
 
 struct io_range {
 	uint64_t base;
 	uint64_t len;
 	io_handler_fn fn;
-	void *opaque;
+	void *dev;          /* fn's first argument */
 	bool light;
 	const char *name;
 };
@@ -41,7 +43,7 @@ struct io_range {
 /* A device describes itself once, in a const descriptor declared in its
  * header: the ranges it decodes, and whether it may stay light in a VM of
  * several vCPUs. The platform (vmm/platform.c) registers each range with
- * the device object as the callback's opaque, in the order of its table;
+ * the device object as the callbacks' dev, in the order of its table;
  * no device builds its ranges at run time. */
 struct dev_range {
 	uint64_t base;

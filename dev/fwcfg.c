@@ -41,11 +41,9 @@ static uint8_t item_byte(const struct fwcfg *dev, uint32_t off)
 	}
 }
 
-int fwcfg_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	     bool is_write, void *opaque)
+int fwcfg_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct fwcfg *dev = opaque;
-	(void)vcpu;
 
 	if (addr == FWCFG_BASE) {
 		/* the selector: a 16-bit register (a byte write sets its low

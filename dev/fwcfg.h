@@ -30,8 +30,7 @@ struct fwcfg {
 };
 
 void fwcfg_init(struct fwcfg *dev, uint64_t ram_size, unsigned ncpus);
-int fwcfg_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	     bool is_write, void *opaque);
+int fwcfg_io(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 extern const struct dev_desc fwcfg_desc;
 
 #endif

@@ -440,11 +440,9 @@ static bool access_ok(unsigned off, unsigned size)
 	return off < HPET_SIZE && ((size == 4 && !(off & 3)) || (size == 8 && !(off & 7)));
 }
 
-int hpet_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	      bool is_write, void *opaque)
+int hpet_mmio(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct hpet *h = opaque;
-	(void)vcpu;
 	uint64_t off64 = addr - HPET_BASE;
 	unsigned off = (unsigned)off64;
 	if (off64 >= HPET_SIZE || !access_ok(off, size)) {

@@ -103,11 +103,9 @@ static int data_write(struct i8042 *dev, uint8_t v)
 	return IO_OK;
 }
 
-int i8042_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	     bool is_write, void *opaque)
+int i8042_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct i8042 *dev = opaque;
-	(void)vcpu;
 	(void)size;
 
 	if (is_write) {

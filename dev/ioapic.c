@@ -128,11 +128,9 @@ void ioapic_write_reg(struct ioapic *io, uint8_t index, uint32_t value)
 	service_level(io, pin);
 }
 
-int ioapic_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-		bool is_write, void *opaque)
+int ioapic_mmio(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct ioapic *io = opaque;
-	(void)vcpu;
 	uint64_t off = addr - io->base;
 
 	if (is_write) {

@@ -76,11 +76,10 @@ struct ioapic {
 void ioapic_init(struct ioapic *io, uint8_t id, ioapic_deliver_fn deliver,
 		 void *ctx);
 
-/* MMIO callback (dev/device.h shape; opaque is the struct ioapic). 32-bit
+/* MMIO callback (dev/device.h shape; dev is the struct ioapic). 32-bit
  * accesses to IOREGSEL and IOWIN; a byte write to IOREGSEL works too. Other
  * offsets read 0 and ignore writes. */
-int ioapic_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-		bool is_write, void *opaque);
+int ioapic_mmio(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 extern const struct dev_desc ioapic_desc;
 
 /* GSI `pin` driven to level (asserted = true). */

@@ -232,11 +232,9 @@ void lapic_write(struct lapic *a, unsigned off, uint64_t value)
 
 /* ---- MMIO (xAPIC) ---- */
 
-int lapic_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	       bool is_write, void *opaque)
+int lapic_mmio(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct lapic *a = opaque;
-	(void)vcpu;
 	uint64_t off = addr - LAPIC_BASE;
 	bool decoded = lapic_hw_enabled(a) && !lapic_x2apic(a);
 

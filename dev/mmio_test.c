@@ -9,10 +9,8 @@ void mmio_test_init(struct mmio_test *dev, uint64_t base)
 	dev->base = base;
 }
 
-int mmio_test_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size, bool is_write,
-		 void *opaque)
+int mmio_test_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
-	(void)vcpu;
 	struct mmio_test *dev = opaque;
 	uint64_t off = addr - dev->base;
 	uint64_t mask = size >= 8 ? ~0ull : (1ull << (size * 8)) - 1;

@@ -23,8 +23,7 @@ struct mmio_test {
 };
 
 void mmio_test_init(struct mmio_test *dev, uint64_t base);
-int mmio_test_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size, bool is_write,
-		 void *opaque);
+int mmio_test_io(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 extern const struct dev_desc mmio_test_desc;
 
 #endif

@@ -16,11 +16,9 @@ const struct dev_desc pci_host_desc = {
 		   .fn = pci_host_io, .light = true }),
 };
 
-int pci_host_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-		bool is_write, void *opaque)
+int pci_host_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct pci_host *dev = opaque;
-	(void)vcpu;
 
 	if (addr == PCI_CONFIG_ADDRESS && size == 4) {
 		if (is_write)
@@ -51,11 +49,9 @@ const struct dev_desc pci_ecam_desc = {
 		   .fn = pci_ecam_mmio, .light = false }),
 };
 
-int pci_ecam_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-		  bool is_write, void *opaque)
+int pci_ecam_mmio(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct pci_host *dev = opaque;
-	(void)vcpu;
 
 	uint64_t off = addr - PCI_ECAM_GPA;
 	uint8_t devfn = (uint8_t)(off / PCI_ECAM_FUNC_SIZE);

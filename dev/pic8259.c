@@ -269,11 +269,9 @@ void pic_firmware_setup(struct pic8259 *pic)
 	update_cascade(pic);
 }
 
-int pic_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	   bool is_write, void *opaque)
+int pic_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct pic8259 *pic = opaque;
-	(void)vcpu;
 	uint64_t value = 0;
 
 	/* Wider accesses act as byte accesses to consecutive ports; a byte
@@ -313,11 +311,9 @@ int pic_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
 	return IO_OK;
 }
 
-int pic_elcr_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-		bool is_write, void *opaque)
+int pic_elcr_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct pic8259 *pic = opaque;
-	(void)vcpu;
 	uint64_t value = 0;
 
 	for (unsigned i = 0; i < size; i++) {

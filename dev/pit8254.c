@@ -365,11 +365,9 @@ static uint8_t read_data(struct pit8254 *pit, unsigned n, uint64_t now)
 	}
 }
 
-int pit_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	   bool is_write, void *opaque)
+int pit_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct pit8254 *pit = opaque;
-	(void)vcpu;
 	uint64_t now = clock_access(pit->clock, !is_write), value = 0;
 
 	for (unsigned i = 0; i < size; i++) {
@@ -438,11 +436,9 @@ static void set_gate2(struct pit8254 *pit, bool gate, uint64_t now)
 	}
 }
 
-int pit_port61_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-		  bool is_write, void *opaque)
+int pit_port61_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct pit8254 *pit = opaque;
-	(void)vcpu;
 	(void)addr;
 	uint64_t now = clock_access(pit->clock, !is_write);
 

@@ -86,11 +86,9 @@ struct pit8254 {
 
 void pit_init(struct pit8254 *pit, struct dev_host *host, struct irq_line irq);
 
-/* Port callbacks (dev/device.h shape), opaque = the struct pit8254. */
-int pit_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	   bool is_write, void *opaque);
-int pit_port61_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-		  bool is_write, void *opaque);
+/* Port callbacks (dev/device.h shape); dev is the struct pit8254. */
+int pit_io(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
+int pit_port61_io(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 
 /* Two ranges: 0x40-0x43, and 0x61. */
 extern const struct dev_desc pit8254_desc;

@@ -64,11 +64,9 @@ static __attribute__((noinline)) int pmtimer_read_slow(struct pmtimer *dev, uint
 	return pmtimer_put(dev, addr, data, size, clock_read_slow(dev->clock, host));
 }
 
-int pmtimer_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
-	       unsigned size, bool is_write, void *opaque)
+int pmtimer_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct pmtimer *dev = opaque;
-	(void)vcpu;
 
 	if (is_write)
 		return IO_OK;

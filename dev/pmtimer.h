@@ -27,8 +27,7 @@ void pmtimer_init(struct pmtimer *dev, struct guest_clock *clock);
 
 /* Read: the 24-bit count (the bytes from addr on, `size` of them). Writes
  * are ignored. */
-int pmtimer_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
-	       unsigned size, bool is_write, void *opaque);
+int pmtimer_io(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 
 extern const struct dev_desc pmtimer_desc;
 

@@ -15,11 +15,9 @@ const struct dev_desc postcode_desc = {
 		   .fn = postcode_io, .light = true }),
 };
 
-int postcode_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
-		unsigned size, bool is_write, void *opaque)
+int postcode_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct postcode *dev = opaque;
-	(void)vcpu;
 	(void)addr;
 	(void)size;
 

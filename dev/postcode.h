@@ -21,8 +21,7 @@ void postcode_init(struct postcode *dev);
 
 /* Write: stores the low byte. Read: returns the last byte written,
  * zero-extended, whatever the access size. */
-int postcode_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
-		unsigned size, bool is_write, void *opaque);
+int postcode_io(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 
 extern const struct dev_desc postcode_desc;
 

@@ -239,11 +239,9 @@ static void write_reg(struct rtc *rtc, unsigned i, uint8_t v, uint64_t now)
 	}
 }
 
-int rtc_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	   bool is_write, void *opaque)
+int rtc_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct rtc *rtc = opaque;
-	(void)vcpu;
 	/* reading the time or the update flag is reading a clock */
 	bool clock_read = !is_write && addr + size > RTC_BASE + 1 &&
 			  (is_time_reg(rtc->index) || rtc->index == RTC_REG_A);

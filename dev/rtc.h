@@ -72,8 +72,7 @@ void rtc_init(struct rtc *rtc, struct guest_clock *clock, const struct rtc_time 
 void rtc_set_memory(struct rtc *rtc, uint64_t ram_below_4g, uint64_t ram_above_4g,
 		    unsigned ncpus);
 
-int rtc_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	   bool is_write, void *opaque);
+int rtc_io(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 extern const struct dev_desc rtc_desc;
 
 /* The current time (what the guest's registers hold), for tests. */

@@ -173,13 +173,11 @@ static void write_reg(struct uart16550 *dev, unsigned off, uint8_t v)
 	}
 }
 
-int uart16550_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
-		 unsigned size, bool is_write, void *opaque)
+int uart16550_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct uart16550 *dev = opaque;
 	uint64_t off = addr - dev->base;
 	uint64_t value = 0;
-	(void)vcpu;
 
 	for (unsigned i = 0; i < size; i++, off++) {
 		if (is_write) {

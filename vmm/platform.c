@@ -59,27 +59,30 @@ void platform_free(struct vm *vm)
 	vm->pc = 0;
 }
 
+#define PC_AT(field) __builtin_offsetof(struct dev_host, field)
+/* The platform a device object in it belongs to. */
+#define PC_OF(dev, field) ((struct dev_host *)(void *)((char *)(dev) - PC_AT(field)))
+
 /* The HPET in a VM of several vCPUs, on the light path: a read of the main
  * counter only reads the VM's time (Linux's calibrations and clocksource
  * read it back to back and give up on slow reads); the rest needs the VM
  * lock. (clock_read_fast's last_read store races between vCPUs harmlessly:
  * such a VM never polls, guest_clock_init.) */
-static int hpet_mmio_shared(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size,
-			    bool is_write, void *opaque)
+static int hpet_mmio_shared(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
-	if (vm_shared_ok(v->vm) ||
+	if (vm_shared_ok(PC_OF(dev, hpet)->head.vm) ||
 	    (!is_write && ((addr - HPET_BASE) & ~7ull) == HPET_REG_COUNTER))
-		return hpet_mmio(v, addr, data, size, is_write, opaque);
+		return hpet_mmio(dev, addr, data, size, is_write);
 	return IO_NEEDS_LOCK;
 }
 
-/* The 8259s: an EOI or an unmask can make a waiting IRQ deliverable. */
-static int pic_io_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size,
-			  bool is_write, void *opaque)
+/* The 8259s: an EOI or an unmask can make a waiting IRQ deliverable (the
+ * accessing vCPU's hazard check looks). */
+static int pic_io_checked(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
-	int ret = pic_io(v, addr, data, size, is_write, opaque);
+	int ret = pic_io(dev, addr, data, size, is_write);
 	if (is_write)
-		v->pending |= VCPU_PENDING_RECHECK;
+		exit_vcpu()->pending |= VCPU_PENDING_RECHECK;
 	return ret;
 }
 
@@ -94,10 +97,9 @@ static void hpet_legacy_pit(void *pit, bool on)
  * xAPIC guest's EOI, its most frequent MMIO access), then the I/O APIC and
  * the HPET, the bench's test device, the virtio BARs, PCI's ECAM window
  * last (configuration is rare). `at` is the device object's place in
- * struct dev_host, the callbacks' opaque; `one` and `several` are the
+ * struct dev_host, the callbacks' dev; `one` and `several` are the
  * platform's wrappers of the device's first callback (every range that
  * has it) in a VM of one vCPU and of several, 0 for the callback itself. */
-#define PC_AT(field) __builtin_offsetof(struct dev_host, field)
 #define PC_BOOT_LAPIC UINT32_MAX   /* not in dev_host: the boot vCPU's */
 #define PC_VIRTIO ((const struct dev_desc *)0)   /* disk = and net = go here */
 
@@ -121,7 +123,7 @@ static const struct pc_device {
 	{ .desc = &lapic_desc, .at = PC_BOOT_LAPIC,
 	  .one = lapic_mmio_checked, .several = lapic_mmio_shared },
 	{ .desc = &ioapic_desc, .at = PC_AT(ioapic),
-	  .one = apic_mmio_checked, .several = apic_mmio_checked },
+	  .one = ioapic_mmio_checked, .several = ioapic_mmio_checked },
 	{ .desc = &hpet_desc, .at = PC_AT(hpet), .several = hpet_mmio_shared },
 	{ .desc = &mmio_test_desc, .at = PC_AT(mmio_test) },
 	{ .desc = PC_VIRTIO },
@@ -135,11 +137,11 @@ static void add_device(struct vm *vm, const struct pc_device *d)
 	const struct dev_desc *desc = d->desc;
 	bool several = vm->nr_vcpus > 1;
 	io_handler_fn wrap = several ? d->several : d->one;
-	void *opaque = d->at == PC_BOOT_LAPIC ? (void *)&vm->vcpu->lapic : (char *)vm->pc + d->at;
+	void *dev = d->at == PC_BOOT_LAPIC ? (void *)&vm->vcpu->lapic : (char *)vm->pc + d->at;
 	for (unsigned i = 0; i < desc->nr_ranges; i++) {
 		const struct dev_range *rg = &desc->ranges[i];
 		struct io_range r = {
-			.base = rg->base, .len = rg->len, .opaque = opaque,
+			.base = rg->base, .len = rg->len, .dev = dev,
 			.name = rg->name ? rg->name : desc->name,
 			.fn = wrap && rg->fn == desc->ranges[0].fn ? wrap : rg->fn,
 			.light = rg->light && (!several || desc->lock_free),

@@ -399,13 +399,13 @@ static void test_bad_configs(void **state)
 
 static int pm_out(struct acpi_pm *pm, uint16_t port, uint64_t v, unsigned size)
 {
-	return acpi_pm_io(NULL, port, &v, size, true, pm);
+	return acpi_pm_io(pm, port, &v, size, true);
 }
 
 static uint64_t pm_in(struct acpi_pm *pm, uint16_t port, unsigned size)
 {
 	uint64_t v = 0xdead;
-	assert_int_equal(acpi_pm_io(NULL, port, &v, size, false, pm), IO_OK);
+	assert_int_equal(acpi_pm_io(pm, port, &v, size, false), IO_OK);
 	return v;
 }
 

@@ -36,7 +36,7 @@ static int setup(void **state)
 	};
 	for (unsigned i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
 		d = seq[i][1];
-		pic_io(NULL, seq[i][0], &d, 1, true, &pic);
+		pic_io(&pic, seq[i][0], &d, 1, true);
 	}
 	return 0;
 }
@@ -82,7 +82,7 @@ static void test_firmware_handover(void **state)
 	};
 	for (unsigned i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
 		d = seq[i][1];
-		pic_io(NULL, seq[i][0], &d, 1, true, &pic);
+		pic_io(&pic, seq[i][0], &d, 1, true);
 	}
 	pc_irq_set(&pic, &io, 0, false);
 	pc_irq_set(&pic, &io, 0, true);
@@ -158,11 +158,11 @@ static void test_ioapic_path_with_pit(void **state)
 	ioapic_write_reg(&io, 0x11 + 2 * 2, 0);
 	pit_init(&pit, FAKE_HOST, stub_irq(0));
 	uint64_t d = 0x34;                           /* mode 2, 1000 ticks */
-	pit_io(NULL, 0x43, &d, 1, true, &pit);
+	pit_io(&pit, 0x43, &d, 1, true);
 	d = 1000 & 0xff;
-	pit_io(NULL, 0x40, &d, 1, true, &pit);
+	pit_io(&pit, 0x40, &d, 1, true);
 	d = 1000 >> 8;
-	pit_io(NULL, 0x40, &d, 1, true, &pit);
+	pit_io(&pit, 0x40, &d, 1, true);
 	/* the stub irq_line_set only records; route what it saw by hand */
 	uint64_t deadline = stubs_next_deadline();
 	assert_true(deadline > 0);

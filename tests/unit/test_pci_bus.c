@@ -221,7 +221,7 @@ static void test_guest_writes_everywhere(void **state)
 static uint64_t io(uint16_t port, unsigned size, bool w, uint64_t v)
 {
 	uint64_t d = w ? v : 0x1234;
-	assert_int_equal(pci_host_io(NULL, port, &d, size, w, &host), IO_OK);
+	assert_int_equal(pci_host_io(&host, port, &d, size, w), IO_OK);
 	return d;
 }
 
@@ -295,8 +295,8 @@ static void test_mechanism_1_window(void **state)
 static uint64_t ecam(unsigned devfn, unsigned reg, unsigned size, bool w, uint64_t v)
 {
 	uint64_t d = w ? v : 0x1234;
-	assert_int_equal(pci_ecam_mmio(NULL, PCI_ECAM_GPA + ((uint64_t)devfn << 12) + reg, &d, size,
-				       w, &host), IO_OK);
+	assert_int_equal(pci_ecam_mmio(&host, PCI_ECAM_GPA + ((uint64_t)devfn << 12) + reg, &d, size,
+				       w), IO_OK);
 	return d;
 }
 

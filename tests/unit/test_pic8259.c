@@ -14,16 +14,16 @@ static struct pic8259 pic;
 static void out(uint16_t port, uint8_t v)
 {
 	uint64_t d = v;
-	int rc = port >= PIC_ELCR_BASE ? pic_elcr_io(NULL, port, &d, 1, true, &pic)
-				       : pic_io(NULL, port, &d, 1, true, &pic);
+	int rc = port >= PIC_ELCR_BASE ? pic_elcr_io(&pic, port, &d, 1, true)
+				       : pic_io(&pic, port, &d, 1, true);
 	assert_int_equal(rc, IO_OK);
 }
 
 static uint8_t in(uint16_t port)
 {
 	uint64_t d = 0xdead;
-	int rc = port >= PIC_ELCR_BASE ? pic_elcr_io(NULL, port, &d, 1, false, &pic)
-				       : pic_io(NULL, port, &d, 1, false, &pic);
+	int rc = port >= PIC_ELCR_BASE ? pic_elcr_io(&pic, port, &d, 1, false)
+				       : pic_io(&pic, port, &d, 1, false);
 	assert_int_equal(rc, IO_OK);
 	assert_true(d <= 0xff);
 	return (uint8_t)d;
@@ -288,7 +288,7 @@ static void test_wide_access(void **state)
 	uint64_t d = 0;
 	pic_set_irq(&pic, 2 + 1, true);
 	out(0x20, 0x0a);
-	assert_int_equal(pic_io(NULL, 0x20, &d, 2, false, &pic), IO_OK);
+	assert_int_equal(pic_io(&pic, 0x20, &d, 2, false), IO_OK);
 	assert_int_equal(d, 0xfb08);
 }
 

@@ -27,16 +27,16 @@ static int setup(void **state)
 static void out(uint16_t port, uint8_t v)
 {
 	uint64_t d = v;
-	int rc = port == 0x61 ? pit_port61_io(NULL, port, &d, 1, true, &pit)
-			      : pit_io(NULL, port, &d, 1, true, &pit);
+	int rc = port == 0x61 ? pit_port61_io(&pit, port, &d, 1, true)
+			      : pit_io(&pit, port, &d, 1, true);
 	assert_int_equal(rc, IO_OK);
 }
 
 static uint8_t in(uint16_t port)
 {
 	uint64_t d = 0xdead;
-	int rc = port == 0x61 ? pit_port61_io(NULL, port, &d, 1, false, &pit)
-			      : pit_io(NULL, port, &d, 1, false, &pit);
+	int rc = port == 0x61 ? pit_port61_io(&pit, port, &d, 1, false)
+			      : pit_io(&pit, port, &d, 1, false);
 	assert_int_equal(rc, IO_OK);
 	assert_true(d <= 0xff);
 	return (uint8_t)d;

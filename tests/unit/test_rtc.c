@@ -28,17 +28,17 @@ static int setup(void **state)
 static void wr(uint8_t index, uint8_t v)
 {
 	uint64_t d = index;
-	assert_int_equal(rtc_io(NULL, 0x70, &d, 1, true, &rtc), IO_OK);
+	assert_int_equal(rtc_io(&rtc, 0x70, &d, 1, true), IO_OK);
 	d = v;
-	assert_int_equal(rtc_io(NULL, 0x71, &d, 1, true, &rtc), IO_OK);
+	assert_int_equal(rtc_io(&rtc, 0x71, &d, 1, true), IO_OK);
 }
 
 static uint8_t rd(uint8_t index)
 {
 	uint64_t d = index;
-	assert_int_equal(rtc_io(NULL, 0x70, &d, 1, true, &rtc), IO_OK);
+	assert_int_equal(rtc_io(&rtc, 0x70, &d, 1, true), IO_OK);
 	d = 0xdead;
-	assert_int_equal(rtc_io(NULL, 0x71, &d, 1, false, &rtc), IO_OK);
+	assert_int_equal(rtc_io(&rtc, 0x71, &d, 1, false), IO_OK);
 	assert_true(d <= 0xff);
 	return (uint8_t)d;
 }
@@ -55,13 +55,13 @@ static void test_range_and_status_registers(void **state)
 	assert_int_equal(rd(RTC_REG_D), 0x80);   /* read-only */
 	/* index bit 7 is the NMI mask, not part of the index */
 	uint64_t d = 0x80 | RTC_REG_D;
-	rtc_io(NULL, 0x70, &d, 1, true, &rtc);
+	rtc_io(&rtc, 0x70, &d, 1, true);
 	assert_true(rtc.nmi_disabled);
 	d = 0;
-	rtc_io(NULL, 0x71, &d, 1, false, &rtc);
+	rtc_io(&rtc, 0x71, &d, 1, false);
 	assert_int_equal(d, 0x80);
 	d = 0;
-	rtc_io(NULL, 0x70, &d, 1, false, &rtc);
+	rtc_io(&rtc, 0x70, &d, 1, false);
 	assert_int_equal(d, 0xff);               /* the index port is write-only */
 }
 

@@ -23,13 +23,13 @@ static int setup(void **state)
 
 static void out(unsigned reg, uint64_t v, unsigned size)
 {
-	assert_int_equal(uart16550_io(NULL, COM1 + reg, &v, size, true, &uart), IO_OK);
+	assert_int_equal(uart16550_io(&uart, COM1 + reg, &v, size, true), IO_OK);
 }
 
 static uint64_t in(unsigned reg, unsigned size)
 {
 	uint64_t v = 0xdeadbeefcafef00dull;
-	assert_int_equal(uart16550_io(NULL, COM1 + reg, &v, size, false, &uart), IO_OK);
+	assert_int_equal(uart16550_io(&uart, COM1 + reg, &v, size, false), IO_OK);
 	return v;
 }
 

@@ -40,8 +40,8 @@ struct acpi_pm {
 	bool sci;            /* SCI level last driven */
 };
 
-/* sci: the line the FADT names as SCI_INT */
-void acpi_pm_init(struct acpi_pm *pm, struct dev_host *host, struct irq_line sci);
+/* Its line is the SCI the FADT names (SCI_INT, ACPI_SCI_IRQ). */
+void acpi_pm_init(void *dev, struct dev_host *h);
 int acpi_pm_io(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 extern const struct dev_desc acpi_pm_desc;
 

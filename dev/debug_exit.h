@@ -15,7 +15,7 @@ struct debug_exit {
 	uint16_t base;
 };
 
-void debug_exit_init(struct debug_exit *dev, struct dev_host *host);
+void debug_exit_init(void *dev, struct dev_host *h);
 
 /* Write: calls dev_vm_end(host, value of `size` bytes, "isa-debug-exit") and
  * returns IO_VM_END. Read: returns 0, as QEMU does. */

@@ -72,9 +72,11 @@ struct ioapic {
 	uint64_t delivered;     /* messages sent, for statistics and tests */
 };
 
-/* All pins masked, edge, vector 0. `deliver` may be 0 (nothing is sent). */
-void ioapic_init(struct ioapic *io, uint8_t id, ioapic_deliver_fn deliver,
-		 void *ctx);
+/* ID 0, all pins masked, edge, vector 0; it sends nothing until
+ * ioapic_set_deliver says where to. */
+void ioapic_init(void *dev, struct dev_host *h);
+/* Where its messages go (the platform's APIC bus); 0: nowhere. */
+void ioapic_set_deliver(struct ioapic *io, ioapic_deliver_fn deliver, void *ctx);
 
 /* MMIO callback (dev/device.h shape; dev is the struct ioapic). 32-bit
  * accesses to IOREGSEL and IOWIN; a byte write to IOREGSEL works too. Other

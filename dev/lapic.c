@@ -95,6 +95,7 @@ void lapic_set_eoi_hook(struct lapic *a, lapic_eoi_fn fn, void *ctx)
 const struct dev_desc lapic_desc = {
 	.name = "lapic", .mmio = true,
 	.lock_free = true,   /* the page is each vCPU's own */
+	/* no init: each vCPU's is lapic_init'ed with its APIC ID */
 	DEV_RANGES({ .base = LAPIC_BASE, .len = LAPIC_SIZE, .fn = lapic_mmio, .light = true }),
 };
 

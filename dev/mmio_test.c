@@ -3,10 +3,12 @@
 #include "lib/string.h"
 #include "lightpath/abi.h"
 
-void mmio_test_init(struct mmio_test *dev, uint64_t base)
+void mmio_test_init(void *opaque, struct dev_host *h)
 {
+	struct mmio_test *dev = opaque;
+	(void)h;
 	memset(dev, 0, sizeof(*dev));
-	dev->base = base;
+	dev->base = LP_MMIO_TEST_BASE;
 }
 
 int mmio_test_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
@@ -46,4 +48,5 @@ const struct dev_desc mmio_test_desc = {
 	.name = "mmio-test", .mmio = true,
 	DEV_RANGES({ .base = LP_MMIO_TEST_BASE, .len = MMIO_TEST_SIZE,
 		   .fn = mmio_test_io, .light = false }),
+	.init = mmio_test_init,
 };

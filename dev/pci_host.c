@@ -3,8 +3,10 @@
 
 #define CONFIG_ENABLE (1u << 31)
 
-void pci_host_init(struct pci_host *dev)
+void pci_host_init(void *opaque, struct dev_host *h)
 {
+	struct pci_host *dev = opaque;
+	(void)h;
 	dev->address = 0;
 	dev->config_reads = 0;
 	pci_bus_init(&dev->bus);
@@ -14,6 +16,7 @@ const struct dev_desc pci_host_desc = {
 	.name = "pci-host",
 	DEV_RANGES({ .base = PCI_CONFIG_ADDRESS, .len = PCI_HOST_PORTS,
 		   .fn = pci_host_io, .light = true }),
+	.init = pci_host_init,
 };
 
 int pci_host_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
@@ -44,7 +47,7 @@ int pci_host_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool
 }
 
 const struct dev_desc pci_ecam_desc = {
-	.name = "pci-ecam", .mmio = true,
+	.name = "pci-ecam", .mmio = true,   /* (no init: pci_host_desc's object) */
 	DEV_RANGES({ .base = PCI_ECAM_GPA, .len = PCI_ECAM_SIZE,
 		   .fn = pci_ecam_mmio, .light = false }),
 };

@@ -52,7 +52,7 @@ struct pic8259 {
 };
 
 /* Power-up state: neither chip initialised (no vector base, nothing masked). */
-void pic_init(struct pic8259 *pic);
+void pic_init(void *dev, struct dev_host *h);
 
 /* The state a PC BIOS hands to the OS (SeaBIOS's pic_setup), which every VM
  * starts in: both chips initialised with ICW1 0x11 (edge, cascade, ICW4

@@ -17,7 +17,7 @@ struct postcode {
 	uint8_t last; /* last byte written; reads return it */
 };
 
-void postcode_init(struct postcode *dev);
+void postcode_init(void *dev, struct dev_host *h);
 
 /* Write: stores the low byte. Read: returns the last byte written,
  * zero-extended, whatever the access size. */

@@ -80,7 +80,7 @@ struct uart16550 {
 	uint8_t rx_count;
 };
 
-void uart16550_init(struct uart16550 *dev, struct dev_host *host, struct irq_line irq);
+void uart16550_init(void *dev, struct dev_host *h);
 
 /* Port callback (dev/device.h shape); dev is the struct uart16550.
  * Accesses wider than one byte act as byte accesses to consecutive

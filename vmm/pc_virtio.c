@@ -124,7 +124,7 @@ static void virtio_intx(struct virtio_pci *t, bool level)
 {
 	struct virtio_slot *slot = t->host;
 	slot->intx_raised += level;
-	struct irq_line l = pc_line(slot->pc, slot->gsi);
+	struct irq_line l = dev_irq_line(slot->pc, slot->gsi);
 	irq_line_set(&l, level);
 }
 

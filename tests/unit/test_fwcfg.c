@@ -42,7 +42,9 @@ static void test_items(void **state)
 {
 	(void)state;
 	stubs_reset();
-	fwcfg_init(&fw, 256ull << 20, 2);
+	stub_ram_size = 256ull << 20;
+	stub_nr_vcpus = 2;
+	fwcfg_init(&fw, FAKE_HOST);
 	assert_true(stub_desc_range_is(&fwcfg_desc, 0, 0x510, 2, fwcfg_io, true));
 
 	uint8_t sig[6];

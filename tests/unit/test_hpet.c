@@ -35,7 +35,8 @@ static void start(void)
 	stub_tsc = T0;
 	legacy_calls = 0;
 	legacy_on = false;
-	hpet_init(&h, FAKE_HOST, legacy_hook, NULL);
+	hpet_init(&h, FAKE_HOST);
+	hpet_set_legacy(&h, legacy_hook, NULL);
 }
 
 static uint64_t rd(unsigned off, unsigned size)
@@ -296,8 +297,9 @@ static void test_legacy_route(void **state)
 {
 	(void)state;
 	start();
-	pit_init(&pit, FAKE_HOST, stub_irq(0));
-	hpet_init(&h, FAKE_HOST, legacy_hook, &pit);
+	pit_init(&pit, FAKE_HOST);
+	hpet_init(&h, FAKE_HOST);
+	hpet_set_legacy(&h, legacy_hook, &pit);
 	/* PIT channel 0, mode 2, 1 ms */
 	uint64_t v = 0x34;
 	pit_io(&pit, 0x43, &v, 1, true);

@@ -26,7 +26,8 @@ static int setup(void **state)
 	(void)state;
 	stubs_reset();
 	nsent = 0;
-	ioapic_init(&io, 0, deliver, &ctx_marker);
+	ioapic_init(&io, FAKE_HOST);
+	ioapic_set_deliver(&io, deliver, &ctx_marker);
 	return 0;
 }
 

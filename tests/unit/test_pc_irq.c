@@ -22,8 +22,9 @@ static int setup(void **state)
 	(void)state;
 	stubs_reset();
 	stub_tsc_hz = 1000000000ull;
-	pic_init(&pic);
-	ioapic_init(&io, 0, pc_ioapic_deliver, &apic);
+	pic_init(&pic, FAKE_HOST);
+	ioapic_init(&io, FAKE_HOST);
+	ioapic_set_deliver(&io, pc_ioapic_deliver, &apic);
 	lapic_init(&apic, FAKE_HOST, 0, true);
 	lapic_set_eoi_hook(&apic, pc_lapic_eoi, &io);
 	lapic_firmware_setup(&apic);
@@ -48,8 +49,9 @@ static int setup_firmware(void **state)
 	(void)state;
 	stubs_reset();
 	stub_tsc_hz = 1000000000ull;
-	pic_init(&pic);
-	ioapic_init(&io, 0, pc_ioapic_deliver, &apic);
+	pic_init(&pic, FAKE_HOST);
+	ioapic_init(&io, FAKE_HOST);
+	ioapic_set_deliver(&io, pc_ioapic_deliver, &apic);
 	lapic_init(&apic, FAKE_HOST, 0, true);
 	lapic_set_eoi_hook(&apic, pc_lapic_eoi, &io);
 	pc_irq_firmware_setup(&pic, &io, &apic);
@@ -156,7 +158,7 @@ static void test_ioapic_path_with_pit(void **state)
 	lapic_write(&apic, LAPIC_LVT_LINT0, LAPIC_LVT_MASKED | 0x700);
 	ioapic_write_reg(&io, 0x10 + 2 * 2, 0x40);   /* GSI 2 (IRQ0) -> vector 0x40 */
 	ioapic_write_reg(&io, 0x11 + 2 * 2, 0);
-	pit_init(&pit, FAKE_HOST, stub_irq(0));
+	pit_init(&pit, FAKE_HOST);
 	uint64_t d = 0x34;                           /* mode 2, 1000 ticks */
 	pit_io(&pit, 0x43, &d, 1, true);
 	d = 1000 & 0xff;

@@ -32,7 +32,7 @@ static void on_bar_moved(struct pci_func *f, unsigned bar, uint64_t addr, bool e
 static int setup(void **state)
 {
 	(void)state;
-	pci_host_init(&host);
+	pci_host_init(&host, FAKE_HOST);
 	/* a virtio-blk-like function: 1af4:1042, class 0x010000, INTA# */
 	pci_func_init(&fn, DEVFN, 0x1af4, 0x1042, 0x01000001, 0x1af4, 0x0002, 1);
 	moves = 0;
@@ -229,7 +229,7 @@ static void test_empty_bus(void **state)
 {
 	(void)state;
 	stubs_reset();
-	pci_host_init(&host);
+	pci_host_init(&host, FAKE_HOST);
 	assert_false(pci_host_desc.mmio);
 	assert_true(stub_desc_range_is(&pci_host_desc, 0, 0xcf8, 8, pci_host_io, true));
 

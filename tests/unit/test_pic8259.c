@@ -44,7 +44,7 @@ static int setup(void **state)
 {
 	(void)state;
 	stubs_reset();
-	pic_init(&pic);
+	pic_init(&pic, FAKE_HOST);
 	linux_init();
 	return 0;
 }
@@ -57,7 +57,7 @@ static int setup_firmware(void **state)
 {
 	(void)state;
 	stubs_reset();
-	pic_init(&pic);
+	pic_init(&pic, FAKE_HOST);
 	pic_firmware_setup(&pic);
 	return 0;
 }
@@ -142,7 +142,7 @@ static void test_power_up_vs_firmware(void **state)
 	(void)state;
 	/* Power-up (pic_init only) would present IRQ0 on vector 0, #DE: what a
 	 * VM got before it started from the firmware state. */
-	pic_init(&pic);
+	pic_init(&pic, FAKE_HOST);
 	pic_set_irq(&pic, 0, true);
 	assert_int_equal(pic_pending_vector(&pic), 0);
 	pic_firmware_setup(&pic);                  /* ICW1 forgets the request */
@@ -273,7 +273,7 @@ static void test_spurious_poll_rotate_aeoi(void **state)
 	assert_int_equal(pic_pending_vector(&pic), 0x25);
 
 	/* Auto-EOI: the ack leaves ISR empty. */
-	pic_init(&pic);
+	pic_init(&pic, FAKE_HOST);
 	out(0x20, 0x11); out(0x21, 0x20); out(0x21, 0x04); out(0x21, 0x03);
 	out(0x21, 0x00);
 	pic_set_irq(&pic, 4, true);

@@ -18,7 +18,7 @@ static void start(uint64_t tsc_hz, uint64_t tsc0)
 	stubs_reset();
 	stub_tsc_hz = tsc_hz;
 	stub_tsc = tsc0;
-	pmtimer_init(&pm, &stub_clock);
+	pmtimer_init(&pm, FAKE_HOST);
 }
 
 /* floor(delta * HZ / hz) mod 2^24, the definition. */

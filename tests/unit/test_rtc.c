@@ -20,8 +20,8 @@ static int setup(void **state)
 	stub_tsc_hz = HZ;
 	stub_tsc = 5000;
 	/* a Thursday, the last seconds of a leap day */
-	struct rtc_time boot = { 2024, 2, 29, 23, 59, 58 };
-	rtc_init(&rtc, &stub_clock, &boot);
+	stub_wall_clock = (struct rtc_time){ 2024, 2, 29, 23, 59, 58 };
+	rtc_init(&rtc, FAKE_HOST);
 	return 0;
 }
 
@@ -176,6 +176,20 @@ static void test_cmos_ram_and_memory(void **state)
 	assert_int_equal(rd(0x34) | rd(0x35) << 8, 0x100);
 }
 
+/* At init the memory bytes tell the VM's RAM and vCPUs (dev_ram_size,
+ * dev_nr_vcpus). */
+static void test_init_from_host(void **state)
+{
+	(void)state;
+	stub_ram_size = 64ull << 20;
+	stub_nr_vcpus = 4;
+	rtc_init(&rtc, FAKE_HOST);
+	assert_true(rtc_desc.init == rtc_init);
+	assert_int_equal(rd(0x17) | rd(0x18) << 8, 63 * 1024);
+	assert_int_equal(rd(0x34) | rd(0x35) << 8, 0x300);   /* 48 MiB / 64 KiB */
+	assert_int_equal(rd(0x5f), 3);
+}
+
 static void test_calendar(void **state)
 {
 	(void)state;
@@ -199,6 +213,7 @@ int main(void)
 		cmocka_unit_test_setup(test_uip, setup),
 		cmocka_unit_test_setup(test_set_clock, setup),
 		cmocka_unit_test_setup(test_cmos_ram_and_memory, setup),
+		cmocka_unit_test_setup(test_init_from_host, setup),
 		cmocka_unit_test_setup(test_calendar, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,6 +24,7 @@ static void test_debug_exit_range(void **state)
 	debug_exit_init(&dev, FAKE_HOST);
 	assert_int_equal(debug_exit_desc.nr_ranges, 1);
 	assert_true(stub_desc_range_is(&debug_exit_desc, 0, 0xf4, 4, debug_exit_io, true));
+	assert_true(debug_exit_desc.init == debug_exit_init);
 	assert_int_equal(dev.base, 0xf4);
 	assert_string_equal(debug_exit_desc.name, "isa-debug-exit");
 }
@@ -77,8 +78,9 @@ static void test_postcode(void **state)
 {
 	(void)state;
 	struct postcode dev;
-	postcode_init(&dev);
+	postcode_init(&dev, FAKE_HOST);
 	assert_true(stub_desc_range_is(&postcode_desc, 0, 0x80, 1, postcode_io, true));
+	assert_true(postcode_desc.init == postcode_init);
 	assert_int_equal(dev.base, 0x80);
 	assert_string_equal(postcode_desc.name, "postcode");
 

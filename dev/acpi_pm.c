@@ -3,10 +3,11 @@
 
 #include "dev/acpi.h"
 
-void acpi_pm_init(struct acpi_pm *pm, struct dev_host *host, struct irq_line sci)
+void acpi_pm_init(void *opaque, struct dev_host *h)
 {
-	pm->host = host;
-	pm->sci_line = sci;
+	struct acpi_pm *pm = opaque;
+	pm->host = h;
+	pm->sci_line = dev_irq_line(h, acpi_pm_desc.irq);
 	pm->sts = 0;
 	pm->en = 0;
 	pm->cnt = PM1_CNT_SCI_EN;
@@ -15,8 +16,10 @@ void acpi_pm_init(struct acpi_pm *pm, struct dev_host *host, struct irq_line sci
 
 const struct dev_desc acpi_pm_desc = {
 	.name = "acpi-pm1",
+	.irq = ACPI_SCI_IRQ,
 	DEV_RANGES({ .base = ACPI_PM_BASE, .len = ACPI_PM_PORTS,
 		   .fn = acpi_pm_io, .light = false }),   /* may end the VM */
+	.init = acpi_pm_init,
 };
 
 static void update_sci(struct acpi_pm *pm)
@@ -61,11 +64,9 @@ static int reg_write(struct acpi_pm *pm, unsigned reg, uint16_t v, uint16_t byte
 	return IO_OK;
 }
 
-int acpi_pm_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	       bool is_write, void *opaque)
+int acpi_pm_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct acpi_pm *pm = opaque;
-	(void)vcpu;
 	uint64_t off0 = addr - ACPI_PM_BASE;
 
 	if (!is_write) {

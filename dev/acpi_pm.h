@@ -40,10 +40,9 @@ struct acpi_pm {
 	bool sci;            /* SCI level last driven */
 };
 
-/* sci: the line the FADT names as SCI_INT */
-void acpi_pm_init(struct acpi_pm *pm, struct dev_host *host, struct irq_line sci);
-int acpi_pm_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	       bool is_write, void *opaque);
+/* Its line is the SCI the FADT names (SCI_INT, ACPI_SCI_IRQ). */
+void acpi_pm_init(void *dev, struct dev_host *h);
+int acpi_pm_io(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 extern const struct dev_desc acpi_pm_desc;
 
 #endif

@@ -3,9 +3,10 @@
 
 #include "lightpath/abi.h"
 
-void debug_exit_init(struct debug_exit *dev, struct dev_host *host)
+void debug_exit_init(void *opaque, struct dev_host *h)
 {
-	dev->host = host;
+	struct debug_exit *dev = opaque;
+	dev->host = h;
 	dev->base = LP_DEBUG_EXIT_PORT;
 }
 
@@ -13,13 +14,12 @@ const struct dev_desc debug_exit_desc = {
 	.name = "isa-debug-exit",
 	DEV_RANGES({ .base = LP_DEBUG_EXIT_PORT, .len = DEBUG_EXIT_PORTS,
 		   .fn = debug_exit_io, .light = true }),
+	.init = debug_exit_init,
 };
 
-int debug_exit_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
-		  unsigned size, bool is_write, void *opaque)
+int debug_exit_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct debug_exit *dev = opaque;
-	(void)vcpu;
 	(void)addr;
 
 	if (!is_write) {

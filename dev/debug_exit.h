@@ -15,12 +15,11 @@ struct debug_exit {
 	uint16_t base;
 };
 
-void debug_exit_init(struct debug_exit *dev, struct dev_host *host);
+void debug_exit_init(void *dev, struct dev_host *h);
 
 /* Write: calls dev_vm_end(host, value of `size` bytes, "isa-debug-exit") and
  * returns IO_VM_END. Read: returns 0, as QEMU does. */
-int debug_exit_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
-		  unsigned size, bool is_write, void *opaque);
+int debug_exit_io(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 
 extern const struct dev_desc debug_exit_desc;
 

@@ -1,18 +1,19 @@
-/* Device model: a device describes the ports or MMIO ranges it decodes
- * (struct dev_desc, below), all with one callback shape. A callback returns
- * IO_OK to resume the guest, IO_VM_END when it ended the VM, or a negative
- * error. `light` says the callback may run on the light exit path: it needs
- * no state the heavy path restores, and what it does to interrupts reaches
- * the vCPU through irq_line_set (or the platform's wrappers), which the end
- * of every exit checks. The light path hands accesses to other devices to
- * the heavy path. */
+/* Device model: a device describes itself (struct dev_desc, below): the
+ * ports or MMIO ranges it decodes, all with one callback shape, and its
+ * init. A callback gets only what it uses: the device object first, then
+ * the access; it returns IO_OK to resume the guest, IO_VM_END when it ended
+ * the VM, or a negative error. `light` says the callback may run on the
+ * light exit path: it needs no state the heavy path restores, and what it
+ * does to interrupts reaches the vCPU through irq_line_set (or the
+ * platform's wrappers), which the end of every exit checks. The light path
+ * hands accesses to other devices to the heavy path. */
 #ifndef DEV_DEVICE_H
 #define DEV_DEVICE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-struct vcpu;
+struct dev_host;
 
 enum io_result {
 	IO_OK = 0,
@@ -24,25 +25,29 @@ enum io_result {
 			       the heavy path (VM lock held) calls again */
 };
 
-/* data: for a write, the value written (low `size` bytes); for a read, the
- * callback stores the value read. size is 1, 2 or 4 for ports. */
-typedef int (*io_handler_fn)(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
-			     unsigned size, bool is_write, void *opaque);
+/* dev: the device object (struct io_range's dev). data: for a write, the
+ * value written (low `size` bytes); for a read, the callback stores the
+ * value read. size is 1, 2 or 4 for ports. No device needs the accessing
+ * vCPU; the platform's wrappers that do find it themselves
+ * (vmm/vm.h exit_vcpu). */
+typedef int (*io_handler_fn)(void *dev, uint64_t addr, uint64_t *data, unsigned size,
+			     bool is_write);
 
 struct io_range {
 	uint64_t base;
 	uint64_t len;
 	io_handler_fn fn;
-	void *opaque;
+	void *dev;          /* fn's first argument */
 	bool light;
 	const char *name;
 };
 
 /* A device describes itself once, in a const descriptor declared in its
- * header: the ranges it decodes, and whether it may stay light in a VM of
- * several vCPUs. The platform (vmm/platform.c) registers each range with
- * the device object as the callback's opaque, in the order of its table;
- * no device builds its ranges at run time. */
+ * header: the ranges it decodes, whether it may stay light in a VM of
+ * several vCPUs, its interrupt line and its init. The platform
+ * (vmm/platform.c) walks its table of descriptors once: it inits each
+ * device object, then registers its ranges with the object as the
+ * callbacks' `dev`; no device builds its ranges at run time. */
 struct dev_range {
 	uint64_t base;
 	io_handler_fn fn;
@@ -59,8 +64,17 @@ struct dev_desc {
 	 * platform's wrapper for such a VM hands whatever would to the heavy
 	 * path (the local APIC, the HPET). Otherwise they go heavy there. */
 	bool lock_free;
+	uint8_t irq;        /* its interrupt line (irq_line's gsi), which its init
+			       takes from dev_irq_line; unread without one */
 	unsigned nr_ranges;
 	const struct dev_range *ranges;
+	/* Sets the object up as at power-on, taking what it needs from its host
+	 * (the services below); 0: nothing to do (another descriptor of the
+	 * same object inits it, or the platform does, as each vCPU's local
+	 * APIC). There is no reset member: lightpath has no warm reset. A
+	 * guest's reset request ends its VM (dev/i8042.c), and a new VM's
+	 * devices are new objects, inited afresh. */
+	void (*init)(void *dev, struct dev_host *h);
 };
 
 /* .ranges and .nr_ranges of a descriptor, from its list of ranges. */
@@ -71,11 +85,15 @@ struct dev_desc {
 /* What a device reaches outside itself, handed to it at init: the VM it
  * belongs to, as an opaque handle (the hypervisor's is the VM's platform,
  * vmm/dev_host.c; the host unit tests provide their own), its interrupt
- * lines (struct irq_line), its timers (struct vm_timer) and the VM's clock.
- * A device never sees struct vm or another device. */
-struct dev_host;
+ * lines (struct irq_line), its timers (struct vm_timer), the VM's clock and
+ * the facts a PC's firmware tables tell (RAM, CPUs, the date). A device
+ * never sees struct vm or another device. */
 void dev_console_putc(struct dev_host *h, char c);          /* guest serial output */
 void dev_vm_end(struct dev_host *h, unsigned status, const char *why); /* stop this VM */
+uint64_t dev_ram_size(struct dev_host *h);                  /* the VM's RAM, bytes from 0 */
+unsigned dev_nr_vcpus(struct dev_host *h);                  /* its vCPUs (APIC IDs 0..n-1) */
+struct rtc_time;
+void dev_wall_clock(struct dev_host *h, struct rtc_time *t); /* the date and time now */
 #if __STDC_HOSTED__
 uint64_t platform_tsc(void);                            /* host TSC now */
 #else
@@ -187,6 +205,8 @@ void irq_line_set(const struct irq_line *l, bool level);
  * neither (an edge now is a new interrupt). */
 enum irq_edge_state { IRQ_EDGE_FREE, IRQ_EDGE_WAITING, IRQ_EDGE_MASKED };
 enum irq_edge_state irq_line_edge_state(const struct irq_line *l);
+/* Interrupt line `gsi` (a descriptor's .irq) as the host wires it. */
+struct irq_line dev_irq_line(struct dev_host *h, unsigned gsi);
 
 /* Timers: the hypervisor calls fire() at or after deadline_tsc (from its
  * exit path, never from interrupt context). Deadlines and `now_tsc` are in

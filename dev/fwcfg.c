@@ -1,11 +1,13 @@
 /* fw_cfg items, built on the fly from the VM's configuration. */
 #include "dev/fwcfg.h"
 
-void fwcfg_init(struct fwcfg *dev, uint64_t ram_size, unsigned ncpus)
+void fwcfg_init(void *opaque, struct dev_host *h)
 {
+	struct fwcfg *dev = opaque;
+	unsigned ncpus = dev_nr_vcpus(h);
 	dev->selector = 0;
 	dev->offset = 0;
-	dev->ram_size = ram_size;
+	dev->ram_size = dev_ram_size(h);
 	dev->ncpus = (uint16_t)ncpus;
 	dev->max_cpus = (uint16_t)ncpus;
 }
@@ -13,6 +15,7 @@ void fwcfg_init(struct fwcfg *dev, uint64_t ram_size, unsigned ncpus)
 const struct dev_desc fwcfg_desc = {
 	.name = "fw_cfg",
 	DEV_RANGES({ .base = FWCFG_BASE, .len = FWCFG_PORTS, .fn = fwcfg_io, .light = true }),
+	.init = fwcfg_init,
 };
 
 static uint8_t le_byte(uint64_t v, uint32_t off, uint32_t len)
@@ -41,11 +44,9 @@ static uint8_t item_byte(const struct fwcfg *dev, uint32_t off)
 	}
 }
 
-int fwcfg_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	     bool is_write, void *opaque)
+int fwcfg_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct fwcfg *dev = opaque;
-	(void)vcpu;
 
 	if (addr == FWCFG_BASE) {
 		/* the selector: a 16-bit register (a byte write sets its low

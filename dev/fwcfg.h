@@ -29,9 +29,9 @@ struct fwcfg {
 	uint16_t ncpus, max_cpus;
 };
 
-void fwcfg_init(struct fwcfg *dev, uint64_t ram_size, unsigned ncpus);
-int fwcfg_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	     bool is_write, void *opaque);
+/* The RAM size and CPU count are the VM's (dev_ram_size, dev_nr_vcpus). */
+void fwcfg_init(void *dev, struct dev_host *h);
+int fwcfg_io(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 extern const struct dev_desc fwcfg_desc;
 
 #endif

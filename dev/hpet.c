@@ -29,16 +29,15 @@ static enum irq_edge_state gsi_edge_state(const struct hpet *h, unsigned gsi)
 	return irq_line_edge_state(&l);
 }
 
-void hpet_init(struct hpet *h, struct dev_host *host, hpet_legacy_fn legacy, void *ctx)
+void hpet_init(void *opaque, struct dev_host *host)
 {
+	struct hpet *h = opaque;
 	memset(h, 0, sizeof(*h));
 	h->host = host;
 	h->clock = dev_clock(host);
 	h->tsc_hz = platform_tsc_hz();
 	if (!h->tsc_hz)
 		h->tsc_hz = TICK_DEFAULT_TSC_HZ;
-	h->legacy = legacy;
-	h->legacy_ctx = ctx;
 	for (unsigned n = 0; n < HPET_TIMERS; n++) {
 		struct hpet_timer *t = &h->t[n];
 		t->hpet = h;
@@ -49,6 +48,12 @@ void hpet_init(struct hpet *h, struct dev_host *host, hpet_legacy_fn legacy, voi
 	}
 }
 
+void hpet_set_legacy(struct hpet *h, hpet_legacy_fn legacy, void *ctx)
+{
+	h->legacy = legacy;
+	h->legacy_ctx = ctx;
+}
+
 const struct dev_desc hpet_desc = {
 	.name = "hpet", .mmio = true,
 	.lock_free = true,   /* its counter read; the rest the platform hands on */
@@ -56,6 +61,7 @@ const struct dev_desc hpet_desc = {
 	 * APICs' (Linux's clocksource watchdog and calibrations read the
 	 * counter; a heavy trip per read made the watchdog skip rounds) */
 	DEV_RANGES({ .base = HPET_BASE, .len = HPET_SIZE, .fn = hpet_mmio, .light = true }),
+	.init = hpet_init,
 };
 
 static bool running(const struct hpet *h)
@@ -440,11 +446,9 @@ static bool access_ok(unsigned off, unsigned size)
 	return off < HPET_SIZE && ((size == 4 && !(off & 3)) || (size == 8 && !(off & 7)));
 }
 
-int hpet_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	      bool is_write, void *opaque)
+int hpet_mmio(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct hpet *h = opaque;
-	(void)vcpu;
 	uint64_t off64 = addr - HPET_BASE;
 	unsigned off = (unsigned)off64;
 	if (off64 >= HPET_SIZE || !access_ok(off, size)) {

@@ -148,13 +148,15 @@ struct hpet {
 	uint64_t bad_accesses;  /* odd sizes and misaligned accesses */
 };
 
-/* Halted, counter 0, every timer disabled, edge, one-shot, route 0. The
- * legacy hook may be 0. */
-void hpet_init(struct hpet *h, struct dev_host *host, hpet_legacy_fn legacy, void *ctx);
+/* Halted, counter 0, every timer disabled, edge, one-shot, route 0, no
+ * legacy hook. */
+void hpet_init(void *dev, struct dev_host *host);
+/* What a change of LEG_RT_CNF calls (the platform's route to the PIT); 0:
+ * nothing. */
+void hpet_set_legacy(struct hpet *h, hpet_legacy_fn legacy, void *ctx);
 
-/* MMIO callback (dev/device.h shape; opaque is the struct hpet). */
-int hpet_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	      bool is_write, void *opaque);
+/* MMIO callback (dev/device.h shape; dev is the struct hpet). */
+int hpet_mmio(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 /* The page at HPET_BASE; a light device (its 32-bit MOVs are decoded on the
  * light path, anything else goes to the emulator). */
 extern const struct dev_desc hpet_desc;

@@ -1,9 +1,10 @@
 /* i8042 controller without devices. */
 #include "dev/i8042.h"
 
-void i8042_init(struct i8042 *dev, struct dev_host *host)
+void i8042_init(void *opaque, struct dev_host *h)
 {
-	dev->host = host;
+	struct i8042 *dev = opaque;
+	dev->host = h;
 	dev->status = I8042_STR_SYSFLAG | I8042_STR_UNLOCK;
 	/* keyboard interrupt and translation on, as firmware leaves it;
 	 * system flag set (POST passed) */
@@ -19,6 +20,7 @@ const struct dev_desc i8042_desc = {
 	DEV_RANGES(   /* 0x61, between them, is the PIT's */
 		{ .base = I8042_DATA_PORT, .len = 1, .fn = i8042_io, .name = "i8042-data", .light = true },
 		{ .base = I8042_CMD_PORT, .len = 1, .fn = i8042_io, .name = "i8042-cmd", .light = true }),
+	.init = i8042_init,
 };
 
 static void reply(struct i8042 *dev, uint8_t v)
@@ -103,11 +105,9 @@ static int data_write(struct i8042 *dev, uint8_t v)
 	return IO_OK;
 }
 
-int i8042_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	     bool is_write, void *opaque)
+int i8042_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct i8042 *dev = opaque;
-	(void)vcpu;
 	(void)size;
 
 	if (is_write) {

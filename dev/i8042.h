@@ -44,11 +44,10 @@ struct i8042 {
 	uint8_t output_port;
 };
 
-void i8042_init(struct i8042 *dev, struct dev_host *host);
+void i8042_init(void *dev, struct dev_host *h);
 /* One callback for both ports, the descriptor's two ranges 0x60 and 0x64
  * (0x61 between them belongs to the PIT). */
-int i8042_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	     bool is_write, void *opaque);
+int i8042_io(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 extern const struct dev_desc i8042_desc;
 
 #endif

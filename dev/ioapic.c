@@ -3,21 +3,26 @@
 
 #include "lib/string.h"
 
-void ioapic_init(struct ioapic *io, uint8_t id, ioapic_deliver_fn deliver,
-		 void *ctx)
+void ioapic_init(void *opaque, struct dev_host *h)
 {
+	struct ioapic *io = opaque;
+	(void)h;
 	memset(io, 0, sizeof(*io));
 	io->base = IOAPIC_BASE;
-	io->id = id & 0xf;
-	io->deliver = deliver;
-	io->deliver_ctx = ctx;
 	for (unsigned i = 0; i < IOAPIC_PINS; i++)
 		io->rte[i] = IOAPIC_RTE_MASKED;
+}
+
+void ioapic_set_deliver(struct ioapic *io, ioapic_deliver_fn deliver, void *ctx)
+{
+	io->deliver = deliver;
+	io->deliver_ctx = ctx;
 }
 
 const struct dev_desc ioapic_desc = {
 	.name = "ioapic", .mmio = true,
 	DEV_RANGES({ .base = IOAPIC_BASE, .len = IOAPIC_SIZE, .fn = ioapic_mmio, .light = true }),
+	.init = ioapic_init,
 };
 
 static void send(struct ioapic *io, unsigned pin)
@@ -128,11 +133,9 @@ void ioapic_write_reg(struct ioapic *io, uint8_t index, uint32_t value)
 	service_level(io, pin);
 }
 
-int ioapic_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-		bool is_write, void *opaque)
+int ioapic_mmio(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct ioapic *io = opaque;
-	(void)vcpu;
 	uint64_t off = addr - io->base;
 
 	if (is_write) {

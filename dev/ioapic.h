@@ -72,15 +72,16 @@ struct ioapic {
 	uint64_t delivered;     /* messages sent, for statistics and tests */
 };
 
-/* All pins masked, edge, vector 0. `deliver` may be 0 (nothing is sent). */
-void ioapic_init(struct ioapic *io, uint8_t id, ioapic_deliver_fn deliver,
-		 void *ctx);
+/* ID 0, all pins masked, edge, vector 0; it sends nothing until
+ * ioapic_set_deliver says where to. */
+void ioapic_init(void *dev, struct dev_host *h);
+/* Where its messages go (the platform's APIC bus); 0: nowhere. */
+void ioapic_set_deliver(struct ioapic *io, ioapic_deliver_fn deliver, void *ctx);
 
-/* MMIO callback (dev/device.h shape; opaque is the struct ioapic). 32-bit
+/* MMIO callback (dev/device.h shape; dev is the struct ioapic). 32-bit
  * accesses to IOREGSEL and IOWIN; a byte write to IOREGSEL works too. Other
  * offsets read 0 and ignore writes. */
-int ioapic_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-		bool is_write, void *opaque);
+int ioapic_mmio(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 extern const struct dev_desc ioapic_desc;
 
 /* GSI `pin` driven to level (asserted = true). */

@@ -95,6 +95,7 @@ void lapic_set_eoi_hook(struct lapic *a, lapic_eoi_fn fn, void *ctx)
 const struct dev_desc lapic_desc = {
 	.name = "lapic", .mmio = true,
 	.lock_free = true,   /* the page is each vCPU's own */
+	/* no init: each vCPU's is lapic_init'ed with its APIC ID */
 	DEV_RANGES({ .base = LAPIC_BASE, .len = LAPIC_SIZE, .fn = lapic_mmio, .light = true }),
 };
 
@@ -232,11 +233,9 @@ void lapic_write(struct lapic *a, unsigned off, uint64_t value)
 
 /* ---- MMIO (xAPIC) ---- */
 
-int lapic_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	       bool is_write, void *opaque)
+int lapic_mmio(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct lapic *a = opaque;
-	(void)vcpu;
 	uint64_t off = addr - LAPIC_BASE;
 	bool decoded = lapic_hw_enabled(a) && !lapic_x2apic(a);
 

@@ -244,13 +244,12 @@ void lapic_icr_record(struct lapic *a, uint64_t icr);
 uint64_t lapic_read(struct lapic *a, unsigned off);
 void lapic_write(struct lapic *a, unsigned off, uint64_t value);
 
-/* MMIO callback (dev/device.h shape; opaque is the struct lapic), for the
+/* MMIO callback (dev/device.h shape; dev is the struct lapic), for the
  * 4 KiB page at 0xFEE00000: 32-bit accesses (narrower reads are served
  * from the register's low bytes, narrower writes are ignored as on the
  * hardware). In x2APIC mode, or with the APIC globally disabled, the page
  * is not decoded: reads all-ones, writes dropped. */
-int lapic_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	       bool is_write, void *opaque);
+int lapic_mmio(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 extern const struct dev_desc lapic_desc;
 
 /* MSRs IA32_APIC_BASE (0x1B), IA32_TSC_DEADLINE (0x6E0) and the x2APIC range

@@ -3,16 +3,16 @@
 #include "lib/string.h"
 #include "lightpath/abi.h"
 
-void mmio_test_init(struct mmio_test *dev, uint64_t base)
+void mmio_test_init(void *opaque, struct dev_host *h)
 {
+	struct mmio_test *dev = opaque;
+	(void)h;
 	memset(dev, 0, sizeof(*dev));
-	dev->base = base;
+	dev->base = LP_MMIO_TEST_BASE;
 }
 
-int mmio_test_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size, bool is_write,
-		 void *opaque)
+int mmio_test_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
-	(void)vcpu;
 	struct mmio_test *dev = opaque;
 	uint64_t off = addr - dev->base;
 	uint64_t mask = size >= 8 ? ~0ull : (1ull << (size * 8)) - 1;
@@ -48,4 +48,5 @@ const struct dev_desc mmio_test_desc = {
 	.name = "mmio-test", .mmio = true,
 	DEV_RANGES({ .base = LP_MMIO_TEST_BASE, .len = MMIO_TEST_SIZE,
 		   .fn = mmio_test_io, .light = false }),
+	.init = mmio_test_init,
 };

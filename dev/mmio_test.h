@@ -22,9 +22,8 @@ struct mmio_test {
 	uint8_t scratch[MMIO_TEST_SCRATCH_END];
 };
 
-void mmio_test_init(struct mmio_test *dev, uint64_t base);
-int mmio_test_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size, bool is_write,
-		 void *opaque);
+void mmio_test_init(void *dev, struct dev_host *h);
+int mmio_test_io(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 extern const struct dev_desc mmio_test_desc;
 
 #endif

@@ -51,7 +51,7 @@ enum irq_edge_state pc_irq_edge_state(const struct pic8259 *pic, const struct io
 struct apic_msg pc_ioapic_msg(const struct ioapic_irq *irq);
 
 /* ioapic_deliver_fn for an I/O APIC with one local APIC on its bus
- * (ioapic_init(..., pc_ioapic_deliver, lapic)): a message addressed to it
+ * (ioapic_set_deliver(io, pc_ioapic_deliver, lapic)): a message addressed to it
  * goes to lapic_msg_receive() (fixed and lowest priority to IRR, NMI to
  * nmi_pending; ExtINT is the 8259's business, pc_intr_pending). A VM's
  * platform routes them over its APIC bus instead (vmm/apic_bus.c). */

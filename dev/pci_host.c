@@ -3,8 +3,10 @@
 
 #define CONFIG_ENABLE (1u << 31)
 
-void pci_host_init(struct pci_host *dev)
+void pci_host_init(void *opaque, struct dev_host *h)
 {
+	struct pci_host *dev = opaque;
+	(void)h;
 	dev->address = 0;
 	dev->config_reads = 0;
 	pci_bus_init(&dev->bus);
@@ -14,13 +16,12 @@ const struct dev_desc pci_host_desc = {
 	.name = "pci-host",
 	DEV_RANGES({ .base = PCI_CONFIG_ADDRESS, .len = PCI_HOST_PORTS,
 		   .fn = pci_host_io, .light = true }),
+	.init = pci_host_init,
 };
 
-int pci_host_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-		bool is_write, void *opaque)
+int pci_host_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct pci_host *dev = opaque;
-	(void)vcpu;
 
 	if (addr == PCI_CONFIG_ADDRESS && size == 4) {
 		if (is_write)
@@ -46,16 +47,14 @@ int pci_host_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
 }
 
 const struct dev_desc pci_ecam_desc = {
-	.name = "pci-ecam", .mmio = true,
+	.name = "pci-ecam", .mmio = true,   /* (no init: pci_host_desc's object) */
 	DEV_RANGES({ .base = PCI_ECAM_GPA, .len = PCI_ECAM_SIZE,
 		   .fn = pci_ecam_mmio, .light = false }),
 };
 
-int pci_ecam_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-		  bool is_write, void *opaque)
+int pci_ecam_mmio(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct pci_host *dev = opaque;
-	(void)vcpu;
 
 	uint64_t off = addr - PCI_ECAM_GPA;
 	uint8_t devfn = (uint8_t)(off / PCI_ECAM_FUNC_SIZE);

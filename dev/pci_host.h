@@ -48,13 +48,11 @@ struct pci_host {
 	struct pci_bus bus;
 };
 
-void pci_host_init(struct pci_host *dev);
-int pci_host_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-		bool is_write, void *opaque);
+void pci_host_init(void *dev, struct dev_host *h);
+int pci_host_io(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 extern const struct dev_desc pci_host_desc;
 /* The ECAM window (a heavy MMIO range: configuration cycles are rare). */
-int pci_ecam_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-		  bool is_write, void *opaque);
+int pci_ecam_mmio(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 extern const struct dev_desc pci_ecam_desc;
 
 #endif

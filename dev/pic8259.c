@@ -13,8 +13,10 @@ static void chip_reset(struct pic_chip *c)
 	c->is_master = master;
 }
 
-void pic_init(struct pic8259 *pic)
+void pic_init(void *opaque, struct dev_host *h)
 {
+	struct pic8259 *pic = opaque;
+	(void)h;
 	memset(pic, 0, sizeof(*pic));
 	pic->chip[0].is_master = true;
 	pic->chip[0].elcr_mask = PIC_ELCR_MASK_MASTER;
@@ -32,6 +34,7 @@ const struct dev_desc pic8259_desc = {
 		  .name = "pic-slave", .light = true },
 		{ .base = PIC_ELCR_BASE, .len = PIC_ELCR_PORTS, .fn = pic_elcr_io,
 		  .name = "pic-elcr", .light = true }),
+	.init = pic_init,
 };
 
 /* Priority 0 is the highest; returns 8 if mask is empty. */
@@ -269,11 +272,9 @@ void pic_firmware_setup(struct pic8259 *pic)
 	update_cascade(pic);
 }
 
-int pic_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	   bool is_write, void *opaque)
+int pic_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct pic8259 *pic = opaque;
-	(void)vcpu;
 	uint64_t value = 0;
 
 	/* Wider accesses act as byte accesses to consecutive ports; a byte
@@ -313,11 +314,9 @@ int pic_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
 	return IO_OK;
 }
 
-int pic_elcr_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-		bool is_write, void *opaque)
+int pic_elcr_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct pic8259 *pic = opaque;
-	(void)vcpu;
 	uint64_t value = 0;
 
 	for (unsigned i = 0; i < size; i++) {

@@ -52,7 +52,7 @@ struct pic8259 {
 };
 
 /* Power-up state: neither chip initialised (no vector base, nothing masked). */
-void pic_init(struct pic8259 *pic);
+void pic_init(void *dev, struct dev_host *h);
 
 /* The state a PC BIOS hands to the OS (SeaBIOS's pic_setup), which every VM
  * starts in: both chips initialised with ICW1 0x11 (edge, cascade, ICW4
@@ -67,12 +67,10 @@ void pic_init(struct pic8259 *pic);
 #define PIC_FIRMWARE_SLAVE_IMR   0xffu
 void pic_firmware_setup(struct pic8259 *pic);
 
-/* Port callbacks (dev/device.h shape); opaque is the struct pic8259.
+/* Port callbacks (dev/device.h shape); dev is the struct pic8259.
  * pic_io serves both chips: register it for 0x20-0x21 and 0xa0-0xa1. */
-int pic_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	   bool is_write, void *opaque);
-int pic_elcr_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-		bool is_write, void *opaque);
+int pic_io(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
+int pic_elcr_io(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 
 /* Three ranges: the master at 0x20, the slave at 0xa0, the ELCR at 0x4d0. */
 extern const struct dev_desc pic8259_desc;

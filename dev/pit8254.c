@@ -9,16 +9,17 @@ enum { RW_LATCH = 0, RW_LSB = 1, RW_MSB = 2, RW_WORD0 = 3, RW_WORD1 = 4 };
 
 static void irq_timer_fire(struct vm_timer *t, uint64_t now);
 
-void pit_init(struct pit8254 *pit, struct dev_host *host, struct irq_line irq)
+void pit_init(void *opaque, struct dev_host *h)
 {
+	struct pit8254 *pit = opaque;
 	memset(pit, 0, sizeof(*pit));
-	pit->irq = irq;
-	pit->clock = dev_clock(host);
+	pit->irq = dev_irq_line(h, pit8254_desc.irq);
+	pit->clock = dev_clock(h);
 	pit->tsc_hz = platform_tsc_hz();
 	if (!pit->tsc_hz)
 		pit->tsc_hz = TICK_DEFAULT_TSC_HZ;
 	pit->tsc_at_init = clock_now(pit->clock);
-	vm_timer_init(&pit->timer, host, irq_timer_fire, pit);
+	vm_timer_init(&pit->timer, h, irq_timer_fire, pit);
 	for (unsigned i = 0; i < 3; i++) {
 		struct pit_channel *c = &pit->ch[i];
 		c->mode = 3;
@@ -33,8 +34,10 @@ void pit_init(struct pit8254 *pit, struct dev_host *host, struct irq_line irq)
 
 const struct dev_desc pit8254_desc = {
 	.name = "pit8254",
+	.irq = PIT_IRQ,
 	DEV_RANGES({ .base = PIT_BASE, .len = PIT_PORTS, .fn = pit_io, .light = true },
 		   { .base = PIT_PORT61, .len = 1, .fn = pit_port61_io, .name = "port61", .light = true }),
+	.init = pit_init,
 };
 
 /* Modes 1 and 5 count only once a rising gate has triggered them. */
@@ -365,11 +368,9 @@ static uint8_t read_data(struct pit8254 *pit, unsigned n, uint64_t now)
 	}
 }
 
-int pit_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	   bool is_write, void *opaque)
+int pit_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct pit8254 *pit = opaque;
-	(void)vcpu;
 	uint64_t now = clock_access(pit->clock, !is_write), value = 0;
 
 	for (unsigned i = 0; i < size; i++) {
@@ -438,11 +439,9 @@ static void set_gate2(struct pit8254 *pit, bool gate, uint64_t now)
 	}
 }
 
-int pit_port61_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-		  bool is_write, void *opaque)
+int pit_port61_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct pit8254 *pit = opaque;
-	(void)vcpu;
 	(void)addr;
 	uint64_t now = clock_access(pit->clock, !is_write);
 

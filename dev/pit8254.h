@@ -84,13 +84,11 @@ struct pit8254 {
 	bool irq_replaced;       /* the HPET's legacy route cut IRQ0 off */
 };
 
-void pit_init(struct pit8254 *pit, struct dev_host *host, struct irq_line irq);
+void pit_init(void *dev, struct dev_host *h);
 
-/* Port callbacks (dev/device.h shape), opaque = the struct pit8254. */
-int pit_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	   bool is_write, void *opaque);
-int pit_port61_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-		  bool is_write, void *opaque);
+/* Port callbacks (dev/device.h shape); dev is the struct pit8254. */
+int pit_io(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
+int pit_port61_io(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 
 /* Two ranges: 0x40-0x43, and 0x61. */
 extern const struct dev_desc pit8254_desc;

@@ -18,8 +18,9 @@ static uint64_t frac64(uint64_t num, uint64_t den)
 	return q;
 }
 
-void pmtimer_init(struct pmtimer *dev, struct guest_clock *clock)
+void pmtimer_init(void *opaque, struct dev_host *h)
 {
+	struct pmtimer *dev = opaque;
 	uint64_t hz = platform_tsc_hz();
 
 	dev->base = LP_PMTIMER_PORT;
@@ -32,7 +33,7 @@ void pmtimer_init(struct pmtimer *dev, struct guest_clock *clock)
 		dev->tsc_hz = hz > PMTIMER_MAX_TSC_HZ ? PMTIMER_MAX_TSC_HZ : hz;
 		dev->mult = frac64(LP_PMTIMER_HZ, dev->tsc_hz);
 	}
-	dev->clock = clock;
+	dev->clock = dev_clock(h);
 	dev->tsc_at_init = clock_now(dev->clock);
 }
 
@@ -41,6 +42,7 @@ const struct dev_desc pmtimer_desc = {
 	.lock_free = true,   /* it only reads the VM's time */
 	DEV_RANGES({ .base = LP_PMTIMER_PORT, .len = PMTIMER_PORTS,
 		   .fn = pmtimer_io, .light = true }),
+	.init = pmtimer_init,
 };
 
 static inline int pmtimer_put(struct pmtimer *dev, uint64_t addr, uint64_t *data,
@@ -64,11 +66,9 @@ static __attribute__((noinline)) int pmtimer_read_slow(struct pmtimer *dev, uint
 	return pmtimer_put(dev, addr, data, size, clock_read_slow(dev->clock, host));
 }
 
-int pmtimer_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
-	       unsigned size, bool is_write, void *opaque)
+int pmtimer_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct pmtimer *dev = opaque;
-	(void)vcpu;
 
 	if (is_write)
 		return IO_OK;

@@ -21,14 +21,14 @@ struct pmtimer {
 	uint64_t mult;    /* floor(LP_PMTIMER_HZ * 2^64 / tsc_hz): 0.64 fixed point */
 };
 
-/* Samples the VM's clock and platform_tsc_hz(). A TSC slower than the PM
- * timer (or an unknown, zero frequency) makes the timer count at TSC rate. */
-void pmtimer_init(struct pmtimer *dev, struct guest_clock *clock);
+/* Samples the VM's clock (dev_clock) and platform_tsc_hz(). A TSC slower
+ * than the PM timer (or an unknown, zero frequency) makes the timer count
+ * at TSC rate. */
+void pmtimer_init(void *dev, struct dev_host *h);
 
 /* Read: the 24-bit count (the bytes from addr on, `size` of them). Writes
  * are ignored. */
-int pmtimer_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
-	       unsigned size, bool is_write, void *opaque);
+int pmtimer_io(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 
 extern const struct dev_desc pmtimer_desc;
 

@@ -3,8 +3,10 @@
 
 #include "lightpath/abi.h"
 
-void postcode_init(struct postcode *dev)
+void postcode_init(void *opaque, struct dev_host *h)
 {
+	struct postcode *dev = opaque;
+	(void)h;
 	dev->base = LP_BENCH_PORT_OUT;
 	dev->last = 0;
 }
@@ -13,13 +15,12 @@ const struct dev_desc postcode_desc = {
 	.name = "postcode",
 	DEV_RANGES({ .base = LP_BENCH_PORT_OUT, .len = POSTCODE_PORTS,
 		   .fn = postcode_io, .light = true }),
+	.init = postcode_init,
 };
 
-int postcode_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
-		unsigned size, bool is_write, void *opaque)
+int postcode_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct postcode *dev = opaque;
-	(void)vcpu;
 	(void)addr;
 	(void)size;
 

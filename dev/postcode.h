@@ -17,12 +17,11 @@ struct postcode {
 	uint8_t last; /* last byte written; reads return it */
 };
 
-void postcode_init(struct postcode *dev);
+void postcode_init(void *dev, struct dev_host *h);
 
 /* Write: stores the low byte. Read: returns the last byte written,
  * zero-extended, whatever the access size. */
-int postcode_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
-		unsigned size, bool is_write, void *opaque);
+int postcode_io(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 
 extern const struct dev_desc postcode_desc;
 

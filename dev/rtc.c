@@ -56,18 +56,22 @@ static void time_from_secs(int64_t s, struct rtc_time *t, unsigned *dow)
 		*dow = (unsigned)((days % 7 + 7 + 4) % 7) + 1;
 }
 
-void rtc_init(struct rtc *rtc, struct guest_clock *clock, const struct rtc_time *boot)
+void rtc_init(void *opaque, struct dev_host *h)
 {
+	struct rtc *rtc = opaque;
+	struct rtc_time boot;
+	dev_wall_clock(h, &boot);
 	memset(rtc, 0, sizeof(*rtc));
 	rtc->tsc_hz = platform_tsc_hz();
 	if (!rtc->tsc_hz)
 		rtc->tsc_hz = TICK_DEFAULT_TSC_HZ;
-	rtc->clock = clock;
-	rtc->base_secs = secs_from_time(boot);
+	rtc->clock = dev_clock(h);
+	rtc->base_secs = secs_from_time(&boot);
 	rtc->base_tsc = clock_now(rtc->clock);
 	rtc->cmos[RTC_REG_A] = 0x26;
 	rtc->cmos[RTC_REG_B] = RTC_B_24H;
 	rtc->cmos[RTC_REG_D] = RTC_D_VRT;
+	rtc_set_memory(rtc, dev_ram_size(h), 0, dev_nr_vcpus(h));   /* (RAM is below 4 GiB) */
 }
 
 void rtc_set_memory(struct rtc *rtc, uint64_t ram_below_4g, uint64_t ram_above_4g,
@@ -96,6 +100,7 @@ void rtc_set_memory(struct rtc *rtc, uint64_t ram_below_4g, uint64_t ram_above_4
 const struct dev_desc rtc_desc = {
 	.name = "cmos-rtc",
 	DEV_RANGES({ .base = RTC_BASE, .len = RTC_PORTS, .fn = rtc_io, .light = true }),
+	.init = rtc_init,
 };
 
 static int64_t now_secs(const struct rtc *rtc, uint64_t now, uint64_t *frac)
@@ -239,11 +244,9 @@ static void write_reg(struct rtc *rtc, unsigned i, uint8_t v, uint64_t now)
 	}
 }
 
-int rtc_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	   bool is_write, void *opaque)
+int rtc_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct rtc *rtc = opaque;
-	(void)vcpu;
 	/* reading the time or the update flag is reading a clock */
 	bool clock_read = !is_write && addr + size > RTC_BASE + 1 &&
 			  (is_time_reg(rtc->index) || rtc->index == RTC_REG_A);

@@ -61,9 +61,11 @@ struct rtc {
 	bool time_regs_set;  /* SET: cmos[0..9] hold the guest's time */
 };
 
-/* The clock starts at `boot` (UTC); register B = 24-hour BCD (0x02),
- * A = 0x26 (32.768 kHz, 1024 Hz rate), D = VRT. */
-void rtc_init(struct rtc *rtc, struct guest_clock *clock, const struct rtc_time *boot);
+/* The clock starts at the host's wall clock (dev_wall_clock, UTC) and runs
+ * on the VM's (dev_clock); register B = 24-hour BCD (0x02), A = 0x26
+ * (32.768 kHz, 1024 Hz rate), D = VRT; the memory-size bytes tell the
+ * VM's RAM and vCPUs (rtc_set_memory). */
+void rtc_init(void *dev, struct dev_host *h);
 
 /* The CMOS memory-size bytes: base memory 640 KiB (0x15-0x16), KiB above
  * 1 MiB up to 64 MiB (0x17-0x18, 0x30-0x31), 64 KiB units above 16 MiB up
@@ -72,8 +74,7 @@ void rtc_init(struct rtc *rtc, struct guest_clock *clock, const struct rtc_time 
 void rtc_set_memory(struct rtc *rtc, uint64_t ram_below_4g, uint64_t ram_above_4g,
 		    unsigned ncpus);
 
-int rtc_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-	   bool is_write, void *opaque);
+int rtc_io(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 extern const struct dev_desc rtc_desc;
 
 /* The current time (what the guest's registers hold), for tests. */

@@ -3,11 +3,12 @@
 
 #include "lib/string.h"
 
-void uart16550_init(struct uart16550 *dev, struct dev_host *host, struct irq_line irq)
+void uart16550_init(void *opaque, struct dev_host *h)
 {
+	struct uart16550 *dev = opaque;
 	memset(dev, 0, sizeof(*dev));
-	dev->host = host;
-	dev->irq = irq;
+	dev->host = h;
+	dev->irq = dev_irq_line(h, uart16550_desc.irq);
 	dev->base = UART16550_COM1_BASE;
 	dev->dll = 12; /* 9600 baud, the usual firmware setting */
 	dev->mcr = UART_MCR_OUT2;
@@ -17,8 +18,10 @@ void uart16550_init(struct uart16550 *dev, struct dev_host *host, struct irq_lin
 
 const struct dev_desc uart16550_desc = {
 	.name = "uart16550",
+	.irq = UART16550_COM1_IRQ,
 	DEV_RANGES({ .base = UART16550_COM1_BASE, .len = UART16550_PORTS,
 		   .fn = uart16550_io, .light = true }),
+	.init = uart16550_init,
 };
 
 /* The interrupt output: IRQ 4 on a PC, gated by MCR.OUT2 as the board wires it. */
@@ -173,13 +176,11 @@ static void write_reg(struct uart16550 *dev, unsigned off, uint8_t v)
 	}
 }
 
-int uart16550_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
-		 unsigned size, bool is_write, void *opaque)
+int uart16550_io(void *opaque, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
 	struct uart16550 *dev = opaque;
 	uint64_t off = addr - dev->base;
 	uint64_t value = 0;
-	(void)vcpu;
 
 	for (unsigned i = 0; i < size; i++, off++) {
 		if (is_write) {

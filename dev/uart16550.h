@@ -80,14 +80,13 @@ struct uart16550 {
 	uint8_t rx_count;
 };
 
-void uart16550_init(struct uart16550 *dev, struct dev_host *host, struct irq_line irq);
+void uart16550_init(void *dev, struct dev_host *h);
 
-/* Port callback (dev/device.h shape); opaque is the struct uart16550.
+/* Port callback (dev/device.h shape); dev is the struct uart16550.
  * Accesses wider than one byte act as byte accesses to consecutive
  * registers, low byte first, as an 8-bit ISA device sees them; bytes that
  * fall past the 8 ports are dropped on write and read as 0xff. */
-int uart16550_io(struct vcpu *vcpu, uint64_t addr, uint64_t *data,
-		 unsigned size, bool is_write, void *opaque);
+int uart16550_io(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 
 extern const struct dev_desc uart16550_desc;
 

@@ -76,10 +76,4 @@ struct dev_host {
 };
 _Static_assert(__builtin_offsetof(struct dev_host, head) == 0, "dev_host_vm() reads the head");
 
-/* Interrupt line `gsi` of the PC, as a device is given it. */
-static inline struct irq_line pc_line(struct dev_host *pc, unsigned gsi)
-{
-	return (struct irq_line){ .host = pc, .gsi = (uint8_t)gsi };
-}
-
 #endif

@@ -110,12 +110,12 @@ exit_port_io_at(struct vcpu *v, uint64_t idx, unsigned port, unsigned size, bool
 		 * after the call, it needs no callee-saved register, so neither
 		 * direction pays for one */
 		struct { uint64_t d, size; } in_op = { 0, size };
-		int ret = r->fn(v, port, &in_op.d, size, false, r->opaque);
+		int ret = r->fn(r->dev, port, &in_op.d, size, false);
 		*rax = port_in_result(*rax, (unsigned)in_op.size, in_op.d);
 		return ret;
 	}
 	uint64_t d = *rax & port_size_mask(size);
-	return r->fn(v, port, &d, size, true, r->opaque);
+	return r->fn(r->dev, port, &d, size, true);
 }
 
 /* Port I/O to whatever is at `port` (the heavy path). */

@@ -359,7 +359,7 @@ ALWAYS_INLINE bool light_mmio_mov(struct vcpu *v, const bool shared, const struc
 		return false;
 	bool is_write = op == 0x89;
 	uint64_t data = size == 4 ? (uint32_t)*reg : (uint16_t)*reg;
-	int ret = r->fn(v, gpa, &data, size, is_write, r->opaque);   /* a VM end sets v->pending */
+	int ret = r->fn(r->dev, gpa, &data, size, is_write);   /* a VM end sets v->pending */
 	if (shared && ret == IO_NEEDS_LOCK)
 		return false;
 	if (!is_write)                    /* a 32-bit load zero-extends, a 16-bit one merges */

@@ -145,7 +145,7 @@ void guest_clock_init(struct vm *vm)
  * they raise is delivered before the guest goes on from the time it read. */
 static void timers_due(void)
 {
-	struct vcpu *v = this_cpu()->current;
+	struct vcpu *v = exit_vcpu();
 	if (v)
 		v->pending |= VCPU_PENDING_TIMERS;
 }

@@ -39,7 +39,7 @@ pio_rep_run(struct vcpu *v, const struct io_range *r, uint16_t port, uint8_t *ho
 	uint64_t left = n;
 	for (; left; left--, host += step) {
 		uint64_t d = is_write ? emul_load_le(host, size) : 0;
-		int ret = r ? r->fn(v, port, &d, size, is_write, r->opaque)
+		int ret = r ? r->fn(r->dev, port, &d, size, is_write)
 			    : vm_port_unclaimed(v, &d, is_write);
 		if (ret) {
 			*rc = ret;

@@ -61,7 +61,7 @@ int vm_mmio_access(struct vcpu *v, uint64_t gpa, uint64_t *data, unsigned size, 
 		}
 		return IO_OK;
 	}
-	return r->fn(v, gpa, data, size, is_write, r->opaque);
+	return r->fn(r->dev, gpa, data, size, is_write);
 }
 
 int vm_msr_denied(struct vcpu *v, uint32_t msr, uint64_t *val, bool is_write)

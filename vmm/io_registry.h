@@ -36,7 +36,7 @@ static inline int vm_port_access(struct vcpu *v, uint16_t port, uint64_t *data, 
 	const struct io_range *r = vm_port_range(v->vm, port);
 	if (!r)
 		return vm_port_unclaimed(v, data, is_write);
-	return r->fn(v, port, data, size, is_write, r->opaque);
+	return r->fn(r->dev, port, data, size, is_write);
 }
 
 int vm_register_io(struct vm *vm, const struct io_range *r);

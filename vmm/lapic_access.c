@@ -133,16 +133,14 @@ static int lapic_msr_shared(struct vcpu *v, uint32_t msr, uint64_t *val, bool is
 	return MSR_NEEDS_LOCK;
 }
 
-/* The local APIC's and the I/O APIC's MMIO pages, the same way: an EOI, a
- * TPR write, an IPI or an unmasked redirection entry can make an interrupt
- * (or an NMI) deliverable. */
-int apic_mmio_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size,
-			     bool is_write, void *opaque)
+/* The I/O APIC's MMIO page, the same way: an unmasked redirection entry
+ * can make an interrupt deliverable. (The I/O APIC's page is no vCPU's:
+ * the accessing one looks.) */
+int ioapic_mmio_checked(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
-	int ret = (addr & ~0xfffull) == LAPIC_BASE ? lapic_mmio(v, addr, data, size, is_write, opaque)
-						   : ioapic_mmio(v, addr, data, size, is_write, opaque);
+	int ret = ioapic_mmio(dev, addr, data, size, is_write);
 	if (is_write)
-		recheck_if_deliverable(v);
+		recheck_if_deliverable(exit_vcpu());
 	return ret;
 }
 
@@ -150,30 +148,34 @@ int apic_mmio_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned si
  * frequent MMIO access (one per interrupt), goes straight to the model's EOI
  * (lapic_mmio's decode and lapic_write's switch would end there too), as
  * lapic_eoi_msr does for the x2APIC's; every other access goes through
- * lapic_mmio. A write can make an interrupt deliverable, as above. */
-int lapic_mmio_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size,
-			      bool is_write, void *opaque)
+ * lapic_mmio. A write (an EOI, a TPR write, an IPI) can make an interrupt
+ * (or an NMI) deliverable, as above. */
+int lapic_mmio_checked(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
-	struct lapic *a = opaque;
+	struct lapic *a = dev;
 	if (!is_write)
-		return lapic_mmio(v, addr, data, size, is_write, opaque);
+		return lapic_mmio(a, addr, data, size, is_write);
 	if (addr == LAPIC_BASE + LAPIC_EOI && size >= 4 && lapic_hw_enabled(a) && !lapic_x2apic(a))
 		lapic_eoi(a);
 	else
-		lapic_mmio(v, addr, data, size, is_write, opaque);   /* (a write is always IO_OK) */
-	recheck_if_deliverable(v);   /* (a is v's own APIC: a VM of one vCPU) */
+		lapic_mmio(a, addr, data, size, is_write);   /* (a write is always IO_OK) */
+	recheck_if_deliverable(lapic_vcpu(a));   /* (the only vCPU's, which accessed it) */
 	return IO_OK;
 }
 
 /* The local APIC page in a VM of several vCPUs, on the light path: a
  * fixed IPI to another vCPU by a MOV to ICR_LO completes there (xAPIC
  * mode); every other access needs the VM lock. */
-int lapic_mmio_shared(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size,
-			     bool is_write, void *opaque)
+int lapic_mmio_shared(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
-	(void)opaque;   /* the boot vCPU's: the page is each vCPU's own */
-	if (vm_shared_ok(v->vm))
-		return apic_mmio_checked(v, addr, data, size, is_write, &v->lapic);
+	(void)dev;   /* the boot vCPU's: the page is each vCPU's own */
+	struct vcpu *v = exit_vcpu();
+	if (vm_shared_ok(v->vm)) {
+		int ret = lapic_mmio(&v->lapic, addr, data, size, is_write);
+		if (is_write)
+			recheck_if_deliverable(v);
+		return ret;
+	}
 	/* (the page is decoded only in xAPIC mode with the APIC enabled) */
 	bool xapic = lapic_hw_enabled(&v->lapic) && !lapic_x2apic(&v->lapic);
 	if (is_write && size == 4 && addr == LAPIC_BASE + LAPIC_ICR_LO && xapic &&

@@ -13,15 +13,13 @@
 void lapic_register_msrs(struct vm *vm);
 
 /* The platform's wrappers of the APICs' MMIO callbacks (the device table's
- * `one` and `several`): the I/O APIC's page or the local APIC's (a write
- * asks for the hazard check), the local APIC's page in a VM of one vCPU
- * (the EOI straight to the model), and in a VM of several on the light path
- * (IO_NEEDS_LOCK for all but a fixed IPI and an edge EOI). */
-int apic_mmio_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size, bool is_write,
-		      void *opaque);
-int lapic_mmio_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size, bool is_write,
-		       void *opaque);
-int lapic_mmio_shared(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size, bool is_write,
-		      void *opaque);
+ * `one` and `several`): the I/O APIC's page (a write asks for the hazard
+ * check), the local APIC's page in a VM of one vCPU (`dev` is its vCPU's
+ * local APIC; the EOI straight to the model), and in a VM of several
+ * (the accessing vCPU's; on the light path IO_NEEDS_LOCK for all but a
+ * fixed IPI and an edge EOI). */
+int ioapic_mmio_checked(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
+int lapic_mmio_checked(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
+int lapic_mmio_shared(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write);
 
 #endif

@@ -5,7 +5,6 @@
 #include "vmm/pc_virtio.h"
 
 #include "core/console.h"
-#include "core/percpu.h"
 #include "core/smp.h"
 #include "dev/pci_host.h"
 #include "dev/virtio_blk.h"
@@ -65,13 +64,11 @@ static uint8_t *guest_ram(void *ctx)
 	return (uint8_t *)(uintptr_t)((struct vm *)ctx)->mem_hpa;
 }
 
-/* The guest's access to a BAR (the MMIO range's opaque is its slot): at
+/* The guest's access to a BAR (the MMIO range's dev is its slot): at
  * an offset from where the BAR is now, which virtio_bar_moved keeps. */
-static int virtio_bar4_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-			    bool is_write, void *opaque)
+static int virtio_bar4_mmio(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
-	struct virtio_slot *slot = opaque;
-	(void)vcpu;
+	struct virtio_slot *slot = dev;
 	if (is_write)
 		virtio_pci_write(slot->t, addr - slot->base[0], size, *data);
 	else
@@ -79,11 +76,9 @@ static int virtio_bar4_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, un
 	return IO_OK;
 }
 
-static int virtio_msix_mmio(struct vcpu *vcpu, uint64_t addr, uint64_t *data, unsigned size,
-			    bool is_write, void *opaque)
+static int virtio_msix_mmio(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
-	struct virtio_slot *slot = opaque;
-	(void)vcpu;
+	struct virtio_slot *slot = dev;
 	if (is_write)
 		virtio_pci_msix_write(slot->t, addr - slot->base[1], size, *data);
 	else
@@ -129,7 +124,7 @@ static void virtio_intx(struct virtio_pci *t, bool level)
 {
 	struct virtio_slot *slot = t->host;
 	slot->intx_raised += level;
-	struct irq_line l = pc_line(slot->pc, slot->gsi);
+	struct irq_line l = dev_irq_line(slot->pc, slot->gsi);
 	irq_line_set(&l, level);
 }
 
@@ -142,7 +137,7 @@ static void virtio_intx(struct virtio_pci *t, bool level)
 static void virtio_resume_later(struct virtio_pci *t)
 {
 	(void)t;
-	struct vcpu *self = this_cpu()->current;
+	struct vcpu *self = exit_vcpu();
 	if (!self)
 		return;
 	__atomic_store_n(&self->kicked, true, __ATOMIC_RELEASE);
@@ -168,7 +163,7 @@ static void virtio_place(struct vm *vm, struct dev_host *pc, struct virtio_slot 
 	t->resume_later = virtio_resume_later;
 	for (unsigned i = 0; i < 2; i++) {   /* placed (and sized) by virtio_bar_moved */
 		struct io_range r = { .base = vm->mem_size, .len = 0,
-				      .fn = i ? virtio_msix_mmio : virtio_bar4_mmio, .opaque = slot,
+				      .fn = i ? virtio_msix_mmio : virtio_bar4_mmio, .dev = slot,
 				      .light = vm->nr_vcpus == 1, .name = name };
 		add_mmio(vm, &r);
 		slot->mmio[i] = vm->nr_mmio - 1;

@@ -1,6 +1,7 @@
-/* The PC every VM gets, wired: its devices in one table, each one's ranges
- * registered on the VM's ports and MMIO pages, their interrupt lines to the
- * 8259s and the I/O APIC, every local APIC to the APIC bus. */
+/* The PC every VM gets, wired: its devices in one table, each one inited
+ * and its ranges registered on the VM's ports and MMIO pages; then what
+ * only a PC wires: the I/O APIC and every local APIC to the APIC bus, the
+ * interrupt controllers as firmware leaves them, the HPET's legacy route. */
 #include "vmm/platform.h"
 
 #include "core/console.h"
@@ -11,7 +12,6 @@
 #include "vmm/apic_bus.h"
 #include "vmm/console_input.h"
 #include "vmm/dev_host.h"
-#include "vmm/host_rtc.h"
 #include "vmm/io_registry.h"
 #include "vmm/lapic_access.h"
 #include "vmm/pc_virtio.h"
@@ -59,27 +59,30 @@ void platform_free(struct vm *vm)
 	vm->pc = 0;
 }
 
+#define PC_AT(field) __builtin_offsetof(struct dev_host, field)
+/* The platform a device object in it belongs to. */
+#define PC_OF(dev, field) ((struct dev_host *)(void *)((char *)(dev) - PC_AT(field)))
+
 /* The HPET in a VM of several vCPUs, on the light path: a read of the main
  * counter only reads the VM's time (Linux's calibrations and clocksource
  * read it back to back and give up on slow reads); the rest needs the VM
  * lock. (clock_read_fast's last_read store races between vCPUs harmlessly:
  * such a VM never polls, guest_clock_init.) */
-static int hpet_mmio_shared(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size,
-			    bool is_write, void *opaque)
+static int hpet_mmio_shared(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
-	if (vm_shared_ok(v->vm) ||
+	if (vm_shared_ok(PC_OF(dev, hpet)->head.vm) ||
 	    (!is_write && ((addr - HPET_BASE) & ~7ull) == HPET_REG_COUNTER))
-		return hpet_mmio(v, addr, data, size, is_write, opaque);
+		return hpet_mmio(dev, addr, data, size, is_write);
 	return IO_NEEDS_LOCK;
 }
 
-/* The 8259s: an EOI or an unmask can make a waiting IRQ deliverable. */
-static int pic_io_checked(struct vcpu *v, uint64_t addr, uint64_t *data, unsigned size,
-			  bool is_write, void *opaque)
+/* The 8259s: an EOI or an unmask can make a waiting IRQ deliverable (the
+ * accessing vCPU's hazard check looks). */
+static int pic_io_checked(void *dev, uint64_t addr, uint64_t *data, unsigned size, bool is_write)
 {
-	int ret = pic_io(v, addr, data, size, is_write, opaque);
+	int ret = pic_io(dev, addr, data, size, is_write);
 	if (is_write)
-		v->pending |= VCPU_PENDING_RECHECK;
+		exit_vcpu()->pending |= VCPU_PENDING_RECHECK;
 	return ret;
 }
 
@@ -89,15 +92,15 @@ static void hpet_legacy_pit(void *pit, bool on)
 	pit_irq_replace(pit, on);
 }
 
-/* The platform's devices, in the order their ranges are registered. The
- * MMIO lookup scans them in this order: the local APIC's page first (an
- * xAPIC guest's EOI, its most frequent MMIO access), then the I/O APIC and
- * the HPET, the bench's test device, the virtio BARs, PCI's ECAM window
- * last (configuration is rare). `at` is the device object's place in
- * struct dev_host, the callbacks' opaque; `one` and `several` are the
+/* The platform's devices, the one list of them: platform_create inits
+ * each (its descriptor's init) and registers its ranges, in this order.
+ * The MMIO lookup scans them in this order: the local APIC's page first
+ * (an xAPIC guest's EOI, its most frequent MMIO access), then the I/O APIC
+ * and the HPET, the bench's test device, the virtio BARs, PCI's ECAM
+ * window last (configuration is rare). `at` is the device object's place
+ * in struct dev_host, the callbacks' dev; `one` and `several` are the
  * platform's wrappers of the device's first callback (every range that
  * has it) in a VM of one vCPU and of several, 0 for the callback itself. */
-#define PC_AT(field) __builtin_offsetof(struct dev_host, field)
 #define PC_BOOT_LAPIC UINT32_MAX   /* not in dev_host: the boot vCPU's */
 #define PC_VIRTIO ((const struct dev_desc *)0)   /* disk = and net = go here */
 
@@ -121,25 +124,27 @@ static const struct pc_device {
 	{ .desc = &lapic_desc, .at = PC_BOOT_LAPIC,
 	  .one = lapic_mmio_checked, .several = lapic_mmio_shared },
 	{ .desc = &ioapic_desc, .at = PC_AT(ioapic),
-	  .one = apic_mmio_checked, .several = apic_mmio_checked },
+	  .one = ioapic_mmio_checked, .several = ioapic_mmio_checked },
 	{ .desc = &hpet_desc, .at = PC_AT(hpet), .several = hpet_mmio_shared },
 	{ .desc = &mmio_test_desc, .at = PC_AT(mmio_test) },
 	{ .desc = PC_VIRTIO },
 	{ .desc = &pci_ecam_desc, .at = PC_AT(pci), .pci = true },
 };
 
-/* Registers the ranges of one device. In a VM of several vCPUs only a
- * lock_free device stays light: the light path takes no lock. */
+/* Inits one device and registers its ranges. In a VM of several vCPUs
+ * only a lock_free device stays light: the light path takes no lock. */
 static void add_device(struct vm *vm, const struct pc_device *d)
 {
 	const struct dev_desc *desc = d->desc;
 	bool several = vm->nr_vcpus > 1;
 	io_handler_fn wrap = several ? d->several : d->one;
-	void *opaque = d->at == PC_BOOT_LAPIC ? (void *)&vm->vcpu->lapic : (char *)vm->pc + d->at;
+	void *dev = d->at == PC_BOOT_LAPIC ? (void *)&vm->vcpu->lapic : (char *)vm->pc + d->at;
+	if (desc->init)
+		desc->init(dev, vm->pc);
 	for (unsigned i = 0; i < desc->nr_ranges; i++) {
 		const struct dev_range *rg = &desc->ranges[i];
 		struct io_range r = {
-			.base = rg->base, .len = rg->len, .opaque = opaque,
+			.base = rg->base, .len = rg->len, .dev = dev,
 			.name = rg->name ? rg->name : desc->name,
 			.fn = wrap && rg->fn == desc->ranges[0].fn ? wrap : rg->fn,
 			.light = rg->light && (!several || desc->lock_free),
@@ -149,44 +154,29 @@ static void add_device(struct vm *vm, const struct pc_device *d)
 	}
 }
 
-/* The devices' own state, in the order of their dependencies (the HPET's
- * legacy route reaches the PIT, every local APIC the I/O APIC). */
-static void init_devices(struct vm *vm, struct dev_host *pc)
+/* What only a PC wires, after every device of the table is inited: the
+ * I/O APIC's messages and every local APIC (each vCPU's own, APIC ID i for
+ * vCPU i) on the APIC bus, a level EOI back to the I/O APIC; the interrupt
+ * controllers as the BIOS leaves them (no device interrupt on an exception
+ * vector); the HPET's legacy route, which takes IRQ0 from the PIT. */
+static void wire_pc(struct vm *vm, struct dev_host *pc)
 {
-	uart16550_init(&pc->uart, pc, pc_line(pc, UART16550_COM1_IRQ));
-	debug_exit_init(&pc->debug_exit, pc);
-	pmtimer_init(&pc->pmtimer, &vm->clock);
-	postcode_init(&pc->postcode);
-	mmio_test_init(&pc->mmio_test, LP_MMIO_TEST_BASE);
-	pic_init(&pc->pic);
-	ioapic_init(&pc->ioapic, 0, ioapic_to_bus, pc);
-	for (unsigned i = 0; i < vm->nr_vcpus; i++) {   /* vCPU i has APIC ID i */
+	ioapic_set_deliver(&pc->ioapic, ioapic_to_bus, pc);
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
 		struct lapic *a = &vm->vcpus[i]->lapic;
 		lapic_init(a, pc, i, i == 0);
 		lapic_set_eoi_hook(a, pc_lapic_eoi, &pc->ioapic);
 		lapic_set_send_hook(a, apic_bus_send, pc);
 	}
-	/* as the BIOS leaves them: no device interrupt on an exception vector */
 	pc_irq_firmware_setup(&pc->pic, &pc->ioapic, &vm->vcpu->lapic);
-	pit_init(&pc->pit, pc, pc_line(pc, PIT_IRQ));
-	struct rtc_time now;
-	host_wall_clock(&now);
-	rtc_init(&pc->rtc, &vm->clock, &now);
-	rtc_set_memory(&pc->rtc, vm->mem_size, 0, 1);
-	pci_host_init(&pc->pci);
-	i8042_init(&pc->kbd, pc);
-	fwcfg_init(&pc->fwcfg, vm->mem_size, vm->nr_vcpus);
-	acpi_pm_init(&pc->acpi_pm, pc, pc_line(pc, ACPI_SCI_IRQ));
-	hpet_init(&pc->hpet, pc, hpet_legacy_pit, &pc->pit);
+	hpet_set_legacy(&pc->hpet, hpet_legacy_pit, &pc->pit);
 }
 
 void platform_create(struct vm *vm)
 {
-	struct dev_host *pc = vm->pc;
 	bool pci = vm->disk || vm->net;
 
 	memset(vm->port_map, VM_PORT_SLOW, sizeof(vm->port_map));   /* nobody */
-	init_devices(vm, pc);
 	for (size_t i = 0; i < sizeof(pc_devices) / sizeof(pc_devices[0]); i++) {
 		const struct pc_device *d = &pc_devices[i];
 		if (d->desc == PC_VIRTIO)
@@ -194,6 +184,7 @@ void platform_create(struct vm *vm)
 		else if (pci || !d->pci)
 			add_device(vm, d);
 	}
+	wire_pc(vm, vm->pc);
 	lapic_register_msrs(vm);
 }
 

@@ -89,7 +89,7 @@ static void vcpu_run(struct vcpu *v)
 {
 	bool smp = v->vm->nr_vcpus > 1, cost = v->cost && v->cost->cost;
 	unsigned panic_ap = v->vm->opt->test_panic_ap;
-	this_cpu()->current = v;
+	this_cpu()->current = v;   /* exit_vcpu() for every exit of the run */
 	if (panic_ap && panic_ap == this_cpu()->cpu_id)   /* a test option, 0 (off) by default */
 		panic("test.panic_ap=%u: CPU %u panics as it starts running vm%u's vCPU", panic_ap,
 		      panic_ap, v->vm->id);

@@ -256,6 +256,21 @@ static inline bool vm_shared_ok(const struct vm *vm)
 	return vm->nr_vcpus == 1 || vm->lock_cpu == this_cpu();
 }
 
+/* The vCPU whose exit this CPU is handling, for the platform's device
+ * wrappers, whose callbacks get only the device: vcpu_run sets it on its
+ * CPU for the whole run, the light and the heavy path of every exit
+ * (0 on a CPU running no vCPU). */
+static inline struct vcpu *exit_vcpu(void)
+{
+	return this_cpu()->current;
+}
+
+/* The vCPU a local APIC belongs to (each embeds its own). */
+static inline struct vcpu *lapic_vcpu(struct lapic *a)
+{
+	return (struct vcpu *)(void *)((char *)a - __builtin_offsetof(struct vcpu, lapic));
+}
+
 /* Translates a guest-physical range to a host pointer, or 0 if any of it is
  * outside guest RAM. */
 static inline void *gpa_to_host(struct vm *vm, uint64_t gpa, uint64_t len)

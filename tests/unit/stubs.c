@@ -10,6 +10,34 @@ struct irq_line stub_irq(unsigned gsi)
 	return (struct irq_line){ .host = FAKE_HOST, .gsi = (uint8_t)gsi };
 }
 
+struct irq_line dev_irq_line(struct dev_host *h, unsigned gsi)
+{
+	(void)h;
+	return stub_irq(gsi);
+}
+
+uint64_t stub_ram_size;
+unsigned stub_nr_vcpus;
+struct rtc_time stub_wall_clock;
+
+uint64_t dev_ram_size(struct dev_host *h)
+{
+	(void)h;
+	return stub_ram_size;
+}
+
+unsigned dev_nr_vcpus(struct dev_host *h)
+{
+	(void)h;
+	return stub_nr_vcpus;
+}
+
+void dev_wall_clock(struct dev_host *h, struct rtc_time *t)
+{
+	(void)h;
+	*t = stub_wall_clock;
+}
+
 char stub_console[4096];
 unsigned stub_console_len;
 struct dev_host *stub_console_host;
@@ -36,6 +64,9 @@ unsigned stub_timer_cancels;   /* of an armed timer */
 
 void stubs_reset(void)
 {
+	stub_ram_size = 32ull << 20;
+	stub_nr_vcpus = 1;
+	stub_wall_clock = (struct rtc_time){ 2026, 1, 1, 0, 0, 0 };
 	memset(stub_console, 0, sizeof(stub_console));
 	stub_console_len = 0;
 	stub_console_host = NULL;

@@ -7,13 +7,20 @@
 #include <stdint.h>
 
 #include "dev/device.h"
+#include "dev/rtc.h"
 #include "dev/virtqueue.h"
 
 /* A struct dev_host is opaque to devices; tests hand them the address of
- * this, and interrupt lines made by stub_irq(). */
+ * this, and interrupt lines made by stub_irq() (what dev_irq_line gives). */
 extern int fake_host_storage;
 #define FAKE_HOST ((struct dev_host *)&fake_host_storage)
 struct irq_line stub_irq(unsigned gsi);
+
+/* What dev_ram_size, dev_nr_vcpus and dev_wall_clock answer (after
+ * stubs_reset: 32 MiB, 1 vCPU, 2026-01-01 00:00:00). */
+extern uint64_t stub_ram_size;
+extern unsigned stub_nr_vcpus;
+extern struct rtc_time stub_wall_clock;
 
 extern char stub_console[4096];   /* dev_console_putc output, NUL-terminated */
 extern unsigned stub_console_len;

@@ -399,13 +399,13 @@ static void test_bad_configs(void **state)
 
 static int pm_out(struct acpi_pm *pm, uint16_t port, uint64_t v, unsigned size)
 {
-	return acpi_pm_io(NULL, port, &v, size, true, pm);
+	return acpi_pm_io(pm, port, &v, size, true);
 }
 
 static uint64_t pm_in(struct acpi_pm *pm, uint16_t port, unsigned size)
 {
 	uint64_t v = 0xdead;
-	assert_int_equal(acpi_pm_io(NULL, port, &v, size, false, pm), IO_OK);
+	assert_int_equal(acpi_pm_io(pm, port, &v, size, false), IO_OK);
 	return v;
 }
 
@@ -413,9 +413,11 @@ static void test_pm1_power_off(void **state)
 {
 	(void)state;
 	struct acpi_pm pm;
-	acpi_pm_init(&pm, FAKE_HOST, stub_irq(9));
+	acpi_pm_init(&pm, FAKE_HOST);
 	/* heavy: it may end the VM */
 	assert_true(stub_desc_range_is(&acpi_pm_desc, 0, 0x600, 6, acpi_pm_io, false));
+	assert_true(acpi_pm_desc.init == acpi_pm_init);
+	assert_int_equal(pm.sci_line.gsi, 9);           /* the FADT's SCI_INT */
 	assert_int_equal(pm_in(&pm, 0x604, 2), 1);      /* SCI_EN: ACPI mode */
 	/* Linux's acpi_hw_legacy_sleep: SLP_TYP first, then SLP_TYP | SLP_EN */
 	assert_int_equal(pm_out(&pm, 0x604, 5u << 10 | 1, 2), IO_OK);
@@ -429,7 +431,7 @@ static void test_pm1_power_off(void **state)
 
 	/* another sleep type is ignored; SLP_EN reads 0 */
 	stubs_reset();
-	acpi_pm_init(&pm, FAKE_HOST, stub_irq(9));
+	acpi_pm_init(&pm, FAKE_HOST);
 	assert_int_equal(pm_out(&pm, 0x604, 1u << 10 | 0x2000, 2), IO_OK);
 	assert_int_equal(stub_vm_end_calls, 0);
 	assert_int_equal(pm_in(&pm, 0x604, 2) & 0x2000, 0);
@@ -438,7 +440,7 @@ static void test_pm1_power_off(void **state)
 	assert_int_equal(stub_vm_end_calls, 1);
 	/* a 32-bit write at 0x604 reaches past the block harmlessly */
 	stubs_reset();
-	acpi_pm_init(&pm, FAKE_HOST, stub_irq(9));
+	acpi_pm_init(&pm, FAKE_HOST);
 	assert_int_equal(pm_out(&pm, 0x604, 0xffff0000u | 5u << 10 | 0x2000, 4), IO_VM_END);
 }
 
@@ -446,7 +448,7 @@ static void test_pm1_status_enable_sci(void **state)
 {
 	(void)state;
 	struct acpi_pm pm;
-	acpi_pm_init(&pm, FAKE_HOST, stub_irq(9));
+	acpi_pm_init(&pm, FAKE_HOST);
 	pm_out(&pm, 0x602, 0xffff, 2);
 	assert_int_equal(pm_in(&pm, 0x602, 2), PM1_EN_MASK);
 	assert_int_equal(stub_irq_calls, 0);

@@ -14,14 +14,14 @@ static struct fwcfg fw;
 static void select_item(uint16_t key)
 {
 	uint64_t d = key;
-	assert_int_equal(fwcfg_io(NULL, 0x510, &d, 2, true, &fw), IO_OK);
+	assert_int_equal(fwcfg_io(&fw, 0x510, &d, 2, true), IO_OK);
 }
 
 static void read_bytes(uint8_t *buf, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t d = 0xdead;
-		assert_int_equal(fwcfg_io(NULL, 0x511, &d, 1, false, &fw), IO_OK);
+		assert_int_equal(fwcfg_io(&fw, 0x511, &d, 1, false), IO_OK);
 		assert_true(d <= 0xff);
 		buf[i] = (uint8_t)d;
 	}
@@ -42,7 +42,9 @@ static void test_items(void **state)
 {
 	(void)state;
 	stubs_reset();
-	fwcfg_init(&fw, 256ull << 20, 2);
+	stub_ram_size = 256ull << 20;
+	stub_nr_vcpus = 2;
+	fwcfg_init(&fw, FAKE_HOST);
 	assert_true(stub_desc_range_is(&fwcfg_desc, 0, 0x510, 2, fwcfg_io, true));
 
 	uint8_t sig[6];
@@ -60,18 +62,18 @@ static void test_items(void **state)
 	select_item(FW_CFG_SIGNATURE);
 	read_bytes(sig, 2);
 	uint64_t d = FW_CFG_SIGNATURE;
-	fwcfg_io(NULL, 0x510, &d, 1, true, &fw);
+	fwcfg_io(&fw, 0x510, &d, 1, true);
 	read_bytes(sig, 1);
 	assert_int_equal(sig[0], 'Q');
 	/* a wider read of the data port takes consecutive bytes */
 	select_item(FW_CFG_SIGNATURE);
 	d = 0;
-	fwcfg_io(NULL, 0x511, &d, 4, false, &fw);
+	fwcfg_io(&fw, 0x511, &d, 4, false);
 	assert_int_equal(d, 0x554d4551);                 /* "QEMU" */
 	/* writes to the data port are ignored */
 	select_item(FW_CFG_RAM_SIZE);
 	d = 0xff;
-	fwcfg_io(NULL, 0x511, &d, 1, true, &fw);
+	fwcfg_io(&fw, 0x511, &d, 1, true);
 	assert_int_equal(read_le(FW_CFG_RAM_SIZE, 8), 256ull << 20);
 }
 

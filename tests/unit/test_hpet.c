@@ -35,19 +35,20 @@ static void start(void)
 	stub_tsc = T0;
 	legacy_calls = 0;
 	legacy_on = false;
-	hpet_init(&h, FAKE_HOST, legacy_hook, NULL);
+	hpet_init(&h, FAKE_HOST);
+	hpet_set_legacy(&h, legacy_hook, NULL);
 }
 
 static uint64_t rd(unsigned off, unsigned size)
 {
 	uint64_t v = 0xdeadbeefcafef00dull;
-	assert_int_equal(hpet_mmio(NULL, HPET_BASE + off, &v, size, false, &h), IO_OK);
+	assert_int_equal(hpet_mmio(&h, HPET_BASE + off, &v, size, false), IO_OK);
 	return v;
 }
 
 static void wr(unsigned off, unsigned size, uint64_t val)
 {
-	assert_int_equal(hpet_mmio(NULL, HPET_BASE + off, &val, size, true, &h), IO_OK);
+	assert_int_equal(hpet_mmio(&h, HPET_BASE + off, &val, size, true), IO_OK);
 }
 
 #define CFG(n) (HPET_REG_TIMER(n) + HPET_TIMER_CONFIG)
@@ -296,15 +297,16 @@ static void test_legacy_route(void **state)
 {
 	(void)state;
 	start();
-	pit_init(&pit, FAKE_HOST, stub_irq(0));
-	hpet_init(&h, FAKE_HOST, legacy_hook, &pit);
+	pit_init(&pit, FAKE_HOST);
+	hpet_init(&h, FAKE_HOST);
+	hpet_set_legacy(&h, legacy_hook, &pit);
 	/* PIT channel 0, mode 2, 1 ms */
 	uint64_t v = 0x34;
-	pit_io(NULL, 0x43, &v, 1, true, &pit);
+	pit_io(&pit, 0x43, &v, 1, true);
 	v = 1193 & 0xff;
-	pit_io(NULL, 0x40, &v, 1, true, &pit);
+	pit_io(&pit, 0x40, &v, 1, true);
 	v = 1193 >> 8;
-	pit_io(NULL, 0x40, &v, 1, true, &pit);
+	pit_io(&pit, 0x40, &v, 1, true);
 	stubs_advance_to(T0 + 5 * TSC_HZ / 1000 + 100);
 	unsigned pit_irqs = stub_irq_raises[0];
 	assert_true(pit_irqs >= 4);
@@ -371,7 +373,7 @@ static void test_hostile(void **state)
 	assert_int_equal(rd(0, 8), cap);
 	assert_int_equal(h.bad_accesses, 9);
 	uint64_t v = 7;   /* beyond the page (a range never passes it) */
-	assert_int_equal(hpet_mmio(NULL, HPET_BASE + 0x1000, &v, 4, false, &h), IO_OK);
+	assert_int_equal(hpet_mmio(&h, HPET_BASE + 0x1000, &v, 4, false), IO_OK);
 	assert_int_equal(v, 0);
 
 	/* periodic with period 0: a one-shot, no division by 0, no loop */

@@ -22,13 +22,13 @@ static int setup(void **state)
 static int out(uint16_t port, uint8_t v)
 {
 	uint64_t d = v;
-	return i8042_io(NULL, port, &d, 1, true, &kbc);
+	return i8042_io(&kbc, port, &d, 1, true);
 }
 
 static uint8_t in(uint16_t port)
 {
 	uint64_t d = 0xdead;
-	assert_int_equal(i8042_io(NULL, port, &d, 1, false, &kbc), IO_OK);
+	assert_int_equal(i8042_io(&kbc, port, &d, 1, false), IO_OK);
 	assert_true(d <= 0xff);
 	return (uint8_t)d;
 }

@@ -26,20 +26,21 @@ static int setup(void **state)
 	(void)state;
 	stubs_reset();
 	nsent = 0;
-	ioapic_init(&io, 0, deliver, &ctx_marker);
+	ioapic_init(&io, FAKE_HOST);
+	ioapic_set_deliver(&io, deliver, &ctx_marker);
 	return 0;
 }
 
 static void mmio_write(uint64_t off, uint32_t v)
 {
 	uint64_t d = v;
-	assert_int_equal(ioapic_mmio(NULL, IOAPIC_BASE + off, &d, 4, true, &io), IO_OK);
+	assert_int_equal(ioapic_mmio(&io, IOAPIC_BASE + off, &d, 4, true), IO_OK);
 }
 
 static uint32_t mmio_read(uint64_t off)
 {
 	uint64_t d = 0xdeadbeefdeadbeefull;
-	assert_int_equal(ioapic_mmio(NULL, IOAPIC_BASE + off, &d, 4, false, &io), IO_OK);
+	assert_int_equal(ioapic_mmio(&io, IOAPIC_BASE + off, &d, 4, false), IO_OK);
 	assert_true(d <= 0xffffffffull);
 	return (uint32_t)d;
 }
@@ -83,7 +84,7 @@ static void test_range_and_id_registers(void **state)
 	assert_int_equal(reg_read(0x10 + 48), 0xffffffffu); /* past the table */
 	/* a byte access to IOREGSEL works too */
 	uint64_t d = 0x12;
-	ioapic_mmio(NULL, IOAPIC_BASE, &d, 1, true, &io);
+	ioapic_mmio(&io, IOAPIC_BASE, &d, 1, true);
 	assert_int_equal(io.regsel, 0x12);
 }
 

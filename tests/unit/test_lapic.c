@@ -36,14 +36,14 @@ static int setup(void **state)
 static uint32_t mr(unsigned off)
 {
 	uint64_t d = 0xdeadbeefdeadbeefull;
-	assert_int_equal(lapic_mmio(NULL, LAPIC_BASE + off, &d, 4, false, &apic), IO_OK);
+	assert_int_equal(lapic_mmio(&apic, LAPIC_BASE + off, &d, 4, false), IO_OK);
 	return (uint32_t)d;
 }
 
 static void mw(unsigned off, uint32_t v)
 {
 	uint64_t d = v;
-	assert_int_equal(lapic_mmio(NULL, LAPIC_BASE + off, &d, 4, true, &apic), IO_OK);
+	assert_int_equal(lapic_mmio(&apic, LAPIC_BASE + off, &d, 4, true), IO_OK);
 }
 
 static int msr_r(uint32_t msr, uint64_t *v) { return lapic_msr(&apic, msr, v, false); }

@@ -22,8 +22,9 @@ static int setup(void **state)
 	(void)state;
 	stubs_reset();
 	stub_tsc_hz = 1000000000ull;
-	pic_init(&pic);
-	ioapic_init(&io, 0, pc_ioapic_deliver, &apic);
+	pic_init(&pic, FAKE_HOST);
+	ioapic_init(&io, FAKE_HOST);
+	ioapic_set_deliver(&io, pc_ioapic_deliver, &apic);
 	lapic_init(&apic, FAKE_HOST, 0, true);
 	lapic_set_eoi_hook(&apic, pc_lapic_eoi, &io);
 	lapic_firmware_setup(&apic);
@@ -36,7 +37,7 @@ static int setup(void **state)
 	};
 	for (unsigned i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
 		d = seq[i][1];
-		pic_io(NULL, seq[i][0], &d, 1, true, &pic);
+		pic_io(&pic, seq[i][0], &d, 1, true);
 	}
 	return 0;
 }
@@ -48,8 +49,9 @@ static int setup_firmware(void **state)
 	(void)state;
 	stubs_reset();
 	stub_tsc_hz = 1000000000ull;
-	pic_init(&pic);
-	ioapic_init(&io, 0, pc_ioapic_deliver, &apic);
+	pic_init(&pic, FAKE_HOST);
+	ioapic_init(&io, FAKE_HOST);
+	ioapic_set_deliver(&io, pc_ioapic_deliver, &apic);
 	lapic_init(&apic, FAKE_HOST, 0, true);
 	lapic_set_eoi_hook(&apic, pc_lapic_eoi, &io);
 	pc_irq_firmware_setup(&pic, &io, &apic);
@@ -82,7 +84,7 @@ static void test_firmware_handover(void **state)
 	};
 	for (unsigned i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
 		d = seq[i][1];
-		pic_io(NULL, seq[i][0], &d, 1, true, &pic);
+		pic_io(&pic, seq[i][0], &d, 1, true);
 	}
 	pc_irq_set(&pic, &io, 0, false);
 	pc_irq_set(&pic, &io, 0, true);
@@ -156,13 +158,13 @@ static void test_ioapic_path_with_pit(void **state)
 	lapic_write(&apic, LAPIC_LVT_LINT0, LAPIC_LVT_MASKED | 0x700);
 	ioapic_write_reg(&io, 0x10 + 2 * 2, 0x40);   /* GSI 2 (IRQ0) -> vector 0x40 */
 	ioapic_write_reg(&io, 0x11 + 2 * 2, 0);
-	pit_init(&pit, FAKE_HOST, stub_irq(0));
+	pit_init(&pit, FAKE_HOST);
 	uint64_t d = 0x34;                           /* mode 2, 1000 ticks */
-	pit_io(NULL, 0x43, &d, 1, true, &pit);
+	pit_io(&pit, 0x43, &d, 1, true);
 	d = 1000 & 0xff;
-	pit_io(NULL, 0x40, &d, 1, true, &pit);
+	pit_io(&pit, 0x40, &d, 1, true);
 	d = 1000 >> 8;
-	pit_io(NULL, 0x40, &d, 1, true, &pit);
+	pit_io(&pit, 0x40, &d, 1, true);
 	/* the stub irq_line_set only records; route what it saw by hand */
 	uint64_t deadline = stubs_next_deadline();
 	assert_true(deadline > 0);

@@ -32,7 +32,7 @@ static void on_bar_moved(struct pci_func *f, unsigned bar, uint64_t addr, bool e
 static int setup(void **state)
 {
 	(void)state;
-	pci_host_init(&host);
+	pci_host_init(&host, FAKE_HOST);
 	/* a virtio-blk-like function: 1af4:1042, class 0x010000, INTA# */
 	pci_func_init(&fn, DEVFN, 0x1af4, 0x1042, 0x01000001, 0x1af4, 0x0002, 1);
 	moves = 0;
@@ -221,7 +221,7 @@ static void test_guest_writes_everywhere(void **state)
 static uint64_t io(uint16_t port, unsigned size, bool w, uint64_t v)
 {
 	uint64_t d = w ? v : 0x1234;
-	assert_int_equal(pci_host_io(NULL, port, &d, size, w, &host), IO_OK);
+	assert_int_equal(pci_host_io(&host, port, &d, size, w), IO_OK);
 	return d;
 }
 
@@ -229,7 +229,7 @@ static void test_empty_bus(void **state)
 {
 	(void)state;
 	stubs_reset();
-	pci_host_init(&host);
+	pci_host_init(&host, FAKE_HOST);
 	assert_false(pci_host_desc.mmio);
 	assert_true(stub_desc_range_is(&pci_host_desc, 0, 0xcf8, 8, pci_host_io, true));
 
@@ -295,8 +295,8 @@ static void test_mechanism_1_window(void **state)
 static uint64_t ecam(unsigned devfn, unsigned reg, unsigned size, bool w, uint64_t v)
 {
 	uint64_t d = w ? v : 0x1234;
-	assert_int_equal(pci_ecam_mmio(NULL, PCI_ECAM_GPA + ((uint64_t)devfn << 12) + reg, &d, size,
-				       w, &host), IO_OK);
+	assert_int_equal(pci_ecam_mmio(&host, PCI_ECAM_GPA + ((uint64_t)devfn << 12) + reg, &d, size,
+				       w), IO_OK);
 	return d;
 }
 

@@ -14,16 +14,16 @@ static struct pic8259 pic;
 static void out(uint16_t port, uint8_t v)
 {
 	uint64_t d = v;
-	int rc = port >= PIC_ELCR_BASE ? pic_elcr_io(NULL, port, &d, 1, true, &pic)
-				       : pic_io(NULL, port, &d, 1, true, &pic);
+	int rc = port >= PIC_ELCR_BASE ? pic_elcr_io(&pic, port, &d, 1, true)
+				       : pic_io(&pic, port, &d, 1, true);
 	assert_int_equal(rc, IO_OK);
 }
 
 static uint8_t in(uint16_t port)
 {
 	uint64_t d = 0xdead;
-	int rc = port >= PIC_ELCR_BASE ? pic_elcr_io(NULL, port, &d, 1, false, &pic)
-				       : pic_io(NULL, port, &d, 1, false, &pic);
+	int rc = port >= PIC_ELCR_BASE ? pic_elcr_io(&pic, port, &d, 1, false)
+				       : pic_io(&pic, port, &d, 1, false);
 	assert_int_equal(rc, IO_OK);
 	assert_true(d <= 0xff);
 	return (uint8_t)d;
@@ -44,7 +44,7 @@ static int setup(void **state)
 {
 	(void)state;
 	stubs_reset();
-	pic_init(&pic);
+	pic_init(&pic, FAKE_HOST);
 	linux_init();
 	return 0;
 }
@@ -57,7 +57,7 @@ static int setup_firmware(void **state)
 {
 	(void)state;
 	stubs_reset();
-	pic_init(&pic);
+	pic_init(&pic, FAKE_HOST);
 	pic_firmware_setup(&pic);
 	return 0;
 }
@@ -142,7 +142,7 @@ static void test_power_up_vs_firmware(void **state)
 	(void)state;
 	/* Power-up (pic_init only) would present IRQ0 on vector 0, #DE: what a
 	 * VM got before it started from the firmware state. */
-	pic_init(&pic);
+	pic_init(&pic, FAKE_HOST);
 	pic_set_irq(&pic, 0, true);
 	assert_int_equal(pic_pending_vector(&pic), 0);
 	pic_firmware_setup(&pic);                  /* ICW1 forgets the request */
@@ -273,7 +273,7 @@ static void test_spurious_poll_rotate_aeoi(void **state)
 	assert_int_equal(pic_pending_vector(&pic), 0x25);
 
 	/* Auto-EOI: the ack leaves ISR empty. */
-	pic_init(&pic);
+	pic_init(&pic, FAKE_HOST);
 	out(0x20, 0x11); out(0x21, 0x20); out(0x21, 0x04); out(0x21, 0x03);
 	out(0x21, 0x00);
 	pic_set_irq(&pic, 4, true);
@@ -288,7 +288,7 @@ static void test_wide_access(void **state)
 	uint64_t d = 0;
 	pic_set_irq(&pic, 2 + 1, true);
 	out(0x20, 0x0a);
-	assert_int_equal(pic_io(NULL, 0x20, &d, 2, false, &pic), IO_OK);
+	assert_int_equal(pic_io(&pic, 0x20, &d, 2, false), IO_OK);
 	assert_int_equal(d, 0xfb08);
 }
 

@@ -19,7 +19,7 @@ static int setup(void **state)
 	stubs_reset();
 	stub_tsc_hz = PIT_HZ * 10;
 	stub_tsc = 0;
-	pit_init(&pit, FAKE_HOST, stub_irq(0));
+	pit_init(&pit, FAKE_HOST);
 	stub_tsc = T0;
 	return 0;
 }
@@ -27,16 +27,16 @@ static int setup(void **state)
 static void out(uint16_t port, uint8_t v)
 {
 	uint64_t d = v;
-	int rc = port == 0x61 ? pit_port61_io(NULL, port, &d, 1, true, &pit)
-			      : pit_io(NULL, port, &d, 1, true, &pit);
+	int rc = port == 0x61 ? pit_port61_io(&pit, port, &d, 1, true)
+			      : pit_io(&pit, port, &d, 1, true);
 	assert_int_equal(rc, IO_OK);
 }
 
 static uint8_t in(uint16_t port)
 {
 	uint64_t d = 0xdead;
-	int rc = port == 0x61 ? pit_port61_io(NULL, port, &d, 1, false, &pit)
-			      : pit_io(NULL, port, &d, 1, false, &pit);
+	int rc = port == 0x61 ? pit_port61_io(&pit, port, &d, 1, false)
+			      : pit_io(&pit, port, &d, 1, false);
 	assert_int_equal(rc, IO_OK);
 	assert_true(d <= 0xff);
 	return (uint8_t)d;
@@ -58,6 +58,8 @@ static void test_ranges_and_reset(void **state)
 	assert_false(pit8254_desc.mmio);
 	assert_true(stub_desc_range_is(&pit8254_desc, 0, 0x40, 4, pit_io, true));
 	assert_true(stub_desc_range_is(&pit8254_desc, 1, 0x61, 1, pit_port61_io, true));
+	assert_true(pit8254_desc.init == pit_init);
+	assert_int_equal(pit.irq.gsi, 0);   /* IRQ0, the descriptor's */
 	/* after reset: mode 3, count 65536 counting, but no IRQ0 scheduled */
 	assert_int_equal(pit.ch[0].mode, 3);
 	assert_false(pit.timer.armed);

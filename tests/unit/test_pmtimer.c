@@ -18,7 +18,7 @@ static void start(uint64_t tsc_hz, uint64_t tsc0)
 	stubs_reset();
 	stub_tsc_hz = tsc_hz;
 	stub_tsc = tsc0;
-	pmtimer_init(&pm, &stub_clock);
+	pmtimer_init(&pm, FAKE_HOST);
 }
 
 /* floor(delta * HZ / hz) mod 2^24, the definition. */
@@ -31,7 +31,7 @@ static uint64_t read_at(uint64_t tsc, uint16_t port, unsigned size)
 {
 	uint64_t v = 0xdeadbeefcafef00dull;
 	stub_tsc = tsc;
-	assert_int_equal(pmtimer_io(NULL, port, &v, size, false, &pm), IO_OK);
+	assert_int_equal(pmtimer_io(&pm, port, &v, size, false), IO_OK);
 	return v;
 }
 
@@ -195,7 +195,7 @@ static void test_writes_ignored(void **state)
 	start(HZ * 1000ull, 0);
 	uint64_t v = 0x123456;
 	stub_tsc = 1000ull * 42;
-	assert_int_equal(pmtimer_io(NULL, 0x608, &v, 4, true, &pm), IO_OK);
+	assert_int_equal(pmtimer_io(&pm, 0x608, &v, 4, true), IO_OK);
 	assert_int_equal(v, 0x123456);
 	assert_int_equal(read_at(1000ull * 42, 0x608, 4), 42);
 	assert_int_equal(read_at(1000ull * 43, 0x608, 4), 43);

@@ -20,25 +20,25 @@ static int setup(void **state)
 	stub_tsc_hz = HZ;
 	stub_tsc = 5000;
 	/* a Thursday, the last seconds of a leap day */
-	struct rtc_time boot = { 2024, 2, 29, 23, 59, 58 };
-	rtc_init(&rtc, &stub_clock, &boot);
+	stub_wall_clock = (struct rtc_time){ 2024, 2, 29, 23, 59, 58 };
+	rtc_init(&rtc, FAKE_HOST);
 	return 0;
 }
 
 static void wr(uint8_t index, uint8_t v)
 {
 	uint64_t d = index;
-	assert_int_equal(rtc_io(NULL, 0x70, &d, 1, true, &rtc), IO_OK);
+	assert_int_equal(rtc_io(&rtc, 0x70, &d, 1, true), IO_OK);
 	d = v;
-	assert_int_equal(rtc_io(NULL, 0x71, &d, 1, true, &rtc), IO_OK);
+	assert_int_equal(rtc_io(&rtc, 0x71, &d, 1, true), IO_OK);
 }
 
 static uint8_t rd(uint8_t index)
 {
 	uint64_t d = index;
-	assert_int_equal(rtc_io(NULL, 0x70, &d, 1, true, &rtc), IO_OK);
+	assert_int_equal(rtc_io(&rtc, 0x70, &d, 1, true), IO_OK);
 	d = 0xdead;
-	assert_int_equal(rtc_io(NULL, 0x71, &d, 1, false, &rtc), IO_OK);
+	assert_int_equal(rtc_io(&rtc, 0x71, &d, 1, false), IO_OK);
 	assert_true(d <= 0xff);
 	return (uint8_t)d;
 }
@@ -55,13 +55,13 @@ static void test_range_and_status_registers(void **state)
 	assert_int_equal(rd(RTC_REG_D), 0x80);   /* read-only */
 	/* index bit 7 is the NMI mask, not part of the index */
 	uint64_t d = 0x80 | RTC_REG_D;
-	rtc_io(NULL, 0x70, &d, 1, true, &rtc);
+	rtc_io(&rtc, 0x70, &d, 1, true);
 	assert_true(rtc.nmi_disabled);
 	d = 0;
-	rtc_io(NULL, 0x71, &d, 1, false, &rtc);
+	rtc_io(&rtc, 0x71, &d, 1, false);
 	assert_int_equal(d, 0x80);
 	d = 0;
-	rtc_io(NULL, 0x70, &d, 1, false, &rtc);
+	rtc_io(&rtc, 0x70, &d, 1, false);
 	assert_int_equal(d, 0xff);               /* the index port is write-only */
 }
 
@@ -176,6 +176,20 @@ static void test_cmos_ram_and_memory(void **state)
 	assert_int_equal(rd(0x34) | rd(0x35) << 8, 0x100);
 }
 
+/* At init the memory bytes tell the VM's RAM and vCPUs (dev_ram_size,
+ * dev_nr_vcpus). */
+static void test_init_from_host(void **state)
+{
+	(void)state;
+	stub_ram_size = 64ull << 20;
+	stub_nr_vcpus = 4;
+	rtc_init(&rtc, FAKE_HOST);
+	assert_true(rtc_desc.init == rtc_init);
+	assert_int_equal(rd(0x17) | rd(0x18) << 8, 63 * 1024);
+	assert_int_equal(rd(0x34) | rd(0x35) << 8, 0x300);   /* 48 MiB / 64 KiB */
+	assert_int_equal(rd(0x5f), 3);
+}
+
 static void test_calendar(void **state)
 {
 	(void)state;
@@ -199,6 +213,7 @@ int main(void)
 		cmocka_unit_test_setup(test_uip, setup),
 		cmocka_unit_test_setup(test_set_clock, setup),
 		cmocka_unit_test_setup(test_cmos_ram_and_memory, setup),
+		cmocka_unit_test_setup(test_init_from_host, setup),
 		cmocka_unit_test_setup(test_calendar, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,19 +17,19 @@ static int setup(void **state)
 {
 	(void)state;
 	stubs_reset();
-	uart16550_init(&uart, FAKE_HOST, stub_irq(4));
+	uart16550_init(&uart, FAKE_HOST);
 	return 0;
 }
 
 static void out(unsigned reg, uint64_t v, unsigned size)
 {
-	assert_int_equal(uart16550_io(NULL, COM1 + reg, &v, size, true, &uart), IO_OK);
+	assert_int_equal(uart16550_io(&uart, COM1 + reg, &v, size, true), IO_OK);
 }
 
 static uint64_t in(unsigned reg, unsigned size)
 {
 	uint64_t v = 0xdeadbeefcafef00dull;
-	assert_int_equal(uart16550_io(NULL, COM1 + reg, &v, size, false, &uart), IO_OK);
+	assert_int_equal(uart16550_io(&uart, COM1 + reg, &v, size, false), IO_OK);
 	return v;
 }
 
@@ -45,7 +45,9 @@ static void test_range(void **state)
 	assert_false(uart16550_desc.lock_free);   /* heavy with several vCPUs */
 	assert_string_equal(uart16550_desc.name, "uart16550");
 	assert_ptr_equal(uart.host, FAKE_HOST);
-	assert_int_equal(uart.irq.gsi, 4);
+	assert_true(uart16550_desc.init == uart16550_init);
+	assert_int_equal(uart16550_desc.irq, 4);
+	assert_int_equal(uart.irq.gsi, 4);   /* the descriptor's, through dev_irq_line */
 }
 
 static void test_reset_values(void **state)

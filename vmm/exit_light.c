@@ -58,11 +58,9 @@ static COLD light_ret light_handled_leave(struct vcpu *v, unsigned reason)
 }
 
 /* The hazard check found work. Delivering an interrupt touches only the
- * VMCB/VMCS and the emulated controllers, so it is done here; a VM that
- * ended leaves for the heavy path. */
-/* What light_recheck cannot do: a VM that ended, a single step (the DRs are
- * the heavy path's), several vCPUs (interrupt state is shared, the heavy
- * path's). */
+ * VMCB/VMCS and the emulated controllers, so it is done here. What cannot
+ * be: a VM that ended, a single step (the DRs are the heavy path's), several
+ * vCPUs (interrupt state is shared, the heavy path's). */
 static inline bool light_recheck_leaves(const struct vcpu *v)
 {
 	return v->vm->ended || (v->pending & VCPU_PENDING_STEP) || v->vm->nr_vcpus > 1;
@@ -85,8 +83,7 @@ static COLD light_ret light_recheck(struct vcpu *v, unsigned reason)
 }
 
 /* The end of every handled light exit: one test of v->pending (NOVA's
- * hazard check). With light=off every exit goes round
- * the outer loop instead. */
+ * hazard check). With light=off every exit goes round the outer loop. */
 ALWAYS_INLINE light_ret light_done(struct vcpu *v, unsigned reason, const unsigned sw)
 {
 	if (sw & SW_LIGHT_OFF)

@@ -74,6 +74,9 @@ static void idt_host_nmi(void)
 {
 	struct percpu *pc = this_cpu();
 	__atomic_store_n(&pc->host_nmis, pc->host_nmis + 1, __ATOMIC_RELAXED);
+	uint32_t *hazard = __atomic_load_n(&pc->hazard, __ATOMIC_RELAXED);
+	if (hazard)   /* a vCPU runs here: its exit says it (host_nmis_report) */
+		__atomic_or_fetch(hazard, PERCPU_HAZARD_HOST_NMI, __ATOMIC_RELAXED);
 }
 
 void host_nmis_report(void)

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #define PERCPU_STACK_SIZE 16384   /* keep in step with boot/entry.S */
+#define PERCPU_HAZARD_HOST_NMI (1u << 4)   /* = VCPU_PENDING_HOST_NMI (vmm/vm.h) */
 
 struct vcpu;
 
@@ -22,6 +23,10 @@ struct percpu {
 	/* physical NMIs this CPU's NMI handler took (core/idt.c), and how many
 	 * of them host_nmis_report has said */
 	unsigned host_nmis, host_nmis_reported;
+	/* the hazard bits of the vCPU this CPU runs (its v->pending), where an
+	 * NMI taken in host mode sets PERCPU_HAZARD_HOST_NMI so that the exit
+	 * it came in says it before the guest runs on (vmm/vcpu_run.c) */
+	uint32_t *hazard;
 	/* set up by core/smp.c (the boot CPU's in smp_init) */
 	uint32_t apic_id;
 	uint32_t state;           /* enum percpu_state; read and written atomically */

@@ -408,14 +408,17 @@ void heavy_triple_fault(struct vcpu *v)
 
 /* The rare pending work, before interrupts are injected: the VM's timers
  * when a clock read found one due (what they raise is injected next, so the
- * bits they set in v->pending are spent), then a completed instruction's
- * single-step trap, which outranks NMIs and interrupts. */
-static __attribute__((noinline, cold)) void heavy_due_timers_and_step(struct vcpu *v, unsigned pending)
+ * bits they set in v->pending are spent), a physical NMI lightpath took to
+ * say (core/idt.c), then a completed instruction's single-step trap, which
+ * outranks NMIs and interrupts. */
+static __attribute__((noinline, cold)) void heavy_rare_pending(struct vcpu *v, unsigned pending)
 {
 	if (pending & VCPU_PENDING_TIMERS) {
 		vm_timers_run(v->vm);
 		v->pending = 0;
 	}
+	if (pending & VCPU_PENDING_HOST_NMI)
+		host_nmis_report();
 	if (pending & VCPU_PENDING_STEP)
 		vendor_single_step_trap(v);
 }
@@ -437,8 +440,8 @@ void exit_heavy(struct vcpu *v)
 	if ((v->pending || vendor_intr_window_requested(v)) && !v->vm->ended) {
 		unsigned p = v->pending;
 		v->pending = 0;
-		if (p & (VCPU_PENDING_TIMERS | VCPU_PENDING_STEP))   /* one test for both */
-			heavy_due_timers_and_step(v, p);
+		if (p & (VCPU_PENDING_TIMERS | VCPU_PENDING_STEP | VCPU_PENDING_HOST_NMI))
+			heavy_rare_pending(v, p);   /* one test for the three */
 		exit_inject_interrupts(v);
 		vm_timer_lead_wait(v->vm);   /* last: the guest runs next */
 	}

@@ -59,18 +59,18 @@ static COLD light_ret light_handled_leave(struct vcpu *v, unsigned reason)
 
 /* The hazard check found work. Delivering an interrupt touches only the
  * VMCB/VMCS and the emulated controllers, so it is done here. What cannot
- * be: a VM that ended, a single step (the DRs are the heavy path's), several
- * vCPUs (interrupt state is shared, the heavy path's). */
+ * be: a VM that ended, a single step (the DRs are the heavy path's), a host
+ * NMI to say, several vCPUs (interrupt state is shared, the heavy path's).
+ * Due timers (a clock read found one) share those bits' test. */
+#define RECHECK_LEAVES (VCPU_PENDING_STEP | VCPU_PENDING_HOST_NMI)
 static inline bool light_recheck_leaves(const struct vcpu *v)
 {
-	return v->vm->ended || (v->pending & VCPU_PENDING_STEP) || v->vm->nr_vcpus > 1;
+	return v->vm->ended || (v->pending & RECHECK_LEAVES) || v->vm->nr_vcpus > 1;
 }
 
 static COLD light_ret light_recheck(struct vcpu *v, unsigned reason)
 {
-	/* Due timers (a clock read found one) share the step's bit test, so
-	 * that an interrupt's recheck pays no test for them. */
-	if (v->vm->ended || (v->pending & (VCPU_PENDING_STEP | VCPU_PENDING_TIMERS)) ||
+	if (v->vm->ended || (v->pending & (RECHECK_LEAVES | VCPU_PENDING_TIMERS)) ||
 	    v->vm->nr_vcpus > 1) {
 		if (light_recheck_leaves(v))
 			return light_handled_leave(v, reason);

@@ -90,6 +90,7 @@ static void vcpu_run(struct vcpu *v)
 	bool smp = v->vm->nr_vcpus > 1, cost = v->cost && v->cost->cost;
 	unsigned panic_ap = v->vm->opt->test_panic_ap;
 	this_cpu()->current = v;   /* exit_vcpu() for every exit of the run */
+	__atomic_store_n(&this_cpu()->hazard, &v->pending, __ATOMIC_RELAXED);
 	if (panic_ap && panic_ap == this_cpu()->cpu_id)   /* a test option, 0 (off) by default */
 		panic("test.panic_ap=%u: CPU %u panics as it starts running vm%u's vCPU", panic_ap,
 		      panic_ap, v->vm->id);
@@ -102,6 +103,7 @@ static void vcpu_run(struct vcpu *v)
 		vcpu_loop(v, true, false);
 	else
 		vcpu_loop(v, true, true);
+	__atomic_store_n(&this_cpu()->hazard, (uint32_t *)0, __ATOMIC_RELAXED);
 	this_cpu()->current = 0;
 }
 

@@ -74,6 +74,9 @@ struct ipi_stats {
 					   timers run before it resumes */
 #define VCPU_PENDING_CLOCK   (1u << 3)  /* the guest polls its clocks: every exit
 					   advances its time (vmm/guest_clock.h) */
+#define VCPU_PENDING_HOST_NMI PERCPU_HAZARD_HOST_NMI  /* a physical NMI came while
+					   lightpath ran (core/idt.c): the heavy
+					   path says it before the guest resumes */
 
 /* vcpu->heavy_action: what the heavy path does once the light loop is left */
 enum heavy_action {

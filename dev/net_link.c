@@ -119,7 +119,8 @@ static bool inbox_put(struct net_port *p, const uint8_t *frame, unsigned len)
 	struct net_frame *f = &p->inbox[(p->head + p->count) % NET_INBOX_FRAMES];
 	f->len = (uint16_t)len;
 	memcpy(f->data, frame, len);
-	p->count++;
+	/* the frame before the count: the owner peeks without the lock */
+	__atomic_store_n(&p->count, p->count + 1, __ATOMIC_RELEASE);
 	/* set before the wake, under the lock the owner clears it with */
 	bool tell = !p->pending;
 	if (tell)
@@ -154,21 +155,21 @@ unsigned net_link_send(struct net_port *from, const uint8_t *frame, unsigned len
 	return reached;
 }
 
-unsigned net_port_take(struct net_port *p, uint8_t *buf)
+const struct net_frame *net_port_peek(const struct net_port *p)
 {
-	unsigned len = 0;
+	if (!__atomic_load_n(&p->count, __ATOMIC_ACQUIRE))
+		return 0;
+	return &p->inbox[p->head];
+}
+
+void net_port_drop(struct net_port *p)
+{
 	spin_lock(&p->lock);
-	if (p->count) {
-		const struct net_frame *f = &p->inbox[p->head];
-		len = f->len;
-		memcpy(buf, f->data, len);
-		p->stats.delivered++;
-		p->stats.delivered_bytes += len;
-		p->head = (p->head + 1) % NET_INBOX_FRAMES;
-		p->count--;
-	}
+	p->stats.delivered++;
+	p->stats.delivered_bytes += p->inbox[p->head].len;
+	p->head = (p->head + 1) % NET_INBOX_FRAMES;
+	p->count--;
 	if (!p->count)   /* the next put sets it again, and wakes */
 		__atomic_store_n(&p->pending, 0, __ATOMIC_RELEASE);
 	spin_unlock(&p->lock);
-	return len;
 }

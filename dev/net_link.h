@@ -20,10 +20,11 @@
  * and detach only), a link's own (its ports: a sender holds it while it
  * copies one frame into each inbox the frame is for, at most
  * NET_LINK_PORTS - 1 copies), a port's (its inbox: one frame in or out).
- * No lock is held while a guest's ring is walked: the receiver takes one
- * frame out of its inbox under the port's lock (net_port_take), lets go,
- * and only then looks for a buffer for it. Links share no lock, so
- * nothing a VM does on one link slows another link. Port memory is the
+ * No lock is held while a guest's ring is walked: the receiver copies the
+ * oldest frame straight from its inbox into a buffer without the port's
+ * lock (net_port_peek) and takes the lock only to let go of the frame.
+ * Links share no lock, so nothing a VM does on one link slows another
+ * link. Port memory is the
  * caller's; a port must be detached before it is freed. */
 #ifndef DEV_NET_LINK_H
 #define DEV_NET_LINK_H
@@ -56,7 +57,7 @@ struct net_port {
 	struct spinlock lock;           /* the inbox, pending and stats */
 	/* frames for this port, oldest first */
 	struct net_frame inbox[NET_INBOX_FRAMES];
-	unsigned head, count;
+	unsigned head, count;           /* count: read without the lock by peek */
 	/* inbox not empty: set (before the wake) by the put that found it
 	 * empty, cleared by the take that empties it, both under the lock;
 	 * read without it by the owner's cheap check. A put either finds it
@@ -82,10 +83,13 @@ void net_link_detach(struct net_port *p);
  * refuses those first; this only keeps the inbox's bound). */
 unsigned net_link_send(struct net_port *from, const uint8_t *frame, unsigned len);
 
-/* Takes the oldest frame out of `p`'s inbox into buf (NET_FRAME_MAX
- * bytes): its length, or 0 when the inbox is empty. One copy under the
- * port's lock. Called by the owner, on its CPU. */
-unsigned net_port_take(struct net_port *p, uint8_t *buf);
+/* The oldest frame in `p`'s inbox, or 0 when it is empty. Only the owner
+ * takes frames (on its CPU), and a put writes only past the frames
+ * counted, so the frame stays as it is, read without the port's lock,
+ * until the owner's net_port_drop. */
+const struct net_frame *net_port_peek(const struct net_port *p);
+/* The peeked frame is done with (delivered or dropped): out of the inbox. */
+void net_port_drop(struct net_port *p);
 
 static inline bool net_port_pending(const struct net_port *p)
 {

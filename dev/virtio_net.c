@@ -44,17 +44,17 @@ static uint32_t net_tx_serve(struct virtio_pci *t, int r, const struct vq_seg *s
 	return 0;   /* the device writes nothing into a transmit buffer */
 }
 
-/* The staged frame into the next receive chain. Returns 1 when it is done
- * with it (delivered, or dropped because the chain was too small), 0 when
- * the driver has posted no buffer (the frame stays staged), VQ_MORE when
+/* The frame f into the next receive chain. Returns 1 when it is done with
+ * it (delivered, or dropped because the chain was too small), 0 when the
+ * driver has posted no buffer (the frame stays in the inbox), VQ_MORE when
  * the doorbell's budget is spent, or -1 when the ring is broken. */
-static int net_rx_deliver(struct virtio_net *n)
+static int net_rx_deliver(struct virtio_net *n, const struct net_frame *f)
 {
 	struct virtio_pci *t = &n->t;
 	struct virtqueue *vq = &t->q[VIRTIO_NET_RX].vq;
 	struct vq_seg segs[VIRTIO_NET_SEGS_MAX];
 	struct vq_chain c;
-	unsigned len = n->staged_len;
+	unsigned len = f->len;
 	for (;;) {
 		int r = vq_pop(vq, segs, VIRTIO_NET_SEGS_MAX, &c);
 		if (r == VQ_MORE)
@@ -79,7 +79,8 @@ static int net_rx_deliver(struct virtio_net *n)
 			uint8_t hdr[VIRTIO_NET_HDR_BYTES] = { 0 };
 			hdr[10] = 1;                 /* num_buffers */
 			if (vq_copy(vq->mem, segs, c.nr_segs, 0, hdr, sizeof(hdr), true) ||
-			    vq_copy(vq->mem, segs, c.nr_segs, sizeof(hdr), n->staged, len, true)) {
+			    /* (to the guest: the frame is only read) */
+			    vq_copy(vq->mem, segs, c.nr_segs, sizeof(hdr), (uint8_t *)f->data, len, true)) {
 				n->stats.rx_bad++;
 			} else {
 				written = VIRTIO_NET_HDR_BYTES + len;
@@ -107,13 +108,14 @@ void virtio_net_receive(struct virtio_net *n)
 	vq_budget_refill(vq);
 	int r = 1;
 	uint64_t bytes = 0;
-	/* one frame at a time: out of the inbox under its lock, then into a
-	 * buffer without it */
-	while (r == 1 && (n->staged_len || (n->staged_len = net_port_take(n->port, n->staged)))) {
-		r = net_rx_deliver(n);
+	/* one frame at a time, from the inbox into a buffer; the port's lock
+	 * only to let go of it */
+	const struct net_frame *f;
+	while (r == 1 && (f = net_port_peek(n->port))) {
+		r = net_rx_deliver(n, f);
 		if (r == 1) {
-			bytes += VIRTIO_NET_HDR_BYTES + n->staged_len;
-			n->staged_len = 0;
+			bytes += VIRTIO_NET_HDR_BYTES + f->len;
+			net_port_drop(n->port);
 		}
 	}
 	virtio_pci_used(&n->t, VIRTIO_NET_RX);   /* (nothing if nothing was given back) */

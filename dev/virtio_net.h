@@ -40,12 +40,6 @@ struct virtio_net {
 	struct virtio_pci t;            /* first: the transport hands this back */
 	struct net_port *port;          /* its port on the link (attached by the caller) */
 	uint8_t frame[VIRTIO_NET_HDR_BYTES + NET_FRAME_MAX];   /* the frame being sent */
-	/* The received frame taken out of the port's inbox and not yet in a
-	 * receive buffer (staged_len 0: none): it waits here, not in the
-	 * inbox, so that the inbox's lock is never held while the ring is
-	 * walked. */
-	uint8_t staged[NET_FRAME_MAX];
-	unsigned staged_len;
 	struct {
 		uint64_t tx_frames, tx_bytes;
 		uint64_t tx_bad;            /* not a frame: too short, too long, writable buffers */
@@ -66,10 +60,10 @@ int virtio_net_init(struct virtio_net *n, uint8_t devfn, struct net_port *port,
  * virtio_pci_resume when the budget stopped it). */
 void virtio_net_receive(struct virtio_net *n);
 
-/* Frames wait for this device: in its port's inbox or staged. */
+/* Frames wait for this device in its port's inbox. */
 static inline bool virtio_net_rx_waiting(const struct virtio_net *n)
 {
-	return n->staged_len || net_port_pending(n->port);
+	return net_port_pending(n->port);
 }
 
 #endif

@@ -58,14 +58,25 @@ static COLD light_ret light_handled_leave(struct vcpu *v, unsigned reason)
 }
 
 /* The hazard check found work. Delivering an interrupt touches only the
- * VMCB/VMCS and the emulated controllers, so it is done here. What cannot
- * be: a VM that ended, a single step (the DRs are the heavy path's), a host
- * NMI to say, several vCPUs (interrupt state is shared, the heavy path's).
- * Due timers (a clock read found one) share those bits' test. */
+ * VMCB/VMCS and the emulated controllers, so it is done here; not a VM that
+ * ended (a due timer run here can end it), a single step (the DRs are the
+ * heavy path's), a host NMI to say, several vCPUs (shared interrupt state). */
 #define RECHECK_LEAVES (VCPU_PENDING_STEP | VCPU_PENDING_HOST_NMI)
 static inline bool light_recheck_leaves(const struct vcpu *v)
 {
 	return v->vm->ended || (v->pending & RECHECK_LEAVES) || v->vm->nr_vcpus > 1;
+}
+
+static COLD light_ret light_recheck(struct vcpu *v, unsigned reason);
+
+/* Due timers (a clock read found one), run here and looked at again: one of
+ * them, the time limit, can end the VM. Its own function, so that the
+ * common recheck keeps nothing across a call. */
+static COLD light_ret light_recheck_timers(struct vcpu *v, unsigned reason)
+{
+	v->pending &= ~VCPU_PENDING_TIMERS;
+	vm_timers_run(v->vm);
+	return light_recheck(v, reason);
 }
 
 static COLD light_ret light_recheck(struct vcpu *v, unsigned reason)
@@ -74,7 +85,7 @@ static COLD light_ret light_recheck(struct vcpu *v, unsigned reason)
 	    v->vm->nr_vcpus > 1) {
 		if (light_recheck_leaves(v))
 			return light_handled_leave(v, reason);
-		vm_timers_run(v->vm);
+		return light_recheck_timers(v, reason);   /* (due timers: the one bit left) */
 	}
 	v->pending = 0;
 	exit_inject_interrupts(v);
@@ -573,20 +584,6 @@ light_handler_fn *exit_light_set_handler(unsigned sw, enum light_kind kind)
 		if (light_sets[i].sw == sw)
 			return light_sets[i].fn[kind];
 	return light_generic[kind];
-}
-
-/* What a VM of several vCPUs runs instead of each kind (LIGHT_KINDS). */
-static const enum light_kind light_kind_smp[LIGHT_KIND_COUNT] = {
-#define LIGHT_SMP_ROW(k, name, fn, smp, ...) [k] = smp,
-	LIGHT_KINDS(LIGHT_SMP_ROW, _)
-#undef LIGHT_SMP_ROW
-};
-
-light_handler_fn *exit_light_handler_real(const struct vcpu *v, unsigned sw,
-					   const struct exit_row *r)
-{
-	enum light_kind k = r ? (enum light_kind)r->light : LIGHT_NONE;
-	return exit_light_set_handler(sw, v->vm->nr_vcpus > 1 ? light_kind_smp[k] : k);
 }
 
 /* exit_row_of past the index, here with light_other, its caller: the call

@@ -66,3 +66,17 @@ void exit_vcpu_init(struct vcpu *v)
 	exit_cpuid_cache_init(v);
 	exit_light_table_fill(v, exit_switch_set(v->vm->opt));
 }
+
+/* What a VM of several vCPUs runs instead of each kind (LIGHT_KINDS). */
+static const enum light_kind light_kind_smp[LIGHT_KIND_COUNT] = {
+#define LIGHT_SMP_ROW(k, name, fn, smp, ...) [k] = smp,
+	LIGHT_KINDS(LIGHT_SMP_ROW, _)
+#undef LIGHT_SMP_ROW
+};
+
+light_handler_fn *exit_light_handler_real(const struct vcpu *v, unsigned sw,
+					   const struct exit_row *r)
+{
+	enum light_kind k = r ? (enum light_kind)r->light : LIGHT_NONE;
+	return exit_light_set_handler(sw, v->vm->nr_vcpus > 1 ? light_kind_smp[k] : k);
+}

@@ -173,6 +173,7 @@ void exit_print_stats(struct vm *vm)
 			"sent %lu)\n", i, t, share, v->ipis.sent, v->ipis.received, v->ipis.sent_light);
 	}
 	guest_clock_print_stats(vm);
+	vm_time_limit_print_stats(vm);
 	vm_timer_lead_print_stats(vm);
 	pc_virtio_print_stats(vm);
 	exit_cost_print(vm);

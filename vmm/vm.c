@@ -11,6 +11,7 @@
 #include "core/percpu.h"
 #include "core/pmem.h"
 #include "core/tsc.h"
+#include "dev/tick_math.h"
 #include "lib/printf.h"
 #include "lib/string.h"
 #include "vmm/exit.h"
@@ -73,21 +74,47 @@ static void vm_create_devices(struct vm *vm)
 static void time_limit_fire(struct vm_timer *t, uint64_t now)
 {
 	struct vm *vm = t->opaque;
+	uint64_t host = rdtsc();   /* (now is the VM's time for the second timer) */
 	(void)now;
+	vm->time_limit_reached = true;
+	vm->time_limit_host = host - vm->time_limit_started;
+	vm->time_limit_guest = clock_at(&vm->clock, host) - vm->time_limit_guest;
 	vm_fault(vm, "time limit of %u s reached", vm->time_limit_s);
 }
 
-/* The VM's time limit, counted from its start: a VM timer, so that a guest
- * spinning without exits is stopped too (the host timer interrupts it). */
+/* The VM's time limit, counted from its start in host time: a VM timer, so
+ * that a guest spinning without exits is stopped too (the host timer
+ * interrupts it). A second one on the VM's clock, a little past the same
+ * time, makes a clock read past it stop the VM as a device timer fires
+ * at one (vm_timers_reprogram's next_due), however late the host timer
+ * comes: the VM's time never gains on the host's, so it is never early,
+ * and the margin (one minimum timer period) is more than the timer lead
+ * that can fire it ahead of its time. */
 static void time_limit_start(struct vm *vm, unsigned seconds)
 {
 	if (!seconds)
 		return;
+	uint64_t ticks = (uint64_t)seconds * tsc_hz();
 	vm->time_limit_s = seconds;
 	vm_timer_init(&vm->time_limit, vm->pc, time_limit_fire, vm);
 	vm->time_limit.host_clock = true;
+	vm_timer_init(&vm->time_limit_read, vm->pc, time_limit_fire, vm);
 	kprintf("lightpath: vm%u: time limit %u s\n", vm->id, seconds);
-	vm_timer_arm(&vm->time_limit, rdtsc() + (uint64_t)seconds * tsc_hz());
+	vm->time_limit_started = rdtsc();
+	vm->time_limit_guest = clock_at(&vm->clock, vm->time_limit_started);
+	vm_timer_arm(&vm->time_limit, vm->time_limit_started + ticks);
+	vm_timer_arm(&vm->time_limit_read, vm->time_limit_guest + ticks + vm->timer_min_gap);
+}
+
+void vm_time_limit_print_stats(const struct vm *vm)
+{
+	if (!vm->time_limit_reached)
+		return;
+	/* the limit counts host time; the VM's clock (its clock devices) can
+	 * be behind it by the time polling hid */
+	kprintf("  time limit: reached %lu ms after the VM's start, at %lu ms of its clock\n",
+		muldiv64(vm->time_limit_host, 1000, tsc_hz()),
+		muldiv64(vm->time_limit_guest, 1000, tsc_hz()));
 }
 
 static void report_end(struct vm *vm)

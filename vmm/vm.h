@@ -23,8 +23,11 @@
 
 #define VM_MAX_IO_RANGES  32
 #define VM_MAX_MMIO_RANGES 10
-#define VM_MAX_TIMERS     16
 #define VM_MAX_VCPUS      VMCONFIG_CPUS_MAX
+/* Every timer a VM can have armed at once (a full list panics): an APIC
+ * timer per vCPU; the HPET's 3, the PIT, the console's, polling's idle
+ * timer, the test hypercall's and the time limit's 2 are 9. */
+#define VM_MAX_TIMERS     (VM_MAX_VCPUS + 12)
 #define VM_MAX_MSR_HANDLERS 32     /* distinct handler functions, 0 = the #GP one */
 #define VM_LINE_MAX       256     /* a guest line held while VMs run side by side */
 #define VM_LINE_QUIET_POLLS 20    /* 100 ms of console polls */
@@ -198,6 +201,11 @@ struct vm {
 	struct dev_host *pc;
 	struct vm_timer time_limit;  /* timeout = / vm.timeout=: stops the VM when it fires */
 	unsigned time_limit_s;       /* 0 = none */
+	/* host TSC at its start; then how long the limit took, in host time
+	 * and in the VM's (the VM's time at its start until reached) */
+	uint64_t time_limit_started, time_limit_host, time_limit_guest;
+	bool time_limit_reached;
+	struct vm_timer time_limit_read;   /* the same on the VM's clock (vm.c) */
 
 	struct guest_clock clock;    /* the VM's time (vmm/guest_clock.h) */
 	struct clock_poll clock_poll;
@@ -286,6 +294,9 @@ static inline void *gpa_to_host(struct vm *vm, uint64_t gpa, uint64_t len)
 /* Ends the VM with `status` (the first end stands); `why` goes in its end
  * line. Devices reach it through dev_vm_end. */
 void vm_end(struct vm *vm, unsigned status, const char *why);
+
+/* The exit statistics' row for a VM its time limit stopped. */
+void vm_time_limit_print_stats(const struct vm *vm);
 
 /* Stops the VM for misbehaving: one report line, status LP_STATUS_VM_FAULT.
  * A VM that has already ended is left alone (the first reason stands). */

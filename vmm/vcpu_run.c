@@ -40,7 +40,8 @@ void vcpu_take_notices(struct vcpu *v)
 			lapic_accept(&v->lapic, (uint8_t)(w * 32 + b), false);
 		}
 	}
-	pc_virtio_take_kicks(v->vm);
+	if (v->vm->disk || v->vm->net)   /* (no call for a VM without them) */
+		pc_virtio_take_kicks(v->vm);
 	v->pending |= VCPU_PENDING_RECHECK;
 }
 

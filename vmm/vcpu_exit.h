@@ -32,8 +32,8 @@ static inline const struct exit_row *exit_row_of(uint64_t code)
 
 /* The light handler of switch set `sw` for exit-table row r (0: none) as
  * this vCPU's VM takes it (several vCPUs: fewer light kinds); in
- * vmm/exit_light.c, with the handlers' table, for exit_cost_light, which
- * looks it up at every exit. */
+ * vmm/exit_setup.c, which chooses each vCPU's handlers, for
+ * exit_cost_light too, which looks it up at every exit. */
 light_handler_fn *exit_light_handler_real(const struct vcpu *v, unsigned sw,
 					   const struct exit_row *r);
 

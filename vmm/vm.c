@@ -78,7 +78,7 @@ static void time_limit_fire(struct vm_timer *t, uint64_t now)
 	(void)now;
 	vm->time_limit_reached = true;
 	vm->time_limit_host = host - vm->time_limit_started;
-	vm->time_limit_guest = clock_at(&vm->clock, host) - vm->time_limit_guest;
+	vm->time_limit_guest = clock_at(&vm->clock, host) - vm->time_limit_started_guest;
 	vm_fault(vm, "time limit of %u s reached", vm->time_limit_s);
 }
 
@@ -101,9 +101,9 @@ static void time_limit_start(struct vm *vm, unsigned seconds)
 	vm_timer_init(&vm->time_limit_read, vm->pc, time_limit_fire, vm);
 	kprintf("lightpath: vm%u: time limit %u s\n", vm->id, seconds);
 	vm->time_limit_started = rdtsc();
-	vm->time_limit_guest = clock_at(&vm->clock, vm->time_limit_started);
+	vm->time_limit_started_guest = clock_at(&vm->clock, vm->time_limit_started);
 	vm_timer_arm(&vm->time_limit, vm->time_limit_started + ticks);
-	vm_timer_arm(&vm->time_limit_read, vm->time_limit_guest + ticks + vm->timer_min_gap);
+	vm_timer_arm(&vm->time_limit_read, vm->time_limit_started_guest + ticks + vm->timer_min_gap);
 }
 
 void vm_time_limit_print_stats(const struct vm *vm)

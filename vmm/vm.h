@@ -201,9 +201,9 @@ struct vm {
 	struct dev_host *pc;
 	struct vm_timer time_limit;  /* timeout = / vm.timeout=: stops the VM when it fires */
 	unsigned time_limit_s;       /* 0 = none */
-	/* host TSC at its start; then how long the limit took, in host time
-	 * and in the VM's (the VM's time at its start until reached) */
-	uint64_t time_limit_started, time_limit_host, time_limit_guest;
+	/* its start, in host TSC and in the VM's time; how long it took until
+	 * reached, in each */
+	uint64_t time_limit_started, time_limit_started_guest, time_limit_host, time_limit_guest;
 	bool time_limit_reached;
 	struct vm_timer time_limit_read;   /* the same on the VM's clock (vm.c) */
 

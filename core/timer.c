@@ -145,6 +145,11 @@ void timer_program(uint64_t deadline_tsc)
 	*lapic_reg(LAPIC_TIMER_ICR) = (uint32_t)counts;
 }
 
+bool timer_counting(void)
+{
+	return *lapic_reg(LAPIC_TIMER_CCR) != 0;
+}
+
 uint64_t timer_ticks_left(void)
 {
 	uint32_t count = *lapic_reg(LAPIC_TIMER_CCR);

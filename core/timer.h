@@ -19,6 +19,8 @@ void timer_program(uint64_t deadline_tsc);
  * costs no bookkeeping in timer_program (VT-x's Bochs twins read it before
  * every entry: vmm/vmx/bochs.c). */
 uint64_t timer_ticks_left(void);
+/* This CPU's timer still counts down: its interrupt is yet to come. */
+bool timer_counting(void);
 /* An AP's local APIC as timer_init() left the boot CPU's: enabled, the
  * timer one-shot on IDT_VECTOR_TIMER and stopped, TPR 0. The calibration is
  * the boot CPU's: every local APIC timer counts the same clock. */

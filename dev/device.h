@@ -214,11 +214,15 @@ struct irq_line dev_irq_line(struct dev_host *h, unsigned gsi);
  * (host_clock set). A timer belongs to the VM vm_timer_init gave it. Ending
  * a VM cancels its timers, and arming one for a VM that has ended does
  * nothing. */
+struct vcpu;
 struct vm_timer {
 	uint64_t deadline_tsc;
 	void (*fire)(struct vm_timer *t, uint64_t now_tsc);
 	void *opaque;
 	struct dev_host *host;
+	/* the vCPU whose host CPU wakes for it (a local APIC timer's own vCPU;
+	 * 0: the VM's vCPU 0; vmm/vm_timers.c) */
+	struct vcpu *home;
 	bool armed;
 	bool host_clock;
 };

@@ -165,6 +165,7 @@ static void wire_pc(struct vm *vm, struct dev_host *pc)
 	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
 		struct lapic *a = &vm->vcpus[i]->lapic;
 		lapic_init(a, pc, i, i == 0);
+		a->timer.home = vm->vcpus[i];
 		lapic_set_eoi_hook(a, pc_lapic_eoi, &pc->ioapic);
 		lapic_set_send_hook(a, apic_bus_send, pc);
 	}

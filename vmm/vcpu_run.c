@@ -116,6 +116,8 @@ static bool vcpu_wait_sipi(struct vcpu *v)
 {
 	struct vm *vm = v->vm;
 	v->lapic.init_pending = false;
+	this_cpu()->current = v;   /* the home of its timers (vm_timers_reprogram) */
+	vm_timers_reprogram(vm);   /* its CPU wakes for none of the others' */
 	while (!vm->ended && !v->lapic.sipi_pending) {
 		vm_unlock(vm);
 		vendor_host_wait_for_interrupt();
@@ -125,6 +127,7 @@ static bool vcpu_wait_sipi(struct vcpu *v)
 		if (v->lapic.init_pending)   /* another INIT: still waiting */
 			v->lapic.init_pending = false;
 	}
+	this_cpu()->current = 0;
 	v->lapic.sipi_pending = false;
 	return !vm->ended;
 }

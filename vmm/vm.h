@@ -28,6 +28,8 @@
  * timer per vCPU; the HPET's 3, the PIT, the console's, polling's idle
  * timer, the test hypercall's and the time limit's 2 are 9. */
 #define VM_MAX_TIMERS     (VM_MAX_VCPUS + 12)
+#define VM_TIMERS_FIRING  1u    /* vm_timers_run is firing: it programs the host timer once, after */
+#define VM_TIMERS_HOMED   2u    /* several vCPUs: each CPU wakes for its own vCPU's timers */
 #define VM_MAX_MSR_HANDLERS 32     /* distinct handler functions, 0 = the #GP one */
 #define VM_LINE_MAX       256     /* a guest line held while VMs run side by side */
 #define VM_LINE_QUIET_POLLS 20    /* 100 ms of console polls */
@@ -145,6 +147,9 @@ struct vcpu {
 	 * (set atomically, lock-free); its heavy path moves them to the local
 	 * APIC's IRR with the VM lock held (vcpu_take_notices) */
 	uint32_t posted[8];
+	/* the host deadline its CPU's timer was last programmed for by
+	 * vm_timers_reprogram (UINT64_MAX: none; 0: not yet), under the VM lock */
+	uint64_t timer_programmed;
 	bool started;
 	bool finished;
 	struct ipi_stats ipis;
@@ -212,7 +217,7 @@ struct vm {
 
 	struct vm_timer *timers[VM_MAX_TIMERS];  /* armed ones */
 	unsigned nr_timers;
-	bool timers_firing;      /* vm_timers_run is firing: it programs the host timer once, after */
+	uint8_t timers_mode;     /* VM_TIMERS_* (vmm/vm_timers.c) */
 	uint64_t timer_min_gap;  /* TIMER_MIN_PERIOD_US in TSC ticks (vm_timers.c), set at creation */
 	struct timer_lead timer_lead;  /* timer=lead (vmm/timer_lead.h) */
 	struct vm_timer test_timer; /* LP_HC_TIMER */

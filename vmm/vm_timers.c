@@ -17,6 +17,7 @@
 void vm_timers_init(struct vm *vm)
 {
 	vm->timer_min_gap = tsc_hz() / (1000000 / TIMER_MIN_PERIOD_US);
+	vm->timers_mode = vm->nr_vcpus > 1 ? VM_TIMERS_HOMED : 0;
 	_Static_assert(TIMER_LEAD_MAX_NS < TIMER_MIN_PERIOD_US * 1000 / 2,
 		       "a timer re-armed by its early fire must not be due within the lead");
 	vm->timer_lead = (struct timer_lead){
@@ -47,9 +48,45 @@ static uint64_t guest_deadline_to_host(const struct vm *vm, uint64_t deadline)
 	return h;
 }
 
-/* The host timer for the VM's earliest timer: the earliest of each clock
- * found first, the VM's one converted once. */
-void vm_timers_reprogram(struct vm *vm)
+/* A VM of several vCPUs: each timer has a home vCPU (vm_timer.home: a
+ * local APIC timer its own, the others vCPU 0), and a CPU's host timer is
+ * programmed for its vCPU's timers, and for another vCPU's only when that
+ * vCPU's CPU will not wake for it in time (it was armed from here, earlier
+ * than what that CPU is programmed for). Before, every CPU of the VM woke
+ * at every timer of the VM and queued on the VM lock to find nothing due:
+ * with 10 vCPUs halted under QEMU, vCPU 0 waited its turn behind nine at
+ * each of them and got nowhere (hostile-timerfill). Outside any vCPU (the
+ * VM's start and end) the CPU is programmed for every timer, as with one
+ * vCPU. Under the VM lock. */
+static void reprogram_homed(struct vm *vm)
+{
+	struct vcpu *me = exit_vcpu();
+	if (me && me->vm != vm)
+		me = 0;
+	uint64_t next = UINT64_MAX, next_guest = UINT64_MAX;
+	for (unsigned i = 0; i < vm->nr_timers; i++) {
+		const struct vm_timer *t = vm->timers[i];
+		uint64_t h = t->deadline_tsc;
+		if (!t->host_clock) {
+			next_guest = h < next_guest ? h : next_guest;
+			h = guest_deadline_to_host(vm, h);
+		}
+		if (!h || h >= next)
+			continue;
+		const struct vcpu *home = t->home ? t->home : vm->vcpus[0];
+		if (me && home != me && home->timer_programmed && h >= home->timer_programmed)
+			continue;   /* its home's CPU wakes for it */
+		next = h;
+	}
+	vm->clock.next_due = next_guest;   /* a clock read past it runs the timers */
+	timer_program(next == UINT64_MAX ? 0 : next);
+	if (me)
+		me->timer_programmed = next;
+}
+
+/* One vCPU: the host timer for the VM's earliest timer: the earliest of
+ * each clock found first, the VM's one converted once. */
+static void reprogram_one(struct vm *vm)
 {
 	uint64_t next = 0, next_guest = UINT64_MAX;
 	for (unsigned i = 0; i < vm->nr_timers; i++) {
@@ -72,6 +109,30 @@ void vm_timers_reprogram(struct vm *vm)
 			next = h;
 	}
 	timer_program(next);
+}
+
+void vm_timers_reprogram(struct vm *vm)
+{
+	if (vm->timers_mode & VM_TIMERS_HOMED)
+		reprogram_homed(vm);
+	else
+		reprogram_one(vm);
+}
+
+static __attribute__((noinline)) void timers_changed_slow(struct vm *vm)
+{
+	if (vm->timers_mode == VM_TIMERS_HOMED)
+		reprogram_homed(vm);
+}
+
+/* The list changed: the host timer follows, unless vm_timers_run is firing
+ * (it reprograms once, after). One test for one vCPU, as before homes. */
+static inline void timers_changed(struct vm *vm)
+{
+	if (__builtin_expect(vm->timers_mode != 0, 0))
+		timers_changed_slow(vm);
+	else
+		reprogram_one(vm);
 }
 
 static void timer_unlink(struct vm *vm, struct vm_timer *t)
@@ -98,8 +159,7 @@ void vm_timer_arm(struct vm_timer *t, uint64_t deadline_tsc)
 	}
 	t->armed = true;
 	t->deadline_tsc = deadline_tsc ? deadline_tsc : 1;
-	if (!vm->timers_firing)
-		vm_timers_reprogram(vm);
+	timers_changed(vm);
 }
 
 void vm_timer_cancel(struct vm_timer *t)
@@ -109,19 +169,14 @@ void vm_timer_cancel(struct vm_timer *t)
 	struct vm *vm = dev_host_vm(t->host);
 	t->armed = false;
 	timer_unlink(vm, t);
-	if (!vm->timers_firing)
-		vm_timers_reprogram(vm);
+	timers_changed(vm);
 }
 
-/* After timers fired: a device's interrupt reached its vCPU through
- * irq_line_set and the APIC bus, which notified it; a local APIC timer
- * only set its own IRR, so its vCPU is told here. */
+/* After timers fired in a VM of several vCPUs: a device's interrupt
+ * reached its vCPU through irq_line_set and the APIC bus, which notified
+ * it; a local APIC timer only set its own IRR, so its vCPU is told here. */
 static void vm_timers_fired(struct vm *vm)
 {
-	if (vm->nr_vcpus == 1) {
-		vm->vcpu->pending |= VCPU_PENDING_RECHECK;
-		return;
-	}
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)
 		if (lapic_irr_nonempty(&vm->vcpus[i]->lapic))
 			vcpu_notify(vm->vcpus[i]);
@@ -137,7 +192,7 @@ bool vm_timers_run(struct vm *vm)
 	 * deadline (vmm/timer_lead.h); `ahead` is the VM's time it fires by */
 	uint64_t lead = vm->clock.polling ? 0 : timer_lead_window(&vm->timer_lead);
 	uint64_t ahead = guest + lead;
-	vm->timers_firing = true;   /* a fire() that (re)arms a timer: reprogrammed below */
+	vm->timers_mode |= VM_TIMERS_FIRING;   /* a fire() that (re)arms a timer: reprogrammed below */
 	for (unsigned i = 0; i < vm->nr_timers;) {
 		struct vm_timer *t = vm->timers[i];
 		uint64_t due = t->deadline_tsc;
@@ -172,9 +227,22 @@ bool vm_timers_run(struct vm *vm)
 			lead = 0;
 		ahead = guest + lead;
 	}
-	vm->timers_firing = false;
-	vm_timers_reprogram(vm);
-	if (any)   /* a device timer may have raised an interrupt */
+	vm->timers_mode &= (uint8_t)~VM_TIMERS_FIRING;
+	if (!vm->timers_mode) {
+		reprogram_one(vm);
+		if (any)   /* a device timer may have raised an interrupt */
+			vm->vcpu->pending |= VCPU_PENDING_RECHECK;
+		return any;
+	}
+	/* several vCPUs: when nothing fired and this CPU's host timer still
+	 * counts (a kick woke it), what it counts to stands: a timer armed
+	 * elsewhere since is due no earlier, or the CPU that armed it wakes
+	 * for it (reprogram_homed). Not after the host timer ran out, early or
+	 * not: it must be programmed again. */
+	struct vcpu *me = exit_vcpu();
+	if (any || !me || me->vm != vm || !timer_counting())
+		reprogram_homed(vm);
+	if (any)
 		vm_timers_fired(vm);
 	return any;
 }
@@ -211,6 +279,5 @@ void vm_timers_cancel_all(struct vm *vm)
 	for (unsigned i = 0; i < vm->nr_timers; i++)
 		vm->timers[i]->armed = false;
 	vm->nr_timers = 0;
-	if (!vm->timers_firing)
-		vm_timers_reprogram(vm);
+	timers_changed(vm);
 }

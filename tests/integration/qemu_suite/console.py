@@ -150,8 +150,10 @@ def t_host_nmi(smp):
     27): QEMU's monitor command `nmi` sends one to every CPU while the side
     guest (which takes NMIs on vector 2 and counts them) spins without exits
     on CPU 0 (-smp 1) or CPU 1 (-smp 2, CPU 0 idle in lightpath). Once every
-    CPU has said "lightpath: cpuN: NMI (host)", a key is typed; the guest
-    then reports 0 NMIs and ends with 0, and the next VM runs."""
+    CPU has said "lightpath: cpuN: NMI (host)" and console input goes to the
+    side guest (-smp 2: hello, side by side on CPU 0, may have it until it
+    ends; a key typed then is hello's), a key is typed; the guest then
+    reports 0 NMIs and ends with 0, and the next VM runs."""
     def run():
         label = "host-nmi-smp%s" % smp
         sock = os.path.join(ROOT, "build", "test", label + ".monitor")
@@ -161,7 +163,8 @@ def t_host_nmi(smp):
         cmd = [LP_QEMU, "--interactive", "--smp", smp, "--monitor", sock, "--timeout", str(TIMEOUT),
                "%s %s" % (SIDE, args), HELLO3]
         cpus = set(range(int(smp)))
-        st = {"nmi": False, "typed": False, "seen": set()}
+        # -smp 1: one VM at a time, input goes to the one running (no line)
+        st = {"nmi": False, "typed": False, "seen": set(), "input": 0 if smp == "1" else None}
 
         def on_line(line, stdin):
             if not st["nmi"] and line.startswith(b"[vm0] side: waiting for a key"):
@@ -170,14 +173,18 @@ def t_host_nmi(smp):
             m = re.match(rb"lightpath: cpu(\d+): NMI \(host\)\r?$", line)
             if m:
                 st["seen"].add(int(m.group(1)))
-            if st["nmi"] and not st["typed"] and st["seen"] >= cpus:
+            m = re.match(rb"lightpath: console input goes to vm(\d+) now", line)
+            if m:
+                st["input"] = int(m.group(1))
+            if st["nmi"] and not st["typed"] and st["seen"] >= cpus and st["input"] == 0:
                 stdin.write(b"k")
                 stdin.flush()
                 st["typed"] = True
         b = interactive_boot(label, cmd, on_line)
         check(st["nmi"], "the side guest never waited for its key, so no NMI was sent; " + b.why_rc())
-        check(st["typed"], "NMI sent, but lightpath said 'NMI (host)' for CPUs %s of %s; %s"
-              % (sorted(st["seen"]), sorted(cpus), b.why_rc()))
+        check(st["typed"], "NMI sent, but lightpath said 'NMI (host)' for CPUs %s of %s, and "
+              "console input went to vm%s; %s"
+              % (sorted(st["seen"]), sorted(cpus), st["input"], b.why_rc()))
         b.expect_not(r"^lightpath: panic:.*", "a hypervisor panic")
         for c in cpus:
             n = len(b.findall(r"^%s\s*$" % (HOST_NMI_LINE % c)))

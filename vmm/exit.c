@@ -2,6 +2,7 @@
 
 #include "core/console.h"
 #include "core/cpu.h"
+#include "core/tsc.h"
 #include "lib/printf.h"
 #include "vmm/exit_cost.h"
 #include "vmm/pc_virtio.h"
@@ -171,6 +172,12 @@ void exit_print_stats(struct vm *vm)
 		print_share(share, sizeof(share), t - heavy, t);
 		kprintf("  vCPU %-3u %8lu exits, light %s; IPIs sent %lu, received %lu (of them light: "
 			"sent %lu)\n", i, t, share, v->ipis.sent, v->ipis.received, v->ipis.sent_light);
+	}
+	if (vm->nr_vcpus > 1) {
+		uint64_t us = tsc_hz() / 1000000 ? tsc_hz() / 1000000 : 1;
+		kprintf("  VM lock: taken %lu times, %lu of them after a wait: %lu ms in all, %lu us "
+			"at most; %lu halts\n", vm->lock_takes, vm->lock_waits, vm->lock_wait / us / 1000,
+			vm->lock_wait_max / us, vm->lock_halts);
 	}
 	guest_clock_print_stats(vm);
 	vm_time_limit_print_stats(vm);

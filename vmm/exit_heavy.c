@@ -238,7 +238,7 @@ void heavy_hlt(struct vcpu *v)
 	       !v->lapic.init_pending) {
 		vm_unlock(vm);   /* (held with several vCPUs: vmm/vm.c vcpu_run) */
 		vendor_host_wait_for_interrupt();
-		vm_lock(vm);
+		vm_lock_vcpu(vm);
 		host_nmis_report();
 		vcpu_take_notices(v);
 		vm_timers_run(vm);

@@ -47,7 +47,7 @@ void vcpu_take_notices(struct vcpu *v)
 
 static void vcpu_heavy_enter(struct vcpu *v)
 {
-	vm_lock(v->vm);
+	vm_lock_vcpu(v->vm);
 	vcpu_take_notices(v);
 }
 
@@ -121,7 +121,7 @@ static bool vcpu_wait_sipi(struct vcpu *v)
 	while (!vm->ended && !v->lapic.sipi_pending) {
 		vm_unlock(vm);
 		vendor_host_wait_for_interrupt();
-		vm_lock(vm);
+		vm_lock_vcpu(vm);
 		vcpu_take_notices(v);   /* fixed IPIs to a waiting APIC are dropped */
 		vm_timers_run(vm);
 		if (v->lapic.init_pending)   /* another INIT: still waiting */
@@ -143,7 +143,7 @@ void vcpu_life(struct vcpu *v)
 			vcpu_run(v);
 		if (vm->ended)
 			break;
-		vm_lock(vm);
+		vm_lock_vcpu(vm);
 		bool start = vcpu_wait_sipi(v);
 		uint8_t vector = v->lapic.sipi_vector;
 		vm_unlock(vm);

@@ -233,6 +233,9 @@ struct vm {
 	 * one vCPU never takes it. */
 	struct spinlock lock;
 	struct percpu *lock_cpu;     /* the CPU holding it, or 0 */
+	uint64_t lock_halted;        /* CPUs (bit = cpu_id) halted until it is theirs */
+	/* the waits for it (host TSC ticks; written under the lock) */
+	uint64_t lock_takes, lock_waits, lock_wait, lock_wait_max, lock_halts;
 	bool console_after_cr;      /* its last console byte was '\r' */
 	/* output held while other VMs run (vm_console_putc) */
 	char out_line[VM_LINE_MAX];
@@ -250,19 +253,43 @@ static inline struct vm *dev_host_vm(const struct dev_host *h)
 	return ((const struct dev_host_head *)(const void *)h)->vm;
 }
 
-/* The VM lock, for VMs of several vCPUs only (struct vm's lock). */
+/* The VM lock, for VMs of several vCPUs only (struct vm's lock): a ticket
+ * lock whose waiter, on a vCPU's heavy path (vm_lock_vcpu), spins for
+ * VM_LOCK_SPIN_NS and then halts its CPU until the holder's vm_unlock wakes
+ * it (vmm/vm_lock.c says why). vm_lock spins only: for the callers outside a
+ * vCPU's exit, where halting is not the CPU's state to take. */
+void vm_lock_wait(struct vm *vm, uint32_t ticket, bool may_halt);
+void vm_lock_wake_halted(struct vm *vm);
+static inline void vm_lock_take(struct vm *vm, bool may_halt)
+{
+	uint32_t mine = __atomic_fetch_add(&vm->lock.next, 1, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&vm->lock.serving, __ATOMIC_ACQUIRE) != mine)
+		vm_lock_wait(vm, mine, may_halt);
+	vm->lock_cpu = this_cpu();
+	vm->lock_takes++;
+}
 static inline void vm_lock(struct vm *vm)
 {
-	if (vm->nr_vcpus > 1) {
-		spin_lock(&vm->lock);
-		vm->lock_cpu = this_cpu();
-	}
+	if (vm->nr_vcpus > 1)
+		vm_lock_take(vm, false);
+}
+/* On a vCPU's heavy path (host interrupts can be let in to halt: the state
+ * vendor_host_wait_for_interrupt expects). */
+static inline void vm_lock_vcpu(struct vm *vm)
+{
+	if (vm->nr_vcpus > 1)
+		vm_lock_take(vm, true);
 }
 static inline void vm_unlock(struct vm *vm)
 {
 	if (vm->nr_vcpus > 1) {
 		vm->lock_cpu = 0;
 		spin_unlock(&vm->lock);
+		/* the store above before the load below: a waiter sets its bit
+		 * and then reads `serving` (vm_lock_wait) */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&vm->lock_halted, __ATOMIC_RELAXED))
+			vm_lock_wake_halted(vm);
 	}
 }
 /* May this CPU touch the VM's shared state now: one vCPU, or the VM lock

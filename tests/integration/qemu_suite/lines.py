@@ -81,7 +81,7 @@ NORMAL_LINE = re.compile(r"^lightpath: (lightweight-exit hypervisor|options: |AM
                          r"all VMs ended; powering off )")
 HELLO = GUESTS + "/hello.elf"
 # The rows of the exit statistics table (lightpath's, without a prefix).
-STATS_LINE = re.compile(r"^  (reason|denied:|emulated:|clock:|vCPU \d+ +\d+ exits, |\S.*\s\d+\s+\d+(\.\d+)?%)")
+STATS_LINE = re.compile(r"^  (reason|denied:|emulated:|clock:|vCPU \d+ +\d+ exits, |VM lock: taken \d+ times, |\S.*\s\d+\s+\d+(\.\d+)?%)")
 
 
 # A VM that never ends by itself (guests/selftest/forever.c; docs/SECURITY.md,

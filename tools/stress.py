@@ -5,8 +5,10 @@ integration tests, ROUNDS rounds under a host CPU hog.
     tools/stress.py [--rounds N] [--tests REGEX] [--quick] [--counts FILE] [--list]
 
 The tests are chosen by name from the suites' own --list (SELECT below, the
-one place that says which), in the QEMU suite (tests/integration/itest.py)
-and the Bochs suites (tests/integration/vmx_tests.py: VT-x and ryzen);
+one place that says which), in the QEMU suite (tests/integration/itest.py),
+the Bochs suites (tests/integration/vmx_tests.py: VT-x and ryzen) and the
+Linux guests (tests/integration/linux_test.py: those of several vCPUs, side
+by side or on the network);
 --tests (make's STRESS_TESTS=) narrows them further by regex. A hog of one
 busy process per core (tools/hog.py) runs for the whole time and is stopped
 however the run ends (failure, Ctrl-C, SIGTERM). Each round runs each
@@ -37,7 +39,8 @@ import hog  # noqa: E402
 OUT = os.path.join(ROOT, "build", "stress")
 PYTHON = sys.executable or "/usr/bin/python3"
 SUITES = (("qemu", "tests/integration/itest.py"),
-          ("bochs", "tests/integration/vmx_tests.py"))
+          ("bochs", "tests/integration/vmx_tests.py"),
+          ("linux", "tests/integration/linux_test.py"))
 
 # The tests whose outcome depends on timing, interrupts, several CPUs,
 # virtio or the network link: every name any suite lists that matches.

@@ -910,6 +910,7 @@ def main():
     ap.add_argument("--direct", action="store_true",
                     default=os.environ.get("LP_LINUX_DIRECT", "0") == "1",
                     help="boot the guest under plain QEMU, without lightpath (harness check)")
+    ap.add_argument("--list", action="store_true", help="list the tests and exit")
     args, _ = ap.parse_known_args()  # tools/test.sh passes itest.py's options too
 
     passed = failed = 0
@@ -923,6 +924,10 @@ def main():
         say("%s: skipped (LP_SKIP_VMX=1)" % NAME_VMX)
     else:
         tests.append((NAME_VMX, run_vmx_test))
+    if args.list:
+        for name, _ in tests:
+            print(name)
+        return 0
     for i, (name, fn) in enumerate(tests):
         if args.match and not re.search(args.match, name):
             say("%s: not selected by -k %s" % (name, args.match))

@@ -23,6 +23,9 @@ struct percpu {
 	/* physical NMIs this CPU's NMI handler took (core/idt.c), and how many
 	 * of them host_nmis_report has said */
 	unsigned host_nmis, host_nmis_reported;
+	/* host timer interrupts this CPU took (core/timer.c): a wait that let
+	 * interrupts in sees whether the VM's timers' one came (vmm/vm_lock.c) */
+	unsigned timer_interrupts;
 	/* the hazard bits of the vCPU this CPU runs (its v->pending), where an
 	 * NMI taken in host mode sets PERCPU_HAZARD_HOST_NMI so that the exit
 	 * it came in says it before the guest runs on (vmm/vcpu_run.c) */

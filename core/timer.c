@@ -3,6 +3,7 @@
 #include "core/console.h"
 #include "core/cpu.h"
 #include "core/idt.h"
+#include "core/percpu.h"
 #include "core/tsc.h"
 
 #define LAPIC_BASE      0xfee00000ull
@@ -163,6 +164,7 @@ uint64_t timer_ticks_left(void)
 
 void timer_interrupt(void)
 {
+	this_cpu()->timer_interrupts++;
 	*lapic_reg(LAPIC_EOI) = 0;
 }
 

@@ -274,7 +274,8 @@ static inline void vm_lock(struct vm *vm)
 		vm_lock_take(vm, false);
 }
 /* On a vCPU's heavy path (host interrupts can be let in to halt: the state
- * vendor_host_wait_for_interrupt expects). */
+ * vendor_host_wait_for_interrupt expects; vm_lock_wait runs the VM's timers
+ * when the host timer's interrupt came in the halt). */
 static inline void vm_lock_vcpu(struct vm *vm)
 {
 	if (vm->nr_vcpus > 1)

@@ -17,6 +17,7 @@
 #include "core/smp.h"
 #include "core/tsc.h"
 #include "vmm/vendor_setup.h"
+#include "vmm/vm_timers.h"
 
 /* Longer than the lock is held on a machine of its own (an exit's heavy
  * handling): there the waiter never halts. */
@@ -27,11 +28,14 @@ static bool lock_is_mine(const struct vm *vm, uint32_t ticket)
 	return __atomic_load_n(&vm->lock.serving, __ATOMIC_ACQUIRE) == ticket;
 }
 
+_Static_assert(SMP_MAX_CPUS <= 64, "lock_halted has a bit per CPU");
+
 void vm_lock_wait(struct vm *vm, uint32_t ticket, bool may_halt)
 {
 	uint64_t start = rdtsc(), spin_until = start + tsc_from_ns(VM_LOCK_SPIN_NS);
-	uint64_t me = 1ull << this_cpu()->cpu_id;
-	unsigned halts = 0;
+	struct percpu *cpu = this_cpu();
+	uint64_t me = 1ull << cpu->cpu_id;
+	unsigned halts = 0, timer_interrupts = cpu->timer_interrupts;
 	while (!lock_is_mine(vm, ticket)) {
 		if (!may_halt || rdtsc() < spin_until) {
 			asm volatile("pause" ::: "memory");   /* core/smp.c says why PAUSE */
@@ -54,6 +58,13 @@ void vm_lock_wait(struct vm *vm, uint32_t ticket, bool may_halt)
 	vm->lock_wait += waited;
 	if (waited > vm->lock_wait_max)
 		vm->lock_wait_max = waited;
+	/* The host timer's interrupt came in a halt: taken there (it only
+	 * acknowledges), it did not run the timers it was for, which would
+	 * wait for whatever exit ran them next (a review found this). */
+	if (may_halt && cpu->timer_interrupts != timer_interrupts) {
+		vm->lock_cpu = cpu;   /* (vm_lock_take says so too, after) */
+		vm_timers_run(vm);
+	}
 }
 
 void vm_lock_wake_halted(struct vm *vm)

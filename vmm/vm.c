@@ -192,8 +192,9 @@ bool vm_cpu_panicked(void)
 	vm_lock(vm);
 	vm_fault(vm, "CPU %u panicked while it ran vCPU %u; that CPU is out of use from now on",
 		 pc->cpu_id, i);
-	__atomic_store_n(&v->finished, true, __ATOMIC_RELEASE);
 	vm_unlock(vm);
+	/* last: vCPU 0's CPU may free the VM once it sees this */
+	__atomic_store_n(&v->finished, true, __ATOMIC_RELEASE);
 	if (i)
 		return false;   /* vm_run, on vCPU 0's CPU, ends the VM as usual */
 	if (vm->vcpus_posted)

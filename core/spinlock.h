@@ -1,6 +1,8 @@
 /* A ticket spin lock for the host's shared state (the console, the
- * physical-memory allocator, a VM of several vCPUs): held for short
- * stretches only, never on a light exit path. Fair: CPUs get the lock in
+ * physical-memory allocator, a VM of several vCPUs, the network links):
+ * held for short stretches only, and on a light exit path only in a VM of
+ * one vCPU (the console's for its UART, a link's and a port's for its
+ * virtio-net doorbell; docs/SMP.md, "Locks"). Fair: CPUs get the lock in
  * the order they asked for it, so a CPU that takes it again and again (a
  * VM printing line after line) cannot keep another waiting for more than
  * one stretch of each CPU ahead of it. All zero is unlocked. */

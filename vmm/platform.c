@@ -132,7 +132,8 @@ static const struct pc_device {
 };
 
 /* Inits one device and registers its ranges. In a VM of several vCPUs
- * only a lock_free device stays light: the light path takes no lock. */
+ * only a lock_free device stays light: there the light path takes no lock
+ * (docs/SMP.md, "Locks"). */
 static void add_device(struct vm *vm, const struct pc_device *d)
 {
 	const struct dev_desc *desc = d->desc;

@@ -1,7 +1,7 @@
-/* 16550A UART (COM1 at 0x3f8): guest output goes to the host console, host
- * input can be queued into a small receive FIFO. No interrupt line is wired
- * yet: IER/IIR are modelled so that drivers probing the chip see a 16550A,
- * but guests must poll LSR. */
+/* 16550A UART (COM1 at 0x3f8, IRQ 4): guest output goes to the host
+ * console, host input can be queued into a small receive FIFO. The
+ * transmitter is always empty: a byte written has left, LSR.THRE never
+ * clears, and the THR-empty interrupt is raised again at once. */
 #ifndef DEV_UART16550_H
 #define DEV_UART16550_H
 

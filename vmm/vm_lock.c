@@ -5,7 +5,7 @@
  * an exit's handling. Under an emulator or a hypervisor that shares the
  * host's CPUs, the holder's CPU can be descheduled while it holds the lock,
  * and the waiter's spinning then takes the host CPU the holder needs. Under
- * QEMU on a loaded 2-core host, a Linux guest of 2 vCPUs spent more time
+ * QEMU on a loaded 2-core host (one hand run), a Linux guest of 2 vCPUs spent more time
  * waiting for the lock than its run lasted (172 s of waits in a 115 s run,
  * up to 60 ms at once), and Linux found its CPUs stuck for 20 s and more
  * (soft lockups). So after VM_LOCK_SPIN_NS the waiter halts its CPU, which
